@@ -1,0 +1,308 @@
+"""The engine's public vocabulary: requests in, step events and results out, typed errors.
+
+Everything here is a frozen dataclass or an exception, importable without torch, so the GUI, the fake engine and
+the command line share one contract. A request carries its own id; every event and result names the id it
+belongs to, which is how the GUI drops events of a request it no longer cares about.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+_ids = itertools.count(1)
+_ids_lock = threading.Lock()
+
+
+def new_request_id() -> int:
+    """A process-wide increasing id, so "newer request" is a plain integer comparison."""
+    with _ids_lock:
+        return next(_ids)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Settings
+
+
+@dataclass(frozen=True)
+class DenoiseSettings:
+    """Sampler knobs; the defaults are the reference sampler's (`DiffusionGemmaGenerationConfig`)."""
+
+    max_steps: int = 48
+    t_max: float = 0.8
+    t_min: float = 0.4
+    entropy_bound: float = 0.1
+    stability_threshold: int = 1
+    confidence_threshold: float = 0.005
+    candidates: int = 1
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        if not 0 <= self.t_min < self.t_max:
+            raise ValueError("the temperature schedule needs 0 <= t_min < t_max")
+        if self.entropy_bound <= 0:
+            raise ValueError("entropy_bound must be positive")
+        if self.candidates < 1:
+            raise ValueError("candidates must be at least 1")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Requests
+
+RewritePreset = Literal["shorter", "longer", "formal", "casual", "grammar", "simplify"]
+
+REWRITE_PRESETS: dict[str, str] = {
+    "shorter": "Make it shorter while keeping its meaning.",
+    "longer": "Make it longer, adding relevant detail.",
+    "formal": "Make it more formal.",
+    "casual": "Make it more casual.",
+    "grammar": "Fix the grammar and spelling without changing the meaning.",
+    "simplify": "Simplify it so it is easier to read.",
+}
+
+
+@dataclass(frozen=True)
+class DraftRequest:
+    """Write new text at the cursor, continuing `before` (optionally steered by an instruction)."""
+
+    before: str
+    instruction: str = ""
+    after: str = ""
+    max_new_tokens: int = 128
+    settings: DenoiseSettings = field(default_factory=DenoiseSettings)
+    request_id: int = field(default_factory=new_request_id)
+    kind: Literal["draft"] = "draft"
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """Rewrite `selection` following `instruction`; `before`/`after` are the surrounding document, for context."""
+
+    selection: str
+    instruction: str
+    before: str = ""
+    after: str = ""
+    max_new_tokens: int | None = None
+    settings: DenoiseSettings = field(default_factory=DenoiseSettings)
+    request_id: int = field(default_factory=new_request_id)
+    kind: Literal["rewrite"] = "rewrite"
+
+
+@dataclass(frozen=True)
+class InfillRequest:
+    """Fill the gap between `before` and `after` so that it joins both; `after` comes back unchanged.
+
+    `middle_tokens=None` lets the engine search the length; an int fixes it.
+    """
+
+    before: str
+    after: str
+    instruction: str = ""
+    middle_tokens: int | None = None
+    settings: DenoiseSettings = field(default_factory=DenoiseSettings)
+    request_id: int = field(default_factory=new_request_id)
+    kind: Literal["infill"] = "infill"
+
+
+Request = DraftRequest | RewriteRequest | InfillRequest
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Events and results
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of ghost text and how sure the model is of it (0..1), for shading."""
+
+    text: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    """One alternative as it looks at one denoising step."""
+
+    spans: tuple[Span, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(s.text for s in self.spans)
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """The current best text of every alternative after one denoising step."""
+
+    request_id: int
+    step: int
+    max_steps: int
+    block: int
+    candidates: tuple[CandidateView, ...]
+    elapsed: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return self.candidates[0].text if self.candidates else ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A finished alternative: the text to insert (draft), to replace the selection with (rewrite) or to put in
+    the gap (infill)."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Stats:
+    forwards: int = 0
+    new_tokens: int = 0
+    seconds: float = 0.0
+    first_draft_seconds: float = 0.0
+    steps: int = 0
+    blocks: int = 0
+
+    @property
+    def tokens_per_forward(self) -> float:
+        return self.new_tokens / self.forwards if self.forwards else 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Result:
+    request_id: int
+    candidates: tuple[Candidate, ...]
+    stats: Stats = field(default_factory=Stats)
+    cancelled: bool = False
+    notice: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.candidates[0].text if self.candidates else ""
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """Loading progress: tensors and bytes done out of the total, and what is happening now."""
+
+    done: int
+    total: int
+    bytes_done: int = 0
+    bytes_total: int = 0
+    stage: str = "loading"
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    path: str
+    device: str
+    dtype: str
+    quantization: str
+    parameters: int
+    canvas_length: int
+    context_length: int
+    notice: str = ""
+
+
+StepCallback = Callable[[StepEvent], None]
+ProgressCallback = Callable[[LoadProgress], None]
+Device = Literal["auto", "cpu", "cuda"]
+Quantization = Literal["auto", "nf4", "none"]
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What the GUI's engine thread drives; `engine.session.Session` and `engine.fake.FakeEngine` implement it.
+
+    All calls are synchronous and made from one thread. `cancel` is checked at every step.
+    """
+
+    @property
+    def info(self) -> ModelInfo | None: ...
+
+    def load(
+        self,
+        model_dir: str | Path,
+        *,
+        device: Device = "auto",
+        quantization: Quantization = "auto",
+        on_progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ModelInfo: ...
+
+    def unload(self) -> None: ...
+
+    def run(
+        self, request: Request, on_step: StepCallback | None = None, cancel: threading.Event | None = None
+    ) -> Result: ...
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Errors: each says what happened and what the writer can do about it.
+
+
+class EngineError(Exception):
+    """Base of every error the engine reports on purpose. `kind` is stable (used in JSON output)."""
+
+    kind = "engine_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ModelNotFoundError(EngineError):
+    kind = "model_not_found"
+
+
+class ModelIncompleteError(EngineError):
+    kind = "model_incomplete"
+
+
+class UnsupportedModelError(EngineError):
+    kind = "unsupported_model"
+
+
+class ModelNotLoadedError(EngineError):
+    kind = "model_not_loaded"
+
+
+class EmptyRequestError(EngineError):
+    kind = "empty_request"
+
+
+class PromptTooLongError(EngineError):
+    kind = "prompt_too_long"
+
+
+class OutOfMemoryError(EngineError):
+    kind = "out_of_memory"
+
+
+class WontFitError(EngineError):
+    kind = "wont_fit"
+
+
+class LoadCancelledError(EngineError):
+    kind = "load_cancelled"
+
+
+class GenerationError(EngineError):
+    kind = "generation_error"
