@@ -1,0 +1,367 @@
+"""Every user setting in one place: declared with type, default and bounds; stored as TOML; a `changed` signal.
+
+The file lives in the platformdirs user config folder (`settings.toml`) and is meant to be read and edited by
+people. A value that is missing, of the wrong type or out of bounds is replaced by its default and reported in
+`Settings.problems` (the window shows them); a file that is not valid TOML is kept aside as
+`settings.toml.broken` and defaults are used. Loading settings never raises.
+
+Tests and portable installs point the folders elsewhere with `LETTERPRESS_CONFIG_DIR`, `LETTERPRESS_DATA_DIR`
+and `LETTERPRESS_LOG_DIR`, or by passing `config_dir=` to `Settings`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.atomic import atomic_write_text
+from engine.api import REWRITE_PRESETS, DenoiseSettings
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "letterpress"
+FILE_NAME = "settings.toml"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Folders
+
+
+def config_dir() -> Path:
+    """Where settings.toml lives (`LETTERPRESS_CONFIG_DIR` overrides the platform default)."""
+    return _folder("LETTERPRESS_CONFIG_DIR", "user_config_dir")
+
+
+def data_dir() -> Path:
+    """Where recovery files and the recent-files list live (`LETTERPRESS_DATA_DIR` overrides)."""
+    return _folder("LETTERPRESS_DATA_DIR", "user_data_dir")
+
+
+def log_dir() -> Path:
+    """Where the rotating log files live (`LETTERPRESS_LOG_DIR` overrides)."""
+    return _folder("LETTERPRESS_LOG_DIR", "user_log_dir")
+
+
+_default_config_dir = config_dir
+
+
+def recovery_dir() -> Path:
+    """Autosaved copies of unsaved documents, under the data folder."""
+    return data_dir() / "recovery"
+
+
+def _folder(env: str, platform_fn: str) -> Path:
+    override = os.environ.get(env)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(getattr(platformdirs, platform_fn)(APP_NAME, appauthor=False))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Declarations
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its key (`section.name`, which is also where it sits in the TOML file), type and limits."""
+
+    key: str
+    type: type
+    default: Any
+    label: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    help: str = ""
+
+    def check(self, value: Any) -> str:
+        """Why `value` is not acceptable for this setting ("" when it is)."""
+        if self.type is bool:
+            return "" if isinstance(value, bool) else "must be true or false"
+        if self.type is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                return "must be a whole number"
+        elif self.type is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return "must be a number"
+            if not math.isfinite(value):
+                return "must be a finite number"
+        elif self.type is str:
+            if not isinstance(value, str):
+                return "must be text"
+            if self.choices and value not in self.choices:
+                return f"must be one of {', '.join(self.choices)}"
+        elif self.type is dict:
+            if not isinstance(value, Mapping) or not value:
+                return "must be a non-empty table of name = instruction"
+            for name, text in value.items():
+                if not isinstance(name, str) or not name.strip():
+                    return "has an empty preset name"
+                if not isinstance(text, str) or not text.strip():
+                    return f"preset '{name}' needs an instruction"
+        if self.minimum is not None and value < self.minimum:
+            return f"must be at least {self.minimum}"
+        if self.maximum is not None and value > self.maximum:
+            return f"must be at most {self.maximum}"
+        return ""
+
+    def coerce(self, value: Any) -> Any:
+        """The stored form: ints given for floats become floats; tables become plain dicts."""
+        if self.type is float:
+            return float(value)
+        if self.type is dict:
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("model.folder", str, "", "Model folder", help="A local DiffusionGemma checkpoint folder."),
+    Setting("model.device", str, "auto", "Device", choices=("auto", "cpu", "cuda")),
+    Setting("model.quantization", str, "auto", "Quantization", choices=("auto", "nf4", "none")),
+    Setting("denoise.steps", int, 48, "Denoising steps", 1, 512, help="Most refinement steps per block."),
+    Setting("denoise.t_max", float, 0.8, "Start temperature", 0.01, 2.0),
+    Setting("denoise.t_min", float, 0.4, "End temperature", 0.0, 2.0),
+    Setting("denoise.entropy_bound", float, 0.1, "Entropy bound", 0.001, 10.0,
+            help="How much uncertainty a step may accept; lower is slower and more careful."),
+    Setting("denoise.alternatives", int, 3, "Alternatives", 1, 8,
+            help="Candidates computed in one batched run (Alt+] / Alt+[ cycle them)."),
+    Setting("draft.length", int, 128, "Draft length (tokens)", 8, 2048),
+    Setting("rewrite.presets", dict, dict(REWRITE_PRESETS), "Rewrite presets"),
+    Setting("appearance.theme", str, "system", "Theme", choices=("system", "light", "dark")),
+    Setting("appearance.font_family", str, "", "Font", help="Empty: the system's default text font."),
+    Setting("appearance.font_size", int, 12, "Font size", 6, 72),
+    Setting("documents.autosave_seconds", int, 5, "Autosave every (seconds)", 1, 600),
+    Setting("privacy.log_document_text", bool, False, "Write document text to the log (debugging only)"),
+)
+
+BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
+
+
+def defaults() -> dict[str, Any]:
+    return {s.key: s.coerce(s.default) for s in SETTINGS}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The live settings object
+
+
+class Settings(QObject):
+    """The current settings; `set`/`update` validate, save and emit `changed(key, value)` for each changed key."""
+
+    changed = Signal(str, object)
+
+    def __init__(self, config_dir: str | Path | None = None, *, autosave: bool = True,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.folder = Path(config_dir) if config_dir is not None else _default_config_dir()
+        self.path = self.folder / FILE_NAME
+        self.autosave = autosave
+        self._values: dict[str, Any] = defaults()
+        self.problems: list[str] = []
+        self.load()
+
+    # -- reading ---------------------------------------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._values[key]
+        return dict(value) if isinstance(value, dict) else value
+
+    def get(self, key: str) -> Any:
+        return self[key]
+
+    def values(self) -> dict[str, Any]:
+        return {k: self[k] for k in self._values}
+
+    def denoise_settings(self, *, candidates: int | None = None) -> DenoiseSettings:
+        """The sampler settings for the next request (always valid: the values were checked on the way in)."""
+        return DenoiseSettings(
+            max_steps=self["denoise.steps"],
+            t_max=self["denoise.t_max"],
+            t_min=self["denoise.t_min"],
+            entropy_bound=self["denoise.entropy_bound"],
+            candidates=candidates if candidates is not None else self["denoise.alternatives"],
+        )
+
+    def rewrite_presets(self) -> dict[str, str]:
+        return self["rewrite.presets"]
+
+    # -- writing ---------------------------------------------------------------------------------------------
+
+    def set(self, key: str, value: Any) -> None:
+        """Change one setting; raises ValueError with a readable reason when the value is not acceptable."""
+        self.update({key: value})
+
+    def update(self, changes: Mapping[str, Any]) -> None:
+        """Change several settings at once (all or nothing), save once, then emit `changed` per changed key."""
+        merged = dict(self._values)
+        for key, value in changes.items():
+            setting = BY_KEY.get(key)
+            if setting is None:
+                raise KeyError(f"unknown setting {key!r}")
+            why = setting.check(value)
+            if why:
+                raise ValueError(f"{setting.label} {why}.")
+            merged[key] = setting.coerce(value)
+        why = _cross_check(merged)
+        if why:
+            raise ValueError(why)
+        changed = [k for k in changes if merged[k] != self._values[k]]
+        self._values = merged
+        if changed and self.autosave:
+            self.save()
+        for key in changed:
+            self.changed.emit(key, self[key])
+
+    def reset(self, keys: list[str] | None = None) -> None:
+        """Back to defaults (all settings, or only `keys`)."""
+        base = defaults()
+        self.update({k: base[k] for k in (keys or list(base))})
+
+    def save(self) -> None:
+        """Write the TOML file atomically; a failure is logged and reported, never raised into the UI."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, to_toml(self._values))
+        except OSError as exc:
+            msg = f"Settings could not be saved to {self.path} ({exc.strerror or exc}); they apply until you quit."
+            log.warning(msg)
+            self.problems.append(msg)
+
+    def load(self) -> None:
+        """(Re)read the file; every bad value falls back to its default and is listed in `problems`."""
+        self.problems = []
+        self._values = defaults()
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.problems.append(f"{self.path} cannot be read ({exc.strerror or exc}); using default settings.")
+            return
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            backup = self.path.with_name(FILE_NAME + ".broken")
+            try:
+                os.replace(self.path, backup)
+                kept = f" It was kept as {backup.name}."
+            except OSError:
+                kept = ""
+            self.problems.append(f"{self.path} is not valid TOML ({exc}); using default settings.{kept}")
+            return
+        self._values, self.problems = parse(data)
+        for problem in self.problems:
+            log.warning("settings: %s", problem)
+
+
+def _cross_check(values: Mapping[str, Any]) -> str:
+    if not values["denoise.t_min"] < values["denoise.t_max"]:
+        return "The end temperature must be lower than the start temperature."
+    return ""
+
+
+def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Values from a parsed TOML document: defaults where something is wrong, plus what was wrong."""
+    values = defaults()
+    problems: list[str] = []
+    known_sections = {s.key.split(".")[0] for s in SETTINGS}
+    for section, table in data.items():
+        if section not in known_sections:
+            problems.append(f"Unknown section [{section}] was ignored.")
+            continue
+        if not isinstance(table, Mapping):
+            problems.append(f"[{section}] must be a table; its defaults are used.")
+            continue
+        for name, value in table.items():
+            key = f"{section}.{name}"
+            setting = BY_KEY.get(key)
+            if setting is None:
+                problems.append(f"Unknown setting {key} was ignored.")
+                continue
+            why = setting.check(value)
+            if why:
+                problems.append(f"{key} = {value!r} {why}; using the default {setting.default!r}.")
+                continue
+            values[key] = setting.coerce(value)
+    why = _cross_check(values)
+    if why:
+        problems.append(f"{why} Using the default temperatures.")
+        values["denoise.t_min"] = BY_KEY["denoise.t_min"].default
+        values["denoise.t_max"] = BY_KEY["denoise.t_max"].default
+    return values, problems
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A small TOML writer (the standard library only reads TOML)
+
+
+def to_toml(values: Mapping[str, Any]) -> str:
+    """Settings as a TOML document, one [section] per group, in declaration order, with short comments."""
+    lines = ["# Letterpress settings. Edit while the app is closed; invalid values fall back to defaults.", ""]
+    sections: dict[str, list[Setting]] = {}
+    for s in SETTINGS:
+        sections.setdefault(s.key.split(".")[0], []).append(s)
+    for section, settings in sections.items():
+        tables = [s for s in settings if s.type is dict]
+        plain = [s for s in settings if s.type is not dict]
+        if plain:
+            lines.append(f"[{section}]")
+            for s in plain:
+                comment = _comment(s)
+                if comment:
+                    lines.append(f"# {comment}")
+                lines.append(f"{s.key.split('.', 1)[1]} = {_toml_value(values[s.key])}")
+            lines.append("")
+        for s in tables:
+            lines.append(f"[{s.key}]")
+            for name, text in values[s.key].items():
+                lines.append(f"{_toml_string(name)} = {_toml_value(text)}")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _comment(s: Setting) -> str:
+    parts = [s.label]
+    if s.choices:
+        parts.append("one of " + ", ".join(s.choices))
+    elif s.minimum is not None and s.maximum is not None:
+        parts.append(f"{s.minimum}..{s.maximum}")
+    return "; ".join(parts)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+

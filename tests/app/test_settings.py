@@ -1,0 +1,131 @@
+"""Settings: a human-readable TOML file that round-trips, bad values fall back with a message, never a crash."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.settings import BY_KEY, SETTINGS, Settings, defaults, to_toml
+from engine.api import REWRITE_PRESETS, DenoiseSettings
+
+
+def test_defaults_without_a_file(tmp_path):
+    s = Settings(tmp_path)
+    assert s.problems == []
+    assert s["denoise.steps"] == 48
+    assert s.rewrite_presets() == REWRITE_PRESETS
+    assert not (tmp_path / "settings.toml").exists()  # nothing written until something changes
+
+
+def test_changes_are_saved_as_toml_and_read_back(tmp_path):
+    s = Settings(tmp_path)
+    presets = {"pirate": 'Say it like a "pirate"\\ would.\nArr.', "shorter": "Cut it."}
+    s.update({"denoise.steps": 20, "denoise.t_max": 1, "appearance.theme": "dark", "rewrite.presets": presets,
+              "appearance.font_family": "Noto Serif CJK 日本語", "privacy.log_document_text": True})
+    text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
+    assert "[denoise]" in text and "steps = 20" in text
+    again = Settings(tmp_path)
+    assert again.problems == []
+    assert again.values() == s.values()
+    assert again["denoise.t_max"] == 1.0 and isinstance(again["denoise.t_max"], float)
+    assert again.rewrite_presets() == presets
+
+
+def test_every_default_round_trips_through_the_writer(tmp_path):
+    import tomllib
+
+    from app.settings import parse
+
+    values, problems = parse(tomllib.loads(to_toml(defaults())))
+    assert problems == [] and values == defaults()
+
+
+def test_changed_signal_fires_once_per_changed_key(tmp_path, qtbot):
+    s = Settings(tmp_path)
+    seen = []
+    s.changed.connect(lambda key, value: seen.append((key, value)))
+    s.update({"appearance.font_size": 16, "appearance.theme": "system"})  # theme unchanged
+    assert seen == [("appearance.font_size", 16)]
+
+
+@pytest.mark.parametrize(
+    "key, bad",
+    [("denoise.steps", 0), ("denoise.steps", "many"), ("denoise.steps", True), ("model.device", "tpu"),
+     ("denoise.entropy_bound", -1.0), ("rewrite.presets", {}), ("rewrite.presets", {"x": ""}),
+     ("appearance.font_size", 7.5)],
+)
+def test_invalid_value_is_refused_with_a_reason_and_nothing_changes(tmp_path, key, bad):
+    s = Settings(tmp_path)
+    before = s.values()
+    with pytest.raises(ValueError) as err:
+        s.set(key, bad)
+    assert BY_KEY[key].label in str(err.value)
+    assert s.values() == before
+
+
+def test_temperatures_must_fall(tmp_path):
+    s = Settings(tmp_path)
+    with pytest.raises(ValueError, match="lower"):
+        s.update({"denoise.t_min": 0.9})
+    s.update({"denoise.t_min": 0.9, "denoise.t_max": 1.2})  # together they are fine
+    assert s.denoise_settings().t_min == 0.9
+
+
+def test_bad_values_in_the_file_fall_back_to_defaults_and_are_reported(tmp_path):
+    (tmp_path / "settings.toml").write_text(
+        '[denoise]\nsteps = -3\nt_max = 0.3\nt_min = 0.5\nalternatives = 2\nwhatever = 1\n'
+        '[model]\ndevice = "quantum"\n[nonsense]\nx = 1\n',
+        encoding="utf-8",
+    )
+    s = Settings(tmp_path)
+    assert s["denoise.steps"] == 48
+    assert s["model.device"] == "auto"
+    assert s["denoise.alternatives"] == 2  # the good value survives
+    assert (s["denoise.t_min"], s["denoise.t_max"]) == (0.4, 0.8)
+    text = "\n".join(s.problems)
+    for word in ("denoise.steps", "model.device", "whatever", "nonsense", "temperature"):
+        assert word in text
+    assert isinstance(s.denoise_settings(), DenoiseSettings)
+
+
+def test_a_file_that_is_not_toml_is_kept_aside_and_defaults_used(tmp_path):
+    (tmp_path / "settings.toml").write_bytes(b"[denoise\nsteps = = 4\xff")
+    s = Settings(tmp_path)
+    assert s.values() == defaults()
+    assert "not valid TOML" in s.problems[0]
+    assert (tmp_path / "settings.toml.broken").exists()
+    s.set("denoise.steps", 12)
+    assert Settings(tmp_path)["denoise.steps"] == 12
+
+
+def test_unwritable_folder_is_reported_not_raised(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    s = Settings(blocker / "sub")  # a folder that cannot be created
+    s.set("denoise.steps", 10)
+    assert s["denoise.steps"] == 10
+    assert any("could not be saved" in p for p in s.problems)
+
+
+def test_denoise_settings_follow_the_settings(tmp_path):
+    s = Settings(tmp_path)
+    s.update({"denoise.steps": 12, "denoise.entropy_bound": 0.5, "denoise.alternatives": 4})
+    d = s.denoise_settings()
+    assert (d.max_steps, d.entropy_bound, d.candidates) == (12, 0.5, 4)
+    assert s.denoise_settings(candidates=1).candidates == 1
+
+
+def test_env_var_points_the_config_folder_elsewhere(tmp_path, monkeypatch):
+    from app import settings
+
+    monkeypatch.setenv("LETTERPRESS_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("LETTERPRESS_DATA_DIR", str(tmp_path / "data"))
+    assert settings.config_dir() == tmp_path / "cfg"
+    assert settings.recovery_dir() == tmp_path / "data" / "recovery"
+    s = Settings()
+    s.set("draft.length", 64)
+    assert (tmp_path / "cfg" / "settings.toml").is_file()
+
+
+def test_every_declared_default_passes_its_own_check():
+    for s in SETTINGS:
+        assert s.check(s.default) == "", s.key
