@@ -1,0 +1,472 @@
+"""Opening and saving documents so that no word is ever lost: strict decoding, atomic saves, clear refusals.
+
+Two layers. The functions (`read_text_file`, `write_text_file`, `RecentFiles`) are plain Python and raise
+`DocumentError` with a message a writer can act on. `DocumentController` puts them behind the File menu of a
+window (New, Open, Open Recent, Save, Save As, Quit), keeps the title's modified marker, and asks before
+unsaved work is closed. Dialog calls are attributes (`ask_unsaved`, `choose_open_path`, `choose_save_path`,
+`show_error`) so tests replace them instead of clicking modal boxes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import json
+import logging
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from PySide6.QtCore import QEvent, QObject, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
+
+from app.atomic import atomic_write_bytes
+
+log = logging.getLogger(__name__)
+
+MAX_BYTES = 200 * 1024 * 1024
+FILE_FILTER = "Text and Markdown (*.txt *.md *.markdown *.text);;All files (*)"
+Choice = Literal["save", "discard", "cancel"]
+
+
+class DocumentError(Exception):
+    """A document could not be read or written; `message` says what happened and what to do."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading and writing
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A document's text (newlines always "\\n") plus what is needed to write it back the way it was."""
+
+    text: str
+    encoding: str = "utf-8"
+    newline: str = "\n"
+
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def decode_text(data: bytes, name: str = "This file") -> TextFile:
+    """Decode UTF-8 (or UTF-8/16/32 with a byte-order mark); refuse binary data and other encodings."""
+    encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
+    if encoding is None:
+        if _looks_binary(data):
+            raise DocumentError(
+                f"{name} is not a text file (it contains binary data). Letterpress opens .txt and .md documents."
+            )
+        encoding = "utf-8"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise DocumentError(
+            f"{name} is not valid {encoding.upper().removesuffix('-SIG')} text (byte {exc.start} cannot be "
+            "read). It is probably in an older encoding such as Windows-1252 or Shift-JIS: open it in another "
+            "editor, save it as UTF-8 and open it again."
+        ) from exc
+    newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text else "\n"
+    if newline != "\n":
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return TextFile(text, encoding, newline)
+
+
+def _looks_binary(data: bytes) -> bool:
+    head = data[:65536]
+    if b"\x00" in head:
+        return True
+    controls = sum(1 for b in head if b < 0x20 and b not in b"\t\n\r\f\x1b")
+    return bool(head) and controls / len(head) > 0.1
+
+
+def read_text_file(path: str | Path) -> TextFile:
+    """The document at `path`, or a `DocumentError` that says why it cannot be opened."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if p.is_dir():
+            raise DocumentError(f"{p} is a folder, not a document.")
+        if size > MAX_BYTES:
+            raise DocumentError(
+                f"{p.name} is {size / 2**20:.0f} MB; Letterpress opens documents up to {MAX_BYTES // 2**20} MB."
+            )
+        data = p.read_bytes()
+    except FileNotFoundError as exc:
+        raise DocumentError(f"{p} does not exist (it may have been moved or deleted).") from exc
+    except PermissionError as exc:
+        raise DocumentError(f"You do not have permission to read {p}.") from exc
+    except OSError as exc:
+        raise DocumentError(f"{p} cannot be read: {exc.strerror or exc}.") from exc
+    return decode_text(data, p.name)
+
+
+def encode_text(doc: TextFile) -> bytes:
+    text = doc.text.replace("\n", doc.newline) if doc.newline != "\n" else doc.text
+    try:
+        return text.encode(doc.encoding)
+    except UnicodeEncodeError as exc:  # only possible for lone surrogates
+        raise DocumentError(
+            f"The text contains a character that cannot be saved as {doc.encoding} (position {exc.start})."
+        ) from exc
+
+
+def is_read_only(path: Path) -> bool:
+    """True when the file exists and is marked read-only (checked by mode bits too, since root can write)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
+
+
+def write_text_file(path: str | Path, doc: TextFile) -> None:
+    """Save atomically; on failure the file on disk is exactly as before and `DocumentError` says why."""
+    p = Path(path)
+    if is_read_only(p):
+        raise DocumentError(f"{p.name} is read-only. Use Save As to save a copy somewhere else.")
+    data = encode_text(doc)
+    try:
+        atomic_write_bytes(p, data)
+    except OSError as exc:
+        raise DocumentError(_save_failure(p, exc)) from exc
+
+
+def _save_failure(p: Path, exc: OSError) -> str:
+    what = f"{p.name} was not saved"
+    kept = "; the copy on disk is unchanged" if p.exists() else ""
+    if exc.errno == errno.ENOSPC:
+        return f"{what}: the disk is full{kept}. Free some space or use Save As to save elsewhere."
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{what}: you cannot write to {p.parent}{kept}. Use Save As to save elsewhere."
+    if exc.errno == errno.ENOENT:
+        return f"{what}: the folder {p.parent} no longer exists. Use Save As to choose another folder."
+    return f"{what}: {exc.strerror or exc}{kept}. Your text is still in the editor; try Save As."
+
+
+def editor_text(editor: QPlainTextEdit) -> str:
+    """The document exactly as typed: unlike toPlainText, this keeps no-break spaces and line separators."""
+    return editor.document().toRawText().replace("\u2029", "\n")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Recent files
+
+
+class RecentFiles:
+    """The most recently opened or saved documents, newest first, in a small JSON file (written atomically)."""
+
+    def __init__(self, path: Path, limit: int = 10) -> None:
+        self.path = path
+        self.limit = limit
+
+    def load(self) -> list[Path]:
+        try:
+            items = json.loads(self.path.read_text(encoding="utf-8"))
+            return [Path(p) for p in items if isinstance(p, str)][: self.limit]
+        except (OSError, ValueError, TypeError):
+            return []
+
+    def add(self, path: Path) -> list[Path]:
+        path = path.resolve()
+        items = [path] + [p for p in self.load() if p != path]
+        self._store(items[: self.limit])
+        return items[: self.limit]
+
+    def remove(self, path: Path) -> None:
+        self._store([p for p in self.load() if p != path])
+
+    def clear(self) -> None:
+        self._store([])
+
+    def _store(self, items: list[Path]) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(self.path, json.dumps([str(p) for p in items], indent=1).encode("utf-8"))
+        except OSError as exc:
+            log.warning("recent files list not saved: %s", exc.strerror or exc)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The File menu
+
+
+def _ask_unsaved_box(parent: QWidget, name: str) -> Choice:
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle("Unsaved changes")
+    box.setText(f"Save the changes to “{name}” before closing?")
+    box.setInformativeText("If you don't save, your changes since the last save will be lost.")
+    box.setStandardButtons(
+        QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel
+    )
+    box.setDefaultButton(QMessageBox.StandardButton.Save)
+    answer = box.exec()
+    if answer == QMessageBox.StandardButton.Save:
+        return "save"
+    if answer == QMessageBox.StandardButton.Discard:
+        return "discard"
+    return "cancel"
+
+
+class DocumentController(QObject):
+    """Owns the current document's path/encoding and the File menu of `window`; the editor owns the text.
+
+    Signals: `opened(path)` after a document is loaded, `saved(path)` after a successful save, `discarded()`
+    when unsaved changes are thrown away (new/open/close), `message(text)` for the status bar.
+    """
+
+    opened = Signal(str)
+    saved = Signal(str)
+    discarded = Signal()
+    message = Signal(str)
+    pathChanged = Signal(str)
+
+    def __init__(self, window: QMainWindow, editor: QPlainTextEdit, settings: object | None = None,
+                 *, recent_path: Path | None = None, menu: QMenu | None = None) -> None:
+        super().__init__(window)
+        self.window = window
+        self.editor = editor
+        self.settings = settings
+        self.path: Path | None = None
+        self.encoding = "utf-8"
+        self.newline = "\n"
+        if recent_path is None:
+            from app.settings import data_dir
+
+            recent_path = data_dir() / "recent.json"
+        self.recent = RecentFiles(recent_path)
+        self.ask_unsaved: Callable[[str], Choice] = lambda name: _ask_unsaved_box(self.window, name)
+        self.choose_open_path: Callable[[], str] = self._open_dialog
+        self.choose_save_path: Callable[[str], str] = self._save_dialog
+        self.show_error: Callable[[str, str], None] = lambda title, text: QMessageBox.warning(
+            self.window, title, text
+        )
+        self._install_actions(menu)
+        self._dirty = True
+        self._snap: tuple[str, str | None] | None = None
+        editor.document().modificationChanged.connect(self._update_title)
+        editor.document().contentsChanged.connect(self._mark_dirty)
+        window.installEventFilter(self)
+        self._update_title()
+
+    # -- state -----------------------------------------------------------------------------------------------
+
+    @property
+    def display_name(self) -> str:
+        return self.path.name if self.path else "Untitled"
+
+    def is_modified(self) -> bool:
+        return self.editor.document().isModified()
+
+    def text(self) -> str:
+        return editor_text(self.editor)
+
+    def recovery_snapshot(self) -> tuple[str, str | None] | None:
+        """(text, path) of unsaved work for the autosave, or None when everything is saved. The text is only
+        copied again after the document changed, so an idle 10 MB document costs nothing per tick."""
+        if not self.is_modified():
+            return None
+        if self._dirty or self._snap is None:
+            self._dirty = False
+            self._snap = (self.text(), str(self.path) if self.path else None)
+        return self._snap
+
+    def _mark_dirty(self) -> None:
+        self._dirty = True
+
+    # -- actions ---------------------------------------------------------------------------------------------
+
+    def new(self) -> bool:
+        if not self.maybe_save():
+            return False
+        self._set_text("", None, "utf-8", "\n")
+        return True
+
+    def open(self, path: str | Path | None = None) -> bool:
+        """Open `path` (or ask for one); unsaved work is offered for saving first. Returns True when opened."""
+        if path is None:
+            chosen = self.choose_open_path()
+            if not chosen:
+                return False
+            path = chosen
+        p = Path(path)
+        try:
+            doc = read_text_file(p)
+        except DocumentError as exc:
+            self.show_error("Cannot open document", exc.message)
+            if not p.exists():
+                self.recent.remove(p.resolve())
+                self._rebuild_recent_menu()
+            return False
+        if not self.maybe_save():
+            return False
+        self._set_text(doc.text, p, doc.encoding, doc.newline)
+        self.recent.add(p)
+        self._rebuild_recent_menu()
+        self.opened.emit(str(p))
+        self.message.emit(f"Opened {p.name}")
+        return True
+
+    def restore(self, text: str, path: str | Path | None) -> None:
+        """Put recovered text in the editor as unsaved changes to `path` (None: an untitled document)."""
+        p = Path(path) if path else None
+        encoding, newline = "utf-8", "\n"
+        if p is not None and p.is_file():
+            try:
+                on_disk = read_text_file(p)
+                encoding, newline = on_disk.encoding, on_disk.newline
+            except DocumentError:
+                pass
+        self._set_text(text, p, encoding, newline)
+        self.editor.document().setModified(True)
+
+    def save(self) -> bool:
+        if self.path is None:
+            return self.save_as()
+        return self._write(self.path)
+
+    def save_as(self) -> bool:
+        suggested = str(self.path) if self.path else "Untitled.md"
+        chosen = self.choose_save_path(suggested)
+        if not chosen:
+            return False
+        target = Path(chosen)
+        if not target.suffix:
+            target = target.with_suffix(".md")
+        if self._write(target):
+            if target != self.path:
+                self.path = target
+                self._dirty = True
+                self.pathChanged.emit(str(target))
+                self._update_title()
+            return True
+        return False
+
+    def maybe_save(self) -> bool:
+        """Before unsaved work goes away: ask Save / Discard / Cancel. True means it is fine to go on."""
+        if not self.is_modified():
+            return True
+        choice = self.ask_unsaved(self.display_name)
+        if choice == "save":
+            return self.save()
+        if choice == "discard":
+            self.editor.document().setModified(False)
+            self.discarded.emit()
+            return True
+        return False
+
+    def quit(self) -> None:
+        self.window.close()
+
+    # -- internals -------------------------------------------------------------------------------------------
+
+    def _write(self, target: Path) -> bool:
+        doc = TextFile(self.text(), self.encoding, self.newline)
+        try:
+            write_text_file(target, doc)
+        except DocumentError as exc:
+            log.warning("save failed: %s", exc.message)
+            self.show_error("Document not saved", exc.message)
+            self.message.emit(exc.message)
+            return False
+        self.editor.document().setModified(False)
+        self.recent.add(target)
+        self._rebuild_recent_menu()
+        self.saved.emit(str(target))
+        self.message.emit(f"Saved {target.name}")
+        return True
+
+    def _set_text(self, text: str, path: Path | None, encoding: str, newline: str) -> None:
+        self.editor.setPlainText(text)  # also clears the undo history: undo never crosses documents
+        self.editor.document().setModified(False)
+        self.path, self.encoding, self.newline = path, encoding, newline
+        self._dirty = True
+        self.pathChanged.emit(str(path) if path else "")
+        self._update_title()
+
+    def _update_title(self, *_: object) -> None:
+        self.window.setWindowTitle(f"{self.display_name}[*] — Letterpress")
+        self.window.setWindowModified(self.is_modified())
+
+    def _open_dialog(self) -> str:
+        start = str(self.path.parent) if self.path else ""
+        return QFileDialog.getOpenFileName(self.window, "Open document", start, FILE_FILTER)[0]
+
+    def _save_dialog(self, suggested: str) -> str:
+        return QFileDialog.getSaveFileName(self.window, "Save document as", suggested, FILE_FILTER)[0]
+
+    def _install_actions(self, menu: QMenu | None) -> None:
+        if menu is None:
+            menu = self.window.findChild(QMenu, "menuFile")
+        if menu is None:
+            menu = self.window.menuBar().addMenu("&File")
+            menu.setObjectName("menuFile")
+        self.menu = menu
+        first = menu.actions()[0] if menu.actions() else None
+
+        def make(name: str, text: str, slot: Callable[[], object], key: QKeySequence.StandardKey) -> QAction:
+            action = QAction(text, self.window)
+            action.setObjectName(name)
+            action.setShortcut(QKeySequence(key))
+            action.triggered.connect(lambda *_: slot())
+            menu.insertAction(first, action) if first else menu.addAction(action)
+            return action
+
+        self.action_new = make("actionNew", "&New", self.new, QKeySequence.StandardKey.New)
+        self.action_open = make("actionOpen", "&Open…", self.open, QKeySequence.StandardKey.Open)
+        self.recent_menu = QMenu("Open &Recent", self.window)
+        self.recent_menu.setObjectName("menuRecent")
+        menu.insertMenu(first, self.recent_menu) if first else menu.addMenu(self.recent_menu)
+        self.action_save = make("actionSave", "&Save", self.save, QKeySequence.StandardKey.Save)
+        self.action_save_as = make("actionSaveAs", "Save &As…", self.save_as, QKeySequence.StandardKey.SaveAs)
+        if first:
+            menu.insertSeparator(first)
+        menu.addSeparator()
+        self.action_quit = QAction("&Quit", self.window)
+        self.action_quit.setObjectName("actionQuit")
+        self.action_quit.setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
+        self.action_quit.setMenuRole(QAction.MenuRole.QuitRole)
+        self.action_quit.triggered.connect(lambda *_: self.quit())
+        menu.addAction(self.action_quit)
+        self._rebuild_recent_menu()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        items = self.recent.load()
+        for p in items:
+            action = self.recent_menu.addAction(p.name)
+            action.setToolTip(str(p))
+            action.setStatusTip(str(p))
+            action.triggered.connect(lambda *_, p=p: self.open(p))
+        if items:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear list", self._clear_recent)
+        self.recent_menu.setEnabled(bool(items))
+
+    def _clear_recent(self) -> None:
+        self.recent.clear()
+        self._rebuild_recent_menu()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
+        """Ask about unsaved work before the window closes; cancelling keeps the window open."""
+        if watched is self.window and event.type() == QEvent.Type.Close:
+            if not self.maybe_save():
+                assert isinstance(event, QCloseEvent)
+                event.ignore()
+                return True
+        return False
