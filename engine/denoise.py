@@ -1,0 +1,319 @@
+"""The block-diffusion denoising loop: the reference sampler's algorithm, plus what an editor needs.
+
+It calls the model's encoder and decoder exactly the way `DiffusionGemmaGenerationMixin.generate()` does
+(same random draws in the same order, same float ops), so an unconstrained single-candidate run reproduces
+`model.generate()` token for token under the same seed. On top of that it adds:
+
+- frozen positions: canvas slots holding known tokens (infill's "after" text). They are written into the
+  decoder input every step, never sampled, accepted, re-noised, nor counted by the stopping criteria;
+- live steps: after every step, only the argmax ids and per-token confidences leave the device, packed into
+  one small tensor (one synchronisation per step), and go to `on_step`;
+- cancellation: a `threading.Event` checked after every step;
+- K candidates in one batch, each row drawing from its own `torch.Generator` (seed, seed+1, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from transformers import DynamicCache
+from transformers.generation import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    DiffusionGemmaGenerationMixin,
+    LinearTemperatureScheduleLogitsProcessor,
+)
+
+from engine.api import DenoiseSettings
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """Known canvas tokens for the first block: `mask[b, i]` pins `ids[b, i]` at slot i of row b."""
+
+    mask: torch.Tensor  # bool [B, L]
+    ids: torch.Tensor  # long [B, L]
+
+
+@dataclass(frozen=True)
+class StepState:
+    """What one step hands to the caller: host tensors, already copied off the device."""
+
+    block: int
+    step: int
+    argmax: torch.Tensor  # long [B, L] (cpu)
+    confidence: torch.Tensor  # float [B, L] (cpu)
+    finished: torch.Tensor  # bool [B] (cpu)
+    forward_seconds: float
+    step_seconds: float
+
+
+@dataclass
+class DenoiseOutput:
+    sequences: torch.Tensor  # long [B, prompt + blocks * L] (cpu), tokens after EOS replaced by pad
+    prompt_length: int
+    forwards: int
+    steps: int
+    blocks: int
+    cancelled: bool
+    confidence: torch.Tensor  # float [B, blocks * L] (cpu), final confidence per generated token
+    forward_seconds: float = 0.0
+    total_seconds: float = 0.0
+    syncs: int = 0
+    first_step_seconds: float = 0.0
+    step_log: list[tuple[float, float]] = field(default_factory=list)  # (forward s, step s) per step
+
+
+StepHook = Callable[[StepState], None]
+InputHook = Callable[[int, int, torch.Tensor], None]
+
+
+def make_generators(seed: int, count: int, device: torch.device) -> list[torch.Generator]:
+    """One generator per candidate; seed `s` for row 0 reproduces `torch.manual_seed(s)` + `generate()`."""
+    gens = []
+    for k in range(count):
+        g = torch.Generator(device=device)
+        g.manual_seed(seed + k)
+        gens.append(g)
+    return gens
+
+
+def _randint(vocab: int, shape: tuple[int, int], gens: Sequence[torch.Generator], device: torch.device) -> torch.Tensor:
+    if len(gens) == 1:
+        return torch.randint(0, vocab, shape, device=device, generator=gens[0])
+    rows = [torch.randint(0, vocab, (1, shape[1]), device=device, generator=g) for g in gens]
+    return torch.cat(rows, dim=0)
+
+
+def _multinomial(probs: torch.Tensor, gens: Sequence[torch.Generator]) -> torch.Tensor:
+    batch, length, vocab = probs.shape
+    if len(gens) == 1:
+        return torch.multinomial(probs.view(-1, vocab), 1, generator=gens[0]).squeeze(-1).view(batch, length)
+    rows = [torch.multinomial(probs[b], 1, generator=g).squeeze(-1) for b, g in enumerate(gens)]
+    return torch.stack(rows, dim=0)
+
+
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """`Categorical(logits=...).entropy()` computed with the same float ops, minus the distribution object's
+    argument validation (measurable per step on small models)."""
+    normalized = logits - logits.logsumexp(dim=-1, keepdim=True)
+    probs = torch.softmax(normalized, dim=-1)
+    clamped = torch.clamp(normalized, min=torch.finfo(normalized.dtype).min)
+    return -(clamped * probs).sum(-1)
+
+
+def accept_mask(entropy: torch.Tensor, entropy_bound: float, frozen: torch.Tensor | None) -> torch.Tensor:
+    """Entropy-bound acceptance (arXiv 2505.24857): the k lowest-entropy tokens whose entropy sum minus the
+    largest stays within the bound. Frozen slots get +inf entropy so they are never picked."""
+    if frozen is not None:
+        entropy = entropy.masked_fill(frozen, float("inf"))
+    sorted_entropy, order = torch.sort(entropy, dim=-1, descending=False)
+    cumulative = torch.cumsum(sorted_entropy, dim=-1)
+    chosen = cumulative - sorted_entropy <= entropy_bound
+    return torch.scatter(torch.zeros_like(chosen), dim=-1, index=order, src=chosen)
+
+
+class StableConfident:
+    """The reference stopping rule (argmax canvas stable for `threshold` steps and mean entropy below
+    `confidence`), computed over free slots only."""
+
+    def __init__(self, threshold: int, confidence: float) -> None:
+        self.threshold = threshold
+        self.confidence = confidence
+        self.history: torch.Tensor | None = None
+
+    def __call__(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
+        if self.threshold == 0:
+            stable = torch.ones(argmax.shape[0], dtype=torch.bool, device=argmax.device)
+        else:
+            if self.history is None:
+                self.history = torch.full(
+                    (self.threshold, *argmax.shape), -1, dtype=argmax.dtype, device=argmax.device
+                )
+            stable = (self.history == argmax[None]).all(dim=-1).all(dim=0)
+            self.history = torch.roll(self.history, shifts=-1, dims=0)
+            self.history[-1] = argmax
+        if frozen is None:
+            mean_entropy = torch.mean(entropy, dim=-1)
+        else:
+            free = (~frozen).to(entropy.dtype)
+            mean_entropy = (entropy * free).sum(-1) / free.sum(-1).clamp_min(1)
+        return stable & (mean_entropy < self.confidence)
+
+
+def denoise(
+    model: torch.nn.Module,
+    prompt_ids: torch.Tensor,
+    settings: DenoiseSettings,
+    *,
+    max_new_tokens: int,
+    eos_token_ids: Sequence[int],
+    pad_token_id: int,
+    seed: int,
+    frozen: Frozen | None = None,
+    max_blocks: int | None = None,
+    on_step: StepHook | None = None,
+    on_decoder_input: InputHook | None = None,
+    cancel: threading.Event | None = None,
+) -> DenoiseOutput:
+    """Generate canvases after `prompt_ids` ([B, P], identical rows for K candidates) until EOS or the limit.
+
+    `max_new_tokens` is rounded up to whole canvases, as in the reference.
+    """
+    start = time.perf_counter()
+    config = model.config
+    device = prompt_ids.device
+    batch, prompt_len = prompt_ids.shape
+    canvas_length = int(config.canvas_length)
+    vocab = int(config.text_config.vocab_size)
+    gens = make_generators(seed, batch, device)
+    blocks_limit = math.ceil(max_new_tokens / canvas_length)
+    if max_blocks is not None:
+        blocks_limit = min(blocks_limit, max_blocks)
+    embed_dtype = model.model.decoder.embed_tokens.weight.dtype
+
+    input_ids = prompt_ids
+    cur_len = prompt_len
+    cache = DynamicCache(config=config.get_text_config(decoder=True))
+    attention_mask = torch.ones((batch, cur_len), dtype=torch.bool, device=device)
+    decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True)
+    encoder_position_ids = torch.arange(0, cur_len, dtype=torch.int32, device=device).unsqueeze(0)
+    decoder_position_ids = torch.arange(cur_len, cur_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(0)
+    temperature = LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps)
+    eos_tensor = torch.tensor(list(eos_token_ids), device=device)
+    stopping = StoppingCriteriaList(
+        [MaxLengthCriteria(prompt_len + max_new_tokens), EosTokenCriteria(list(eos_token_ids))]
+    )
+    gen_config = type("GenCfg", (), {"pad_token_id": pad_token_id, "eos_token_id": list(eos_token_ids)})()
+
+    finished_sequences = torch.zeros(batch, dtype=torch.bool, device=device)
+    out = DenoiseOutput(
+        sequences=prompt_ids, prompt_length=prompt_len, forwards=0, steps=0, blocks=0, cancelled=False,
+        confidence=torch.zeros(batch, 0),
+    )
+    confidences: list[torch.Tensor] = []
+    is_prefill = True
+    for block in range(blocks_limit):
+        new_ids = input_ids if is_prefill else input_ids[:, -canvas_length:]
+        new_ids = new_ids.clone(memory_format=torch.contiguous_format)
+        encoder = model.model.encoder
+        dummy = torch.empty((batch, new_ids.shape[1], 0), dtype=model.dtype, device=device)
+        encoder_masks = encoder.create_masks_for_generate(
+            config=config, inputs_embeds=dummy, attention_mask=attention_mask, past_key_values=cache,
+            position_ids=encoder_position_ids, mm_token_type_ids=None,
+        )
+        cache = encoder(
+            input_ids=new_ids, attention_mask=encoder_masks, past_key_values=cache, position_ids=encoder_position_ids
+        ).past_key_values
+        is_prefill = False
+
+        block_frozen = frozen if block == 0 else None
+        fmask = block_frozen.mask.to(device) if block_frozen is not None else None
+        fids = block_frozen.ids.to(device) if block_frozen is not None else None
+        canvas = _randint(vocab, (batch, canvas_length), gens, device)
+        if fmask is not None:
+            canvas = torch.where(fmask, fids, canvas)
+        sc_logits: torch.Tensor | None = None
+        mask_mapping = model.model.decoder.create_diffusion_decoder_attention_mask(
+            config=config, inputs_embeds=canvas.unsqueeze(-1), past_key_values=cache,
+            decoder_attention_mask=decoder_attention_mask,
+        )
+        finished = torch.zeros(batch, dtype=torch.bool, device=device)
+        stopper = StableConfident(settings.stability_threshold, settings.confidence_threshold)
+        argmax = canvas
+        conf = torch.zeros(batch, canvas_length, device=device)
+        any_finished = False  # read from the previous step's host copy: no extra device sync
+        for cur_step in reversed(range(1, settings.max_steps + 1)):
+            t0 = time.perf_counter()
+            out.forwards += 1
+            if on_decoder_input is not None:
+                on_decoder_input(block, cur_step, canvas)
+            logits = model(
+                decoder_input_ids=canvas, self_conditioning_logits=sc_logits, decoder_attention_mask=mask_mapping,
+                past_key_values=cache, decoder_position_ids=decoder_position_ids,
+            ).logits
+            step_tensor = torch.tensor(cur_step, device=device, dtype=torch.int32)
+            processed = temperature(input_ids, logits, cur_step=step_tensor)
+            probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
+            sampled = _multinomial(probs, gens)
+            new_argmax = torch.argmax(processed, dim=-1)
+            entropy = token_entropy(processed)
+            if fmask is not None:
+                sampled = torch.where(fmask, fids, sampled)
+                new_argmax = torch.where(fmask, fids, new_argmax)
+            accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
+            accepted = torch.where(accepted_mask, sampled, canvas)
+            noise = _randint(vocab, (batch, canvas_length), gens, device)
+            new_canvas = torch.where(~accepted_mask, noise, accepted)
+            if fmask is not None:
+                new_canvas = torch.where(fmask, fids, new_canvas)
+            new_conf = probs.max(dim=-1).values
+            if any_finished:
+                keep = finished[:, None]
+                new_argmax = torch.where(keep, argmax, new_argmax)
+                new_canvas = torch.where(keep, canvas, new_canvas)
+                new_conf = torch.where(keep, conf, new_conf)
+                processed = torch.where(finished[:, None, None], sc_logits, processed)
+                entropy = token_entropy(processed)
+            finished = finished | stopper(new_argmax, entropy, fmask)
+            if fmask is not None:
+                processed = _pin_logits(processed, fmask, fids)
+            sc_logits = processed.to(embed_dtype)
+            canvas, argmax, conf = new_canvas, new_argmax, new_conf
+
+            # One small device->host copy per step: ids (exact in float32 below 2**24), confidences, flags.
+            packed = torch.cat([argmax.to(torch.float32), conf.to(torch.float32), finished[:, None].to(torch.float32)], 1)
+            host = packed.cpu()
+            out.syncs += 1
+            forward_done = time.perf_counter()
+            out.steps += 1
+            state = StepState(
+                block, settings.max_steps - cur_step + 1, host[:, :canvas_length].long(),
+                host[:, canvas_length : 2 * canvas_length], host[:, -1].bool(), forward_done - t0, 0.0,
+            )
+            if on_step is not None:
+                on_step(state)
+            step_end = time.perf_counter()
+            out.forward_seconds += forward_done - t0
+            out.step_log.append((forward_done - t0, step_end - t0))
+            if out.steps == 1:
+                out.first_step_seconds = step_end - start
+            if cancel is not None and cancel.is_set():
+                out.cancelled = True
+                break
+            any_finished = bool(state.finished.any())
+            if bool(state.finished.all()):
+                break
+
+        input_ids = torch.cat([input_ids, argmax], dim=-1)
+        confidences.append(conf)
+        out.blocks += 1
+        if out.cancelled:
+            break
+        input_ids, finished_sequences = DiffusionGemmaGenerationMixin._finalize_canvas(
+            input_ids=input_ids, finished_sequences=finished_sequences, generation_config=gen_config,
+            stopping_criteria=stopping, canvas_length=canvas_length, eos_tensor=eos_tensor,
+        )
+        if torch.all(finished_sequences):
+            break
+        cur_len += canvas_length
+        decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, canvas_length), value=True)
+        attention_mask = torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True)
+        encoder_position_ids = decoder_position_ids
+        decoder_position_ids = torch.arange(cur_len, cur_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(0)
+
+    out.sequences = input_ids.cpu()
+    out.confidence = torch.cat(confidences, dim=1).float().cpu() if confidences else torch.zeros(batch, 0)
+    out.total_seconds = time.perf_counter() - start
+    return out
+
+
+def _pin_logits(processed: torch.Tensor, fmask: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:
+    """Self-conditioning at frozen slots: a one-hot belief in the known token instead of the model's guess."""
+    pinned = torch.full_like(processed, torch.finfo(processed.dtype).min / 2)
+    pinned.scatter_(-1, fids.unsqueeze(-1), 0.0)
+    return torch.where(fmask.unsqueeze(-1), pinned, processed)

@@ -1,0 +1,95 @@
+"""Token ids -> text that is always safe to paint, with a confidence per word.
+
+Mid-denoising canvases are full of half-formed things: a Korean syllable whose first two UTF-8 bytes are
+byte-fallback tokens and whose third is still noise, an emoji cut in half. Decoding those with the tokenizer
+shows U+FFFD boxes that flicker. Here every token maps to its bytes once (cached), bytes go through an
+incremental UTF-8 decoder that drops invalid bytes and *holds back an incomplete tail*, and each emitted piece
+keeps the confidence of the tokens that produced it. Words get the lowest confidence of their pieces, so a word
+is only shown as settled when all of it is.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from engine.api import Span
+
+_BYTE_TOKEN = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+# Control characters other than newline and tab (noise bytes such as \x02 or ESC) never reach the editor.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
+
+
+class TokenText:
+    """Maps token ids to their bytes for one tokenizer (SentencePiece "▁" style or byte-level BPE)."""
+
+    def __init__(self, tokenizer: Any, stop_ids: Iterable[int] = ()) -> None:
+        self.tokenizer = tokenizer
+        self.stop_ids = frozenset(stop_ids)
+        self.special_ids = frozenset(getattr(tokenizer, "all_special_ids", ()))
+        self._bytes: dict[int, bytes] = {}
+        # Gemma's vocabulary is SentencePiece-style: "▁" marks a space and <0xNN> pieces carry raw bytes.
+        self._sentencepiece = tokenizer.convert_tokens_to_ids("<0x00>") not in (None, tokenizer.unk_token_id)
+
+    def piece_bytes(self, token_id: int) -> bytes:
+        cached = self._bytes.get(token_id)
+        if cached is not None:
+            return cached
+        if token_id in self.special_ids:
+            piece = b""
+        else:
+            token = self.tokenizer.convert_ids_to_tokens(int(token_id))
+            if token is None:
+                piece = b""
+            elif match := _BYTE_TOKEN.match(token):
+                piece = bytes([int(match.group(1), 16)])
+            elif self._sentencepiece:
+                piece = token.replace("▁", " ").encode("utf-8")
+            else:
+                piece = self.tokenizer.convert_tokens_to_string([token]).encode("utf-8")
+        self._bytes[token_id] = piece
+        return piece
+
+    def visible_ids(self, ids: Sequence[int]) -> list[int]:
+        """The ids up to (not including) the first stop token: what the writer would get if it ended now."""
+        out = []
+        for token_id in ids:
+            if token_id in self.stop_ids:
+                break
+            out.append(int(token_id))
+        return out
+
+    def spans(self, ids: Sequence[int], confidence: Sequence[float]) -> tuple[Span, ...]:
+        """Word spans of valid text for `ids` (already cut at a stop token), each with its confidence."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        pieces: list[tuple[str, float]] = []
+        pending_conf = 1.0
+        for token_id, conf in zip(ids, confidence, strict=False):
+            pending_conf = min(pending_conf, float(conf))
+            text = _CONTROL.sub("", decoder.decode(self.piece_bytes(int(token_id))))
+            if text:
+                pieces.append((text, pending_conf))
+                pending_conf = 1.0
+        # No final flush: an incomplete multi-byte tail is held back until its last byte settles.
+        return tuple(_words(pieces))
+
+    def text(self, ids: Sequence[int]) -> str:
+        return "".join(s.text for s in self.spans(ids, [1.0] * len(ids)))
+
+
+def _words(pieces: list[tuple[str, float]]) -> Iterable[Span]:
+    """Merge token pieces into words (a word keeps its trailing whitespace), confidence = weakest piece."""
+    word, conf = "", 1.0
+    for text, c in pieces:
+        for part in re.split(r"(?<=\s)(?=\S)", text):
+            if not part:
+                continue
+            if word and word[-1].isspace() and not part[0].isspace():
+                yield Span(word, conf)
+                word, conf = "", 1.0
+            word += part
+            conf = min(conf, c)
+    if word:
+        yield Span(word, conf)

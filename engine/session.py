@@ -1,0 +1,264 @@
+"""Request -> prompt -> denoise -> display -> Result, synchronously, on whichever thread calls it.
+
+`Session` is the real `engine.api.Engine`: the GUI's engine thread owns one, the command line another. Every
+failure a writer can cause or meet (no model, empty request, too long, out of memory, a bug mid-request) comes
+back as an `EngineError` subclass and leaves the session usable.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine import infill, prompts
+from engine.api import (
+    Candidate,
+    CandidateView,
+    DenoiseSettings,
+    Device,
+    DraftRequest,
+    EngineError,
+    GenerationError,
+    InfillRequest,
+    ModelInfo,
+    ModelNotLoadedError,
+    OutOfMemoryError,
+    ProgressCallback,
+    PromptTooLongError,
+    Quantization,
+    Request,
+    Result,
+    RewriteRequest,
+    Stats,
+    StepCallback,
+    StepEvent,
+)
+from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
+from engine.display import TokenText
+from engine.loader import LoadedModel, load_model
+
+log = logging.getLogger(__name__)
+
+
+class Session:
+    """Owns one loaded model and runs requests against it."""
+
+    def __init__(self) -> None:
+        self._loaded: LoadedModel | None = None
+        self._text: TokenText | None = None
+        self._eos: list[int] = []
+        self._pad = 0
+        self.last_output: DenoiseOutput | None = None  # for benchmarks and tests
+
+    # -- Engine protocol ------------------------------------------------------------------------------------
+
+    @property
+    def info(self) -> ModelInfo | None:
+        return self._loaded.info if self._loaded else None
+
+    @property
+    def model(self) -> Any:
+        return self._require().model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._require().tokenizer
+
+    def load(
+        self,
+        model_dir: str | Path,
+        *,
+        device: Device = "auto",
+        quantization: Quantization = "auto",
+        on_progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ModelInfo:
+        self.unload()
+        try:
+            loaded = load_model(
+                model_dir, device=device, quantization=quantization, on_progress=on_progress, cancel=cancel
+            )
+        except torch.cuda.OutOfMemoryError as exc:
+            self._free_memory()
+            raise OutOfMemoryError(
+                "The GPU ran out of memory while loading the model. Close other programs using the GPU, or "
+                "choose 4-bit quantization in Settings."
+            ) from exc
+        self._loaded = loaded
+        tok = loaded.tokenizer
+        gen = loaded.model.generation_config
+        eos = gen.eos_token_id if gen.eos_token_id is not None else tok.eos_token_id
+        self._eos = list(eos) if isinstance(eos, (list, tuple)) else [int(eos)]
+        self._pad = int(gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0))
+        self._text = TokenText(tok, stop_ids={*self._eos, self._pad})
+        return loaded.info
+
+    def unload(self) -> None:
+        if self._loaded is not None:
+            self._loaded = None
+            self._text = None
+            self._free_memory()
+
+    def run(
+        self, request: Request, on_step: StepCallback | None = None, cancel: threading.Event | None = None
+    ) -> Result:
+        loaded = self._require()
+        try:
+            with torch.inference_mode():
+                return self._run(loaded, request, on_step, cancel)
+        except EngineError:
+            raise
+        except torch.cuda.OutOfMemoryError as exc:
+            self._free_memory()
+            raise OutOfMemoryError(
+                "The GPU ran out of memory for this request. Try fewer alternatives, a shorter selection, or close "
+                "other programs using the GPU; the model stays loaded."
+            ) from exc
+        except Exception as exc:  # a bug must not take the editor down: report it, keep the session usable
+            log.exception("generation failed")
+            raise GenerationError(f"Generation failed unexpectedly ({type(exc).__name__}: {exc}). Try again.") from exc
+
+    # -- internals ------------------------------------------------------------------------------------------
+
+    def _require(self) -> LoadedModel:
+        if self._loaded is None:
+            raise ModelNotLoadedError("No model is loaded yet. Open the model manager and load a model.")
+        return self._loaded
+
+    @staticmethod
+    def _free_memory() -> None:
+        import gc
+
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def _run(
+        self, loaded: LoadedModel, request: Request, on_step: StepCallback | None, cancel: threading.Event | None
+    ) -> Result:
+        start = time.perf_counter()
+        model, tok, info = loaded.model, loaded.tokenizer, loaded.info
+        settings = request.settings
+        canvas = info.canvas_length
+        max_new = self._max_new_tokens(request, canvas)
+        budget = info.context_length - math.ceil(max_new / canvas) * canvas
+        if budget < 8:
+            raise PromptTooLongError(
+                f"Asking for {max_new:,} new tokens leaves no room for the text before it; ask for less."
+            )
+        prompt = prompts.build_prompt(tok, request, budget)
+        seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+
+        rows, frozen, middles = self._rows(request, settings, canvas)
+        prompt_ids = torch.tensor([prompt.ids] * rows, dtype=torch.long, device=model.device)
+        text = self._text
+        assert text is not None
+        first_draft = [0.0]
+        done_blocks: list[list[int]] = [[] for _ in range(rows)]
+
+        def emit(state: StepState) -> None:
+            if on_step is None:
+                return
+            if state.block > len(done_blocks[0]) // canvas:  # a new block began: remember the previous one
+                for r in range(rows):
+                    done_blocks[r].extend(last_ids[r])
+            views = []
+            for r in range(rows):
+                ids = state.argmax[r].tolist()
+                conf = state.confidence[r].tolist()
+                last_ids[r] = ids
+                if middles is not None:
+                    ids, conf = ids[: middles[r]], conf[: middles[r]]
+                    keep = [i for i, t in enumerate(ids) if t not in text.special_ids]
+                    ids, conf = [ids[i] for i in keep], [conf[i] for i in keep]
+                else:
+                    ids = text.visible_ids(done_blocks[r] + ids)
+                    conf = ([1.0] * len(done_blocks[r]) + conf)[: len(ids)]
+                views.append(CandidateView(text.spans(ids, conf)))
+            if not first_draft[0]:
+                first_draft[0] = time.perf_counter() - start
+            on_step(
+                StepEvent(
+                    request.request_id, state.step, settings.max_steps, state.block, tuple(views),
+                    time.perf_counter() - start,
+                )
+            )
+
+        last_ids: list[list[int]] = [[] for _ in range(rows)]
+        out = denoise(
+            model, prompt_ids, settings, max_new_tokens=max_new, eos_token_ids=self._eos, pad_token_id=self._pad,
+            seed=seed, frozen=frozen, max_blocks=1 if frozen is not None else None, on_step=emit, cancel=cancel,
+        )
+        self.last_output = out
+        candidates = self._candidates(out, middles, settings.candidates)
+        best = candidates[0] if candidates else None
+        stats = Stats(
+            forwards=out.forwards,
+            new_tokens=len(best.token_ids) if best else 0,
+            seconds=time.perf_counter() - start,
+            first_draft_seconds=first_draft[0] or out.first_step_seconds,
+            steps=out.steps,
+            blocks=out.blocks,
+        )
+        return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=prompt.notice)
+
+    def _max_new_tokens(self, request: Request, canvas: int) -> int:
+        if isinstance(request, DraftRequest):
+            return max(1, request.max_new_tokens)
+        if isinstance(request, RewriteRequest):
+            if request.max_new_tokens:
+                return request.max_new_tokens
+            selected = len(self.tokenizer(request.selection, add_special_tokens=False)["input_ids"])
+            return max(canvas, math.ceil((selected * 2 + 16) / canvas) * canvas)
+        return canvas
+
+    def _rows(
+        self, request: Request, settings: DenoiseSettings, canvas: int
+    ) -> tuple[int, Frozen | None, list[int] | None]:
+        """How many batch rows, and for infill the pinned layout of each row and its middle length."""
+        if not isinstance(request, InfillRequest):
+            return settings.candidates, None, None
+        after_ids = self.tokenizer(request.after, add_special_tokens=False)["input_ids"] if request.after else []
+        if request.middle_tokens is not None:
+            if not 1 <= request.middle_tokens < canvas:
+                raise PromptTooLongError(
+                    f"The gap can hold between 1 and {canvas - 1} tokens with this model; choose a length in "
+                    "that range or use Draft for longer text."
+                )
+            lengths = [request.middle_tokens] * settings.candidates
+        else:
+            lengths = infill.search_lengths(canvas, len(after_ids))
+        layouts = [infill.layout(after_ids, n, canvas) for n in lengths]
+        frozen = Frozen(torch.stack([lay.mask for lay in layouts]), torch.stack([lay.ids for lay in layouts]))
+        return len(layouts), frozen, lengths
+
+    def _candidates(self, out: DenoiseOutput, middles: list[int] | None, wanted: int) -> tuple[Candidate, ...]:
+        text = self._text
+        assert text is not None
+        generated = out.sequences[:, out.prompt_length :]
+        found = []
+        for r in range(generated.shape[0]):
+            ids = generated[r].tolist()
+            conf = out.confidence[r].tolist()
+            if middles is not None:
+                pairs = [(t, c) for t, c in zip(ids[: middles[r]], conf[: middles[r]]) if t not in text.special_ids]
+                ids = [t for t, _ in pairs]
+                conf = [c for _, c in pairs]
+                shown = ids
+            else:
+                while ids and ids[-1] == self._pad:
+                    ids.pop()
+                shown = text.visible_ids(ids)
+            score = sum(conf[: len(shown)]) / len(shown) if shown else 0.0
+            decoded = text.text(shown)  # the same safe decoding the ghost text showed, so accept = what was seen
+            found.append(Candidate(decoded, tuple(ids), score))
+        if middles is not None:  # infill rows are lengths or seeds: best first
+            found.sort(key=lambda c: c.confidence, reverse=True)
+        return tuple(found[: max(1, wanted)])

@@ -1,0 +1,230 @@
+"""Train the embedded demo model: `python -m engine.training.train --out DIR --steps N --seed S`.
+
+Reproduces `resources/models/letterpress-demo` with the defaults (see its README for the exact command). The run
+writes into DIR:
+- `state.pt`            model + optimizer + step, rewritten every `--save-every` steps; rerunning the same command
+                        resumes from it (batches are a function of seed and step, so a resumed run sees the same data);
+- `log.jsonl`           loss every `--log-every` steps, held-out denoising accuracy and the unigram baseline at evals;
+- `model/`              a loadable checkpoint (safetensors, config, generation config, tokenizer) exported at every
+                        eval, with `training.json` (seed, corpus, licence, hyperparameters, step, metrics).
+The objective is in `engine.training.objective`; examples in `engine.training.examples`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.tiny import save_checkpoint, tiny_config, train_tokenizer
+from engine.training import corpus as corpus_mod
+from engine.training.examples import Example, sample_examples
+from engine.training.objective import collate, denoising_accuracy, diffusion_loss
+
+
+@dataclass(frozen=True)
+class Hyper:
+    steps: int = 2000
+    seed: int = 0
+    batch_size: int = 16
+    lr: float = 1e-3
+    warmup: int = 100
+    weight_decay: float = 0.01
+    vocab_size: int = 4096
+    canvas_length: int = 64
+    hidden_size: int = 320
+    layers: int = 4
+    experts: int = 4
+    top_k: int = 2
+    max_positions: int = 512
+    max_prefix: int = 320
+    self_conditioning_prob: float = 0.5
+    eval_examples: int = 96
+    corpus: str = "web"  # "web" (Debian sword-text-web) or "sample" (built in, for tests)
+    dtype: str = "bfloat16"  # dtype of the exported weights
+
+
+def lr_at(step: int, h: Hyper) -> float:
+    """Linear warm-up, then cosine decay to a tenth."""
+    if step < h.warmup:
+        return h.lr * (step + 1) / h.warmup
+    progress = min(1.0, (step - h.warmup) / max(1, h.steps - h.warmup))
+    return h.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def load_corpus(h: Hyper, cache_dir: Path) -> tuple[list[corpus_mod.Chapter], list[corpus_mod.Chapter]]:
+    if h.corpus == "sample":
+        chapters = corpus_mod.sample_passages()
+        return chapters, chapters
+    return corpus_mod.split(corpus_mod.load_chapters(cache_dir / "corpus.txt"))
+
+
+def tokenizer_texts(chapters: list[corpus_mod.Chapter]) -> list[str]:
+    from engine.api import REWRITE_PRESETS
+    from engine.prompts import DRAFT_HEADER, INFILL_HEADER, REWRITE_HEADER
+
+    prompts = [DRAFT_HEADER, REWRITE_HEADER, INFILL_HEADER, "Context before:", "Context after:", "…"]
+    return [c.text for c in chapters] + prompts * 50 + list(REWRITE_PRESETS.values()) * 50
+
+
+def batches_for_step(chapters, tokenizer, h: Hyper, step: int) -> list[Example]:
+    """The batch for `step`: a pure function of (seed, step), so resuming replays the same data."""
+    rng = random.Random(h.seed * 1_000_003 + step)
+    return sample_examples(chapters, tokenizer, h.canvas_length, h.max_prefix, rng, h.batch_size)
+
+
+def evaluate_batch(model, examples: list[Example], pad_id: int, t: float) -> tuple[int, int, list[int]]:
+    correct = total = 0
+    targets: list[int] = []
+    for i in range(0, len(examples), 16):
+        batch = collate(examples[i : i + 16], pad_id)
+        c, n, tgt = denoising_accuracy(model, batch, t, pad_id, seed=i)
+        correct, total = correct + c, total + n
+        targets.extend(tgt.tolist())
+    return correct, total, targets
+
+
+def unigram_mode(chapters, tokenizer, h: Hyper) -> int:
+    """The most frequent non-pad canvas token in training data: the unigram baseline's constant guess."""
+    counts: Counter[int] = Counter()
+    for e in sample_examples(chapters, tokenizer, h.canvas_length, h.max_prefix, random.Random(h.seed + 7), 256):
+        counts.update(t for t in e.target if t != tokenizer.pad_token_id)
+    return counts.most_common(1)[0][0]
+
+
+def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save_every: int = 50,
+        max_minutes: float | None = None, quiet: bool = False) -> dict[str, Any]:
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    out.mkdir(parents=True, exist_ok=True)
+    random.seed(h.seed)
+    torch.manual_seed(h.seed)
+    train_chapters, held_chapters = load_corpus(h, out)
+    tokenizer = train_tokenizer(tokenizer_texts(train_chapters), h.vocab_size)
+    config = tiny_config(
+        len(tokenizer), canvas_length=h.canvas_length, hidden_size=h.hidden_size, layers=h.layers,
+        experts=h.experts, top_k=h.top_k, max_positions=h.max_positions,
+    )
+    model = DiffusionGemmaForBlockDiffusion(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=h.lr, weight_decay=h.weight_decay, betas=(0.9, 0.98))
+    state_path = out / "state.pt"
+    step = 0
+    if state_path.is_file():
+        state = torch.load(state_path, weights_only=True)
+        if state["hyper"] != asdict(h):
+            raise SystemExit(f"{state_path} was written with other hyperparameters; use another --out.")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step = state["step"]
+        torch.set_rng_state(state["torch_rng"])
+    held = sample_examples(held_chapters, tokenizer, h.canvas_length, h.max_prefix, random.Random(h.seed + 1),
+                           h.eval_examples)
+    mode = unigram_mode(train_chapters, tokenizer, h)
+    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    started = time.monotonic()
+    metrics: dict[str, Any] = {}
+
+    def emit(record: dict[str, Any]) -> None:
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        if not quiet:
+            print(json.dumps(record), flush=True)
+
+    def save_state() -> None:
+        tmp = state_path.with_suffix(".tmp")
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                    "hyper": asdict(h), "torch_rng": torch.get_rng_state()}, tmp)
+        tmp.replace(state_path)
+
+    def evaluate_and_export() -> None:
+        nonlocal metrics
+        model.eval()
+        metrics = {"step": step}
+        for t in (0.5, 1.0):
+            correct, total, targets = evaluate_batch(model, held, tokenizer.pad_token_id, t)
+            baseline = sum(1 for x in targets if x == mode) / max(1, total)
+            metrics[f"heldout_acc_t{t}"] = correct / max(1, total)
+            metrics[f"unigram_acc_t{t}"] = baseline
+        model.train()
+        export(model, tokenizer, out / "model", h, metrics, time.monotonic() - started)
+        emit({"eval": metrics})
+
+    model.train()
+    running = 0.0
+    while step < h.steps:
+        if max_minutes is not None and time.monotonic() - started > max_minutes * 60:
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, h)
+        examples = batches_for_step(train_chapters, tokenizer, h, step)
+        loss = diffusion_loss(model, collate(examples, tokenizer.pad_token_id), h.self_conditioning_prob)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        step += 1
+        running += float(loss)
+        if step % log_every == 0:
+            emit({"step": step, "loss": running / log_every, "lr": lr_at(step, h),
+                  "elapsed_s": round(time.monotonic() - started, 1)})
+            running = 0.0
+        if step % save_every == 0:
+            save_state()
+        if step % eval_every == 0:
+            evaluate_and_export()
+    save_state()
+    evaluate_and_export()
+    log.close()
+    return metrics
+
+
+def export(model, tokenizer, folder: Path, h: Hyper, metrics: dict[str, Any], seconds: float) -> Path:
+    """Write the loadable checkpoint in the shipped dtype, with the training record beside it."""
+    import copy
+
+    shipped = copy.deepcopy(model).to(getattr(torch, h.dtype)).eval()
+    save_checkpoint(shipped, tokenizer, folder, max_new_tokens=128)
+    record = {
+        "command": f"python -m engine.training.train --out DIR --steps {h.steps} --seed {h.seed}",
+        "hyperparameters": asdict(h),
+        "corpus": {"source": corpus_mod.SOURCE if h.corpus == "web" else "built-in sample passages",
+                   "licence": corpus_mod.LICENCE if h.corpus == "web" else "written for this project",
+                   "debian_packages": list(corpus_mod.PACKAGES) if h.corpus == "web" else [],
+                   "held_out": f"every {corpus_mod.HELD_OUT_EVERY}th chapter"},
+        "metrics": metrics,
+        "train_seconds_this_session": round(seconds),
+        "torch": torch.__version__,
+    }
+    (folder / "training.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--steps", type=int, default=Hyper.steps)
+    parser.add_argument("--seed", type=int, default=Hyper.seed)
+    parser.add_argument("--corpus", choices=["web", "sample"], default=Hyper.corpus)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
+    parser.add_argument("--max-minutes", type=float, default=None, help="stop (and export) after this long")
+    parser.add_argument("--eval-every", type=int, default=200)
+    parser.add_argument("--save-every", type=int, default=50)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    h = Hyper(steps=args.steps, seed=args.seed, corpus=args.corpus)
+    metrics = run(args.out, h, eval_every=args.eval_every, save_every=args.save_every, max_minutes=args.max_minutes)
+    print(json.dumps({"final": metrics}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
