@@ -129,3 +129,61 @@ def test_env_var_points_the_config_folder_elsewhere(tmp_path, monkeypatch):
 def test_every_declared_default_passes_its_own_check():
     for s in SETTINGS:
         assert s.check(s.default) == "", s.key
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The dialog
+
+
+def test_dialog_edits_and_applies_all_at_once(tmp_path, qtbot):
+    from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QSpinBox
+
+    from app.settings_dialog import PresetTable, SettingsDialog
+
+    s = Settings(tmp_path)
+    dlg = SettingsDialog(s)
+    qtbot.addWidget(dlg)
+    seen = []
+    s.changed.connect(lambda key, value: seen.append(key))
+    dlg.findChild(QSpinBox, "setting:denoise.steps").setValue(24)
+    dlg.findChild(QComboBox, "setting:appearance.theme").setCurrentText("dark")
+    table = dlg.findChild(PresetTable, "setting:rewrite.presets")
+    table.add_row("pirate", "Say it like a pirate.")
+    dlg.accept()
+    assert dlg.result() == dlg.DialogCode.Accepted
+    assert s["denoise.steps"] == 24 and s["appearance.theme"] == "dark"
+    assert s.rewrite_presets()["pirate"] == "Say it like a pirate."
+    assert sorted(seen) == ["appearance.theme", "denoise.steps", "rewrite.presets"]
+    assert Settings(tmp_path)["denoise.steps"] == 24  # saved to the file
+
+
+def test_dialog_refuses_bad_combination_and_says_why(tmp_path, qtbot):
+    from PySide6.QtWidgets import QDoubleSpinBox, QLabel
+
+    from app.settings_dialog import PresetTable, SettingsDialog
+
+    s = Settings(tmp_path)
+    dlg = SettingsDialog(s)
+    qtbot.addWidget(dlg)
+    dlg.findChild(QDoubleSpinBox, "setting:denoise.t_min").setValue(1.5)
+    assert not dlg.apply()
+    assert "lower" in dlg.findChild(QLabel, "settingsProblems").text()
+    assert s["denoise.t_min"] == 0.4
+    dlg.findChild(QDoubleSpinBox, "setting:denoise.t_min").setValue(0.3)
+    table = dlg.findChild(PresetTable, "setting:rewrite.presets")
+    table.add_row("empty", "")
+    assert not dlg.apply()
+    assert "empty" in dlg.findChild(QLabel, "settingsProblems").text()
+    dlg.restore_defaults()
+    assert dlg.apply() and s.values() == defaults()
+
+
+def test_dialog_shows_problems_found_in_the_file(tmp_path, qtbot):
+    from PySide6.QtWidgets import QLabel
+
+    from app.settings_dialog import SettingsDialog
+
+    (tmp_path / "settings.toml").write_text("[denoise]\nsteps = 0\n", encoding="utf-8")
+    dlg = SettingsDialog(Settings(tmp_path))
+    qtbot.addWidget(dlg)
+    assert "denoise.steps" in dlg.findChild(QLabel, "settingsProblems").text()

@@ -1,0 +1,254 @@
+"""The Settings dialog: one editor per declared setting, built from `app.settings.SETTINGS`.
+
+Nothing is hard-coded twice: labels, bounds and choices come from the declarations, so a new setting appears
+here by being declared. OK/Apply validate everything first and apply all-or-nothing; the reason a value is
+refused is shown in the dialog. Each input's objectName is `setting:<key>` (tests and accessibility).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.settings import BY_KEY, SETTINGS, Setting, Settings, defaults
+
+SECTION_TITLES = {
+    "model": "Model",
+    "denoise": "Denoising",
+    "draft": "Drafting",
+    "rewrite": "Rewrite presets",
+    "appearance": "Appearance",
+    "documents": "Documents",
+    "privacy": "Privacy",
+}
+SYSTEM_FONT = "System default"
+
+
+class PresetTable(QTableWidget):
+    """Editable name -> instruction pairs, with add/remove buttons supplied by the dialog."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(0, 2, parent)
+        self.setHorizontalHeaderLabels(["Name", "Instruction"])
+        self.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.verticalHeader().hide()
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+
+    def set_presets(self, presets: dict[str, str]) -> None:
+        self.setRowCount(0)
+        for name, text in presets.items():
+            self.add_row(name, text)
+
+    def add_row(self, name: str = "", text: str = "") -> None:
+        row = self.rowCount()
+        self.insertRow(row)
+        self.setItem(row, 0, QTableWidgetItem(name))
+        self.setItem(row, 1, QTableWidgetItem(text))
+
+    def remove_selected(self) -> None:
+        for row in sorted({i.row() for i in self.selectedIndexes()}, reverse=True):
+            self.removeRow(row)
+
+    def presets(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for row in range(self.rowCount()):
+            name, text = self.item(row, 0), self.item(row, 1)
+            key = (name.text() if name else "").strip()
+            value = (text.text() if text else "").strip()
+            if key or value:
+                out[key] = value
+        return out
+
+
+class SettingsDialog(QDialog):
+    """Edits a `Settings` object; changes apply on OK/Apply (and take effect at once through `changed`)."""
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("settingsDialog")
+        self.setWindowTitle("Settings")
+        self.settings = settings
+        self.inputs: dict[str, QWidget] = {}
+        layout = QVBoxLayout(self)
+        self.problems = QLabel()
+        self.problems.setObjectName("settingsProblems")
+        self.problems.setWordWrap(True)
+        self.problems.setStyleSheet("color: #b3261e;")
+        layout.addWidget(self.problems)
+        sections: dict[str, QFormLayout] = {}
+        for s in SETTINGS:
+            section = s.key.split(".")[0]
+            if section not in sections:
+                box = QGroupBox(SECTION_TITLES.get(section, section.title()))
+                sections[section] = QFormLayout(box)
+                layout.addWidget(box)
+            widget = self._make_input(s)
+            widget.setObjectName(f"setting:{s.key}")
+            if s.help:
+                widget.setToolTip(s.help)
+            self.inputs[s.key] = widget
+            form = sections[section]
+            if s.type is dict:
+                form.addRow(self._wrap_presets(widget))
+            elif s.type is bool:
+                form.addRow(widget)
+            else:
+                form.addRow(s.label, self._with_browse(s, widget))
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok
+            | QDialogButtonBox.StandardButton.Cancel
+            | QDialogButtonBox.StandardButton.Apply
+            | QDialogButtonBox.StandardButton.RestoreDefaults
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
+        buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults).clicked.connect(self.restore_defaults)
+        layout.addWidget(buttons)
+        self.load(settings.values())
+        self._show_problems(settings.problems)
+
+    # -- values <-> widgets ----------------------------------------------------------------------------------
+
+    def load(self, values: dict[str, Any]) -> None:
+        for key, widget in self.inputs.items():
+            _set_widget(BY_KEY[key], widget, values[key])
+
+    def collected(self) -> dict[str, Any]:
+        return {key: _get_widget(BY_KEY[key], w) for key, w in self.inputs.items()}
+
+    def apply(self) -> bool:
+        """Validate and apply every value at once; on a refusal nothing changes and the reason is shown."""
+        try:
+            self.settings.update(self.collected())
+        except (ValueError, KeyError) as exc:
+            self._show_problems([str(exc).strip("'\"")])
+            return False
+        self._show_problems(self.settings.problems[-1:] if self.settings.problems else [])
+        return True
+
+    def accept(self) -> None:
+        if self.apply():
+            super().accept()
+
+    def restore_defaults(self) -> None:
+        self.load(defaults())
+
+    def _show_problems(self, problems: list[str]) -> None:
+        self.problems.setText("\n".join(problems))
+        self.problems.setVisible(bool(problems))
+
+    # -- widgets ---------------------------------------------------------------------------------------------
+
+    def _make_input(self, s: Setting) -> QWidget:
+        if s.type is bool:
+            return QCheckBox(s.label)
+        if s.type is int:
+            w = QSpinBox()
+            w.setRange(int(s.minimum if s.minimum is not None else -10**9),
+                       int(s.maximum if s.maximum is not None else 10**9))
+            return w
+        if s.type is float:
+            d = QDoubleSpinBox()
+            d.setDecimals(3)
+            d.setSingleStep(0.05)
+            d.setRange(s.minimum if s.minimum is not None else -1e9, s.maximum if s.maximum is not None else 1e9)
+            return d
+        if s.type is dict:
+            return PresetTable()
+        if s.choices:
+            c = QComboBox()
+            c.addItems(list(s.choices))
+            return c
+        if s.key == "appearance.font_family":
+            f = QComboBox()
+            f.addItem(SYSTEM_FONT)
+            f.addItems(QFontDatabase.families())
+            return f
+        return QLineEdit()
+
+    def _with_browse(self, s: Setting, widget: QWidget) -> QWidget:
+        if s.key != "model.folder":
+            return widget
+        row = QWidget()
+        lay = QHBoxLayout(row)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(widget, 1)
+        browse = QPushButton("Browse…")
+        assert isinstance(widget, QLineEdit)
+        browse.clicked.connect(lambda: self._browse_folder(widget))
+        lay.addWidget(browse)
+        return row
+
+    def _browse_folder(self, line: QLineEdit) -> None:
+        chosen = QFileDialog.getExistingDirectory(self, "Model folder", line.text())
+        if chosen:
+            line.setText(chosen)
+
+    def _wrap_presets(self, table: QWidget) -> QWidget:
+        assert isinstance(table, PresetTable)
+        box = QWidget()
+        lay = QVBoxLayout(box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(table)
+        row = QHBoxLayout()
+        add, remove = QPushButton("Add preset"), QPushButton("Remove")
+        add.clicked.connect(lambda: table.add_row())
+        remove.clicked.connect(table.remove_selected)
+        row.addWidget(add)
+        row.addWidget(remove)
+        row.addStretch(1)
+        lay.addLayout(row)
+        return box
+
+
+def _set_widget(s: Setting, w: QWidget, value: Any) -> None:
+    if isinstance(w, QCheckBox):
+        w.setChecked(bool(value))
+    elif isinstance(w, (QSpinBox, QDoubleSpinBox)):
+        w.setValue(value)
+    elif isinstance(w, PresetTable):
+        w.set_presets(value)
+    elif isinstance(w, QComboBox):
+        text = value or SYSTEM_FONT
+        if w.findText(text) < 0:
+            w.addItem(text)
+        w.setCurrentText(text)
+    elif isinstance(w, QLineEdit):
+        w.setText(str(value))
+
+
+def _get_widget(s: Setting, w: QWidget) -> Any:
+    if isinstance(w, QCheckBox):
+        return w.isChecked()
+    if isinstance(w, (QSpinBox, QDoubleSpinBox)):
+        return w.value()
+    if isinstance(w, PresetTable):
+        return w.presets()
+    if isinstance(w, QComboBox):
+        text = w.currentText()
+        return "" if s.key == "appearance.font_family" and text == SYSTEM_FONT else text
+    assert isinstance(w, QLineEdit)
+    return w.text().strip()
