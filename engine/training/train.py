@@ -172,7 +172,7 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step += 1
-        running += float(loss)
+        running += loss.item()
         if step % log_every == 0:
             emit({"step": step, "loss": running / log_every, "lr": lr_at(step, h),
                   "elapsed_s": round(time.monotonic() - started, 1)})
@@ -182,7 +182,8 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         if step % eval_every == 0:
             evaluate_and_export()
     save_state()
-    evaluate_and_export()
+    if metrics.get("step") != step:
+        evaluate_and_export()
     log.close()
     return metrics
 
