@@ -1,0 +1,466 @@
+"""The model manager: choose a checkpoint, see whether it is complete and whether it fits, load it, or learn why not.
+
+A folder can be typed, browsed to, or picked from DiffusionGemma checkpoints found in the Hugging Face cache
+(`HF_HUB_CACHE`, `HF_HOME/hub`, `~/.cache/huggingface/hub`; hub layout `models--org--name/snapshots/<rev>/`).
+Checking a folder (validation by `engine.loader`, the memory estimate by `engine.fit`) runs on a worker thread:
+those modules may import torch, which the UI thread never waits for. Loading goes through the window's engine
+host, whose signals drive the progress bar; Cancel stops the load between tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.api import EngineError, LoadProgress, ModelInfo
+
+log = logging.getLogger(__name__)
+
+MODEL_ID = "google/diffusiongemma-26B-A4B-it"
+DOWNLOAD_HINT = f"hf download {MODEL_ID} --local-dir ~/models/diffusiongemma-26B-A4B-it"
+
+# What to do about each kind of failure (EngineError.kind); the engine's message says what happened.
+FIXES: dict[str, str] = {
+    "model_not_found": f"Choose the folder you downloaded the model into, e.g. with: {DOWNLOAD_HINT}",
+    "model_incomplete": f"Finish or repeat the download (it resumes): {DOWNLOAD_HINT}",
+    "unsupported_model": f"Letterpress runs DiffusionGemma checkpoints in safetensors format, such as {MODEL_ID}.",
+    "out_of_memory": "Choose 4-bit (nf4) quantization, close other programs that use the GPU, or load on the CPU "
+                     "(much slower).",
+    "wont_fit": "Choose 4-bit (nf4) quantization or a device with more memory.",
+    "load_cancelled": "Press Load to start again.",
+}
+
+VERDICT_TEXT = {"fits": "Fits", "tight": "Tight", "wont_fit": "Won't fit", "unknown": "Unknown"}
+VERDICT_COLOR = {"fits": "#1e7b34", "tight": "#a15c00", "wont_fit": "#b3261e", "unknown": "#555555"}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Finding checkpoints
+
+
+@dataclass(frozen=True)
+class CachedModel:
+    repo_id: str
+    revision: str
+    path: Path
+    is_main: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.repo_id}  ({self.revision[:8]}{', main' if self.is_main else ''})"
+
+
+def hf_cache_dirs() -> list[Path]:
+    """Where the Hugging Face hub cache may be, most specific first (existing folders only)."""
+    candidates = []
+    if os.environ.get("HF_HUB_CACHE"):
+        candidates.append(Path(os.environ["HF_HUB_CACHE"]))
+    if os.environ.get("HUGGINGFACE_HUB_CACHE"):
+        candidates.append(Path(os.environ["HUGGINGFACE_HUB_CACHE"]))
+    if os.environ.get("HF_HOME"):
+        candidates.append(Path(os.environ["HF_HOME"]) / "hub")
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    candidates.append((Path(xdg) if xdg else Path.home() / ".cache") / "huggingface" / "hub")
+    seen: list[Path] = []
+    for c in candidates:
+        c = c.expanduser()
+        if c.is_dir() and c not in seen:
+            seen.append(c)
+    return seen
+
+
+def find_cached_checkpoints(cache_dirs: list[Path] | None = None) -> list[CachedModel]:
+    """DiffusionGemma snapshots in the hub cache (only config.json is read; nothing is downloaded)."""
+    found: list[CachedModel] = []
+    for cache in hf_cache_dirs() if cache_dirs is None else cache_dirs:
+        for repo in sorted(cache.glob("models--*")):
+            main = ""
+            ref = repo / "refs" / "main"
+            if ref.is_file():
+                main = ref.read_text(encoding="utf-8", errors="replace").strip()
+            for snap in sorted((repo / "snapshots").glob("*")):
+                try:
+                    config = json.loads((snap / "config.json").read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                if config.get("model_type") != "diffusion_gemma":
+                    continue
+                repo_id = repo.name.removeprefix("models--").replace("--", "/")
+                found.append(CachedModel(repo_id, snap.name, snap, snap.name == main))
+    return found
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Checking a folder (worker thread)
+
+
+@dataclass(frozen=True)
+class FitRow:
+    """One precision's memory estimate: verdict 'fits' / 'tight' / 'wont_fit' / 'unknown'; `note` holds the
+    arithmetic (shown as a tooltip, so the writer can check the numbers)."""
+
+    precision: str
+    verdict: str
+    needed_gb: float | None = None
+    available_gb: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Inspection:
+    folder: str
+    problems: tuple[str, ...] = ()
+    problem_kind: str = ""
+    summary: str = ""
+    device: str = ""
+    fit: tuple[FitRow, ...] = ()
+    fit_note: str = ""
+
+    @property
+    def loadable(self) -> bool:
+        return not self.problems
+
+
+def inspect_folder(folder: str, device: str = "auto") -> Inspection:
+    """Validate `folder` and estimate its memory fit; never raises (everything becomes text)."""
+    from engine.loader import validate_checkpoint
+
+    try:
+        ckpt = validate_checkpoint(folder)
+    except EngineError as exc:
+        return Inspection(folder, (exc.message,), exc.kind)
+    shards = len(ckpt.weight_files)
+    summary = f"Complete DiffusionGemma checkpoint: {shards} weight file{'s' * (shards != 1)}, " \
+              f"{ckpt.weight_bytes / 1e9:.2f} GB."
+    rows, used_device, note = estimate_fit(folder, device)
+    return Inspection(folder, summary=summary, device=used_device, fit=rows, fit_note=note)
+
+
+FIT_PRECISIONS = ("nf4", "bf16", "fp32")
+
+
+def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str]:
+    """`engine.fit`'s estimate for each precision against the free memory of the device ("auto": the first
+    CUDA device if there is one, else the CPU). Returns (rows, device label, note); never raises."""
+    try:
+        from engine import fit
+    except ImportError:
+        return (), device, "No memory estimate is available in this build."
+    try:
+        config = fit.read_config(folder)
+        if device == "auto":
+            found = fit.devices_found()
+            device = next((d.device for d in found if d.device.startswith("cuda")), "cpu")
+        estimates = [fit.estimate_for_device(config, p, device) for p in FIT_PRECISIONS]
+    except Exception as exc:  # noqa: BLE001 - an estimate must never stop the dialog
+        log.warning("fit estimate failed: %s: %s", type(exc).__name__, exc)
+        return (), device, "The memory estimate is not available for this checkpoint; you can still try to load."
+    rows = tuple(
+        FitRow(
+            e.precision,
+            e.verdict,
+            e.total_bytes / 1e9,
+            e.available_bytes / 1e9 if e.available_bytes is not None else None,
+            e.text(),
+        )
+        for e in estimates
+    )
+    return rows, estimates[0].device if estimates else device, ""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The dialog
+
+
+class _Relay(QObject):
+    """Carries a worker thread's result to the UI thread (queued signal)."""
+
+    done = Signal(object)
+
+
+class ModelDialog(QDialog):
+    """Pick, check and load a model. `host` is the window's EngineHost (or anything with its load signals)."""
+
+    def __init__(self, host: Any, settings: Any | None = None, parent: QWidget | None = None, *,
+                 cache_dirs: list[Path] | None = None,
+                 inspector: Callable[[str, str], Inspection] = inspect_folder) -> None:
+        super().__init__(parent)
+        self.setObjectName("modelDialog")
+        self.setWindowTitle("Model")
+        self.setMinimumWidth(640)
+        self.host = host
+        self.settings = settings
+        self.inspector = inspector
+        self.inspection: Inspection | None = None
+        self.loading = False
+        self._check_serial = 0
+        self._relay = _Relay(self)
+        self._relay.done.connect(self._on_inspected, Qt.ConnectionType.QueuedConnection)
+        self._build(cache_dirs)
+        host.loadStarted.connect(self._on_load_started)
+        host.loadProgress.connect(self._on_load_progress)
+        host.loaded.connect(self._on_loaded)
+        host.loadFailed.connect(self._on_load_failed)
+        info = getattr(host, "model_info", None)
+        self._show_status(f"Loaded: {info.name} on {info.device} ({info.quantization})" if info else "No model loaded.")
+        start = settings["model.folder"] if settings is not None else ""
+        if start:
+            self.folder.setText(start)
+            self.check()
+
+    def _build(self, cache_dirs: list[Path] | None) -> None:
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.folder = QLineEdit()
+        self.folder.setObjectName("modelFolder")
+        self.folder.setPlaceholderText("A folder with config.json, tokenizer.json and .safetensors weights")
+        self.folder.editingFinished.connect(self.check)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self.browse)
+        row.addWidget(QLabel("Folder:"))
+        row.addWidget(self.folder, 1)
+        row.addWidget(browse)
+        layout.addLayout(row)
+
+        self.cached = QListWidget()
+        self.cached.setObjectName("modelCacheList")
+        self.cached.setMaximumHeight(110)
+        for m in find_cached_checkpoints(cache_dirs):
+            item = QListWidgetItem(m.label)
+            item.setData(Qt.ItemDataRole.UserRole, str(m.path))
+            item.setToolTip(str(m.path))
+            self.cached.addItem(item)
+        self.cached.itemClicked.connect(lambda item: self.choose(item.data(Qt.ItemDataRole.UserRole)))
+        if self.cached.count():
+            layout.addWidget(QLabel("Found in the Hugging Face cache:"))
+            layout.addWidget(self.cached)
+        else:
+            hint = QLabel(f"No DiffusionGemma model in the Hugging Face cache. Download one with:\n{DOWNLOAD_HINT}")
+            hint.setObjectName("modelDownloadHint")
+            hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            hint.setWordWrap(True)
+            layout.addWidget(hint)
+
+        form = QFormLayout()
+        self.device = QComboBox()
+        self.device.setObjectName("modelDevice")
+        self.device.addItems(["auto", "cuda", "cpu"])
+        self.quantization = QComboBox()
+        self.quantization.setObjectName("modelQuantization")
+        self.quantization.addItems(["auto", "nf4", "none"])
+        if self.settings is not None:
+            self.device.setCurrentText(self.settings["model.device"])
+            self.quantization.setCurrentText(self.settings["model.quantization"])
+        self.device.currentTextChanged.connect(lambda _: self.check())
+        form.addRow("Device:", self.device)
+        form.addRow("Quantization:", self.quantization)
+        layout.addLayout(form)
+
+        self.check_label = QLabel()
+        self.check_label.setObjectName("modelCheck")
+        self.check_label.setWordWrap(True)
+        self.check_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.check_label)
+
+        self.fit_table = QTableWidget(0, 4)
+        self.fit_table.setObjectName("modelFitTable")
+        self.fit_table.setHorizontalHeaderLabels(["Precision", "Fit", "Needs", "Available"])
+        self.fit_table.horizontalHeader().setStretchLastSection(True)
+        self.fit_table.verticalHeader().hide()
+        self.fit_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.fit_table.setMaximumHeight(130)
+        self.fit_table.hide()
+        layout.addWidget(self.fit_table)
+
+        self.progress = QProgressBar()
+        self.progress.setObjectName("modelProgress")
+        self.progress.hide()
+        layout.addWidget(self.progress)
+        self.status = QLabel()
+        self.status.setObjectName("modelStatus")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.status)
+
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.load_button = QPushButton("Load")
+        self.load_button.setObjectName("modelLoadButton")
+        self.load_button.setEnabled(False)
+        self.load_button.clicked.connect(self.load)
+        self.cancel_button = QPushButton("Cancel loading")
+        self.cancel_button.setObjectName("modelCancelButton")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel_load)
+        close = QPushButton("Close")
+        close.clicked.connect(self.reject)
+        for b in (self.load_button, self.cancel_button, close):
+            buttons.addWidget(b)
+        layout.addLayout(buttons)
+
+    # -- choosing and checking -------------------------------------------------------------------------------
+
+    def browse(self) -> None:
+        chosen = QFileDialog.getExistingDirectory(self, "Choose the model folder", self.folder.text())
+        if chosen:
+            self.choose(chosen)
+
+    def choose(self, folder: str) -> None:
+        self.folder.setText(folder)
+        self.check()
+
+    def check(self) -> None:
+        """Validate the folder and estimate the fit on a worker thread; the newest check wins."""
+        folder = self.folder.text().strip()
+        self._check_serial += 1
+        serial = self._check_serial
+        self.inspection = None
+        self.load_button.setEnabled(False)
+        self.fit_table.hide()
+        if not folder:
+            self.check_label.setText("")
+            return
+        self.check_label.setText("Checking the folder…")
+        device = self.device.currentText()
+
+        def work() -> None:
+            try:
+                result = self.inspector(folder, device)
+            except Exception as exc:  # noqa: BLE001
+                log.exception("model check failed")
+                result = Inspection(folder, (f"The folder could not be checked: {exc}",))
+            self._relay.done.emit((serial, result))
+
+        threading.Thread(target=work, name="model-check", daemon=True).start()
+
+    def _on_inspected(self, payload: tuple[int, Inspection]) -> None:
+        serial, inspection = payload
+        if serial != self._check_serial:
+            return  # a newer check is running
+        self.inspection = inspection
+        if inspection.problems:
+            text = "\n".join(inspection.problems)
+            fix = FIXES.get(inspection.problem_kind, "")
+            self.check_label.setText(f"✗ {text}" + (f"\n{fix}" if fix else ""))
+            self.check_label.setStyleSheet(f"color: {VERDICT_COLOR['wont_fit']};")
+        else:
+            self.check_label.setText(f"✓ {inspection.summary}" + (f"\n{inspection.fit_note}"
+                                                                   if inspection.fit_note else ""))
+            self.check_label.setStyleSheet("")
+            self._show_fit(inspection)
+        self.load_button.setEnabled(inspection.loadable and not self.loading)
+
+    def _show_fit(self, inspection: Inspection) -> None:
+        rows = inspection.fit
+        self.fit_table.setRowCount(len(rows))
+        for i, r in enumerate(rows):
+            badge = QTableWidgetItem(VERDICT_TEXT.get(r.verdict, r.verdict or "?"))
+            badge.setForeground(_color(VERDICT_COLOR.get(r.verdict, "#555555")))
+            cells = [QTableWidgetItem(r.precision), badge,
+                     QTableWidgetItem(f"{r.needed_gb:.1f} GB" if r.needed_gb is not None else "–"),
+                     QTableWidgetItem(f"{r.available_gb:.1f} GB on {inspection.device}"
+                                      if r.available_gb is not None else "unknown")]
+            for col, cell in enumerate(cells):
+                cell.setToolTip(r.note)
+                self.fit_table.setItem(i, col, cell)
+        self.fit_table.resizeColumnsToContents()
+        self.fit_table.setVisible(bool(rows))
+
+    def fit_verdicts(self) -> dict[str, str]:
+        """precision -> verdict, as shown (for tests and the status bar)."""
+        return {r.precision: r.verdict for r in (self.inspection.fit if self.inspection else ())}
+
+    # -- loading ---------------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        folder = self.folder.text().strip()
+        if not folder or self.inspection is None or not self.inspection.loadable:
+            return
+        self.loading = True
+        self.load_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self._show_status(f"Loading {Path(folder).name}…")
+        self.host.load(folder, self.device.currentText(), self.quantization.currentText())
+
+    def cancel_load(self) -> None:
+        if self.loading:
+            self.host.cancel_load()
+            self._show_status("Cancelling…")
+
+    def _on_load_started(self, folder: str) -> None:
+        self.loading = True
+        self.cancel_button.setEnabled(True)
+        self.load_button.setEnabled(False)
+        self.progress.show()
+
+    def _on_load_progress(self, p: LoadProgress) -> None:
+        if p.total:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * p.fraction))
+        gb = f" ({p.bytes_done / 1e9:.1f} of {p.bytes_total / 1e9:.1f} GB)" if p.bytes_total else ""
+        self._show_status(f"{p.stage.capitalize()}: {p.done} of {p.total}{gb}")
+
+    def _on_loaded(self, info: ModelInfo) -> None:
+        self._finish_loading()
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(1000)
+        note = f"\n{info.notice}" if info.notice else ""
+        self._show_status(f"Loaded {info.name} on {info.device} ({info.dtype}, {info.quantization}).{note}")
+        if self.settings is not None:
+            try:
+                self.settings.update({"model.folder": info.path or self.folder.text().strip(),
+                                      "model.device": self.device.currentText(),
+                                      "model.quantization": self.quantization.currentText()})
+            except (ValueError, KeyError) as exc:
+                log.warning("could not remember the model: %s", exc)
+
+    def _on_load_failed(self, error: EngineError) -> None:
+        self._finish_loading()
+        self.progress.hide()
+        kind = getattr(error, "kind", "engine_error")
+        message = getattr(error, "message", str(error))
+        fix = FIXES.get(kind, "")
+        self._show_status(f"{'Loading cancelled.' if kind == 'load_cancelled' else 'Not loaded: ' + message}"
+                          + (f"\n{fix}" if fix else ""), error=kind != "load_cancelled")
+
+    def _finish_loading(self) -> None:
+        self.loading = False
+        self.cancel_button.setEnabled(False)
+        self.load_button.setEnabled(self.inspection is not None and self.inspection.loadable)
+
+    def _show_status(self, text: str, *, error: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet(f"color: {VERDICT_COLOR['wont_fit']};" if error else "")
+
+
+def _color(hex_color: str) -> Any:
+    from PySide6.QtGui import QColor
+
+    return QColor(hex_color)
