@@ -1,0 +1,140 @@
+"""`python -m app` / `letterpress`: arguments, logging, QApplication + qasync event loop, the main window."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("app")
+
+DEMO_MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "letterpress-demo"
+
+# Called with the parsed arguments before the window exists (the documents/logging module hooks in here).
+LOGGING_SETUP: list[Callable[[argparse.Namespace], None]] = []
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="letterpress", description="A private, offline writing assistant.")
+    parser.add_argument("files", nargs="*", help="documents to open")
+    parser.add_argument("--model", metavar="DIR", help="a local DiffusionGemma checkpoint folder")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None)
+    parser.add_argument("--quantization", choices=("auto", "nf4", "none"), default=None)
+    parser.add_argument(
+        "--fake-engine", nargs="?", const="", default=None, metavar="SPEC",
+        help="use the scripted engine (demos, tests); SPEC like 'steps=12,delay=0.05,fail_at=3,busy=1'",
+    )
+    parser.add_argument("--theme", choices=("system", "light", "dark"), default=None)
+    parser.add_argument("--log-level", default=os.environ.get("LETTERPRESS_LOG_LEVEL", "WARNING"))
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+
+
+def fake_engine_factory(spec: str) -> Callable[[], Any]:
+    """A factory for `engine.fake.FakeEngine` from 'key=value,...' (steps, delay, load_delay, fail_at, busy)."""
+    from engine.api import GenerationError
+    from engine.fake import FakeEngine
+
+    options: dict[str, str] = dict(part.split("=", 1) for part in spec.split(",") if "=" in part)
+    kwargs: dict[str, Any] = {
+        "steps": int(options.get("steps", 8)),
+        "step_delay": float(options.get("delay", 0.06)),
+        "load_delay": float(options.get("load_delay", 0.05)),
+        "busy": options.get("busy", "0") in ("1", "true", "yes"),
+    }
+    if "fail_at" in options:
+        kwargs["fail_at_step"] = int(options["fail_at"])
+        kwargs["error"] = GenerationError("The scripted engine failed (as asked). Try again.")
+    return lambda: FakeEngine(**kwargs)
+
+
+def _settings() -> Any | None:
+    try:
+        from app.settings import Settings
+    except ImportError:
+        return None
+    return Settings()
+
+
+def build_window(args: argparse.Namespace) -> Any:
+    """Everything `python -m app` does before the event loop: settings, theme, engine host, window, model load."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.engine_host import EngineHost
+    from app.main_window import MainWindow
+    from app.theme import apply_theme
+
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "letterpress"])
+    app.setApplicationName("Letterpress")
+    app.setOrganizationName("Letterpress")
+    settings = _settings()
+    theme = args.theme or (settings["appearance.theme"] if settings is not None else "system")
+    apply_theme(app, theme)  # type: ignore[arg-type]
+
+    factory = fake_engine_factory(args.fake_engine) if args.fake_engine is not None else None
+    host = EngineHost(factory)
+    host.start()
+    model_dir: str | None = args.model
+    reason = ""
+    if model_dir is None and settings is not None and settings["model.folder"]:
+        model_dir = settings["model.folder"]
+    if model_dir is None and DEMO_MODEL.is_dir():
+        model_dir = str(DEMO_MODEL)
+    if model_dir is None and args.fake_engine is not None:
+        model_dir = "fake"
+    if model_dir is None:
+        reason = (
+            "No model: download DiffusionGemma and choose its folder with Model ▸ Load model folder…, "
+            "or start with --model DIR."
+        )
+    device = args.device or (settings["model.device"] if settings is not None else "auto")
+    quantization = args.quantization or (settings["model.quantization"] if settings is not None else "auto")
+    window = MainWindow(
+        host, settings=settings, model_dir=model_dir, device=device, quantization=quantization,
+        no_model_reason=reason,
+    )
+    window.startup_files = list(args.files)  # type: ignore[attr-defined]
+    if settings is not None:
+        for problem in getattr(settings, "problems", []):
+            window.show_message(problem, 0)
+    return window
+
+
+def main(argv: list[str] | None = None) -> int:
+    if "--self-test" in (sys.argv[1:] if argv is None else argv):  # installers and CI: prove the build works
+        from app.selftest import run_self_test
+
+        return run_self_test(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for hook in LOGGING_SETUP:
+        hook(args)
+    from app import qt_binding_problem
+
+    problem = qt_binding_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = build_window(args)
+    window.show()
+    closed = asyncio.Event()
+    app.aboutToQuit.connect(closed.set)
+    with qasync.QEventLoop(app) as loop:
+        loop.run_until_complete(closed.wait())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,444 @@
+"""The assistant: the only module that knows both the engine API and the widgets.
+
+It turns the selection/cursor into an immutable request with a new id, sends it to the engine host (latest
+request wins), drops events of requests it no longer cares about, feeds the ghost painter, and applies accepts
+(all, next word, next line) as exactly one undo step each.
+
+The suggestion's region is held by two live `QTextCursor`s, so it moves with edits made elsewhere. An edit that
+touches the region (typing at a draft's anchor, changing the selected text of a rewrite, undoing a partial
+accept) cancels and removes the suggestion; the writer's text is never overwritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QTextCursor
+
+from app.editor import Editor
+from app.engine_host import EngineHost
+from app.ghost import GhostContent, GhostPainter, Layout
+from engine.api import (
+    REWRITE_PRESETS,
+    DenoiseSettings,
+    DraftRequest,
+    EngineError,
+    InfillRequest,
+    Request,
+    Result,
+    RewriteRequest,
+    Span,
+    Stats,
+    StepEvent,
+)
+
+log = logging.getLogger(__name__)
+
+GhostState = Literal["idle", "denoising", "ready", "error"]
+Kind = Literal["draft", "rewrite", "infill"]
+CONTEXT_CHARS = 4000
+PROBE_CHARS = 32
+_WORD = re.compile(r"\s*\S+")
+
+
+@dataclass
+class _Suggestion:
+    request_id: int
+    kind: Kind
+    layout: Layout
+    start: QTextCursor
+    end: QTextCursor
+    probe: str
+    last: tuple[int, int]
+    submitted: float
+    alternatives: list[tuple[Span, ...]] = field(default_factory=list)
+    index: int = 0
+    running: bool = True
+    step: int = 0
+    max_steps: int = 0
+    error: str = ""
+    first_visible: float | None = None
+
+    def region(self) -> tuple[int, int]:
+        return self.start.position(), self.end.position()
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        return self.alternatives[self.index] if self.alternatives else ()
+
+    @property
+    def text(self) -> str:
+        return "".join(s.text for s in self.spans)
+
+
+class Assistant(QObject):
+    """Drives draft / rewrite / infill for one editor and one engine host."""
+
+    changed = Signal()  # state, visibility or alternatives changed (enable/disable actions)
+    stateChanged = Signal(str)
+    finishedStats = Signal(object, float)  # Stats, seconds from request to first visible draft
+    message = Signal(str)  # a line for the status bar
+
+    def __init__(self, editor: Editor, host: EngineHost, settings: Any | None = None) -> None:
+        super().__init__(editor)
+        self.editor = editor
+        self.host = host
+        self.settings = settings
+        self.ghost = GhostPainter(editor)
+        self.stale_events = 0
+        self._sug: _Suggestion | None = None
+        self._state: GhostState = "idle"
+        self._muted = False
+        self._publish()
+        host.stepped.connect(self._on_step)
+        host.finished.connect(self._on_finished)
+        host.failed.connect(self._on_failed)
+        editor.document().contentsChange.connect(self._on_contents_change)
+
+    # -- what the window asks ---------------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> GhostState:
+        return self._state
+
+    @property
+    def ghost_text(self) -> str:
+        return self._sug.text if self._sug and not self._sug.error else ""
+
+    @property
+    def suggestion_visible(self) -> bool:
+        return bool(self.ghost_text)
+
+    @property
+    def active(self) -> bool:
+        """Something is shown or running (Esc has something to dismiss)."""
+        return self._sug is not None
+
+    @property
+    def alternatives(self) -> tuple[int, int]:
+        """(current index, count) of the visible suggestion's alternatives."""
+        return (self._sug.index, len(self._sug.alternatives)) if self._sug else (0, 0)
+
+    def presets(self) -> dict[str, str]:
+        if self.settings is not None:
+            try:
+                return dict(self.settings.rewrite_presets())
+            except Exception:  # noqa: BLE001 - a broken settings object must not break rewriting
+                log.exception("rewrite presets unavailable")
+        return dict(REWRITE_PRESETS)
+
+    # -- requests -----------------------------------------------------------------------------------------------------
+
+    def draft(self, instruction: str = "") -> int | None:
+        """Draft new text at the cursor (after the selection, if there is one)."""
+        pos = self.editor.textCursor().selectionEnd()
+        before, after = self._context(pos, pos)
+        request = DraftRequest(
+            before=before, instruction=instruction, after=after, max_new_tokens=self._draft_length(),
+            settings=self._denoise(),
+        )
+        return self._start(request, "draft", pos, pos, "inline")
+
+    def rewrite(self, instruction: str) -> int | None:
+        """Rewrite the selection following `instruction` (a preset's text or the writer's own)."""
+        cursor = self.editor.textCursor()
+        if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
+            self.message.emit("Select the text you want rewritten first, then choose Rewrite (Ctrl+R).")
+            return None
+        s, e = cursor.selectionStart(), cursor.selectionEnd()
+        before, after = self._context(s, e)
+        request = RewriteRequest(
+            selection=self._text(s, e), instruction=instruction or self.presets().get("grammar", ""),
+            before=before, after=after, settings=self._denoise(),
+        )
+        return self._start(request, "rewrite", s, e, "below")
+
+    def infill(self, instruction: str = "") -> int | None:
+        """Fill the selection (replacing it) or the gap at the cursor so it joins the text around it."""
+        cursor = self.editor.textCursor()
+        s, e = cursor.selectionStart(), cursor.selectionEnd()
+        before, after = self._context(s, e)
+        request = InfillRequest(before=before, after=after, instruction=instruction, settings=self._denoise())
+        return self._start(request, "infill", s, e, "below" if e > s else "inline")
+
+    # -- accept / dismiss / alternatives ------------------------------------------------------------------------------
+
+    def accept_all(self) -> bool:
+        return self._accept("all")
+
+    def accept_word(self) -> bool:
+        return self._accept("word")
+
+    def accept_line(self) -> bool:
+        return self._accept("line")
+
+    def dismiss(self) -> bool:
+        """Hide the suggestion and stop its request; the document is untouched."""
+        if self._sug is None:
+            return False
+        self._drop(cancel=True)
+        self.message.emit("Suggestion dismissed.")
+        return True
+
+    def next_alternative(self) -> bool:
+        return self._cycle(1)
+
+    def previous_alternative(self) -> bool:
+        return self._cycle(-1)
+
+    # -- internals: requests ---------------------------------------------------------------------------------------
+
+    def _start(self, request: Request, kind: Kind, s: int, e: int, layout: Layout) -> int:
+        if self._sug is not None:
+            self._drop(cancel=True, publish=False)
+        doc = self.editor.document()
+        start, end = QTextCursor(doc), QTextCursor(doc)
+        start.setPosition(s)
+        end.setPosition(e)
+        start.setKeepPositionOnInsert(False)  # typing just before the region stays before it
+        end.setKeepPositionOnInsert(True)  # typing just after the region stays after it
+        self._sug = _Suggestion(
+            request.request_id, kind, layout, start, end, self._probe(s, e), (s, e), time.perf_counter()
+        )
+        self.host.submit(request)
+        self._set_state("denoising")
+        self._show()
+        log.debug("%s request %s submitted", kind, request.request_id)
+        return request.request_id
+
+    def _denoise(self) -> DenoiseSettings:
+        if self.settings is not None:
+            try:
+                return self.settings.denoise_settings()
+            except Exception:  # noqa: BLE001
+                log.exception("denoise settings unavailable; using defaults")
+        return DenoiseSettings()
+
+    def _draft_length(self) -> int:
+        if self.settings is not None:
+            try:
+                return int(self.settings["draft.length"])
+            except Exception:  # noqa: BLE001
+                log.exception("draft length unavailable")
+        return 128
+
+    def _context(self, s: int, e: int) -> tuple[str, str]:
+        """The text before and after the region, trimmed to a window (the engine trims tokens further)."""
+        last = self.editor.document().characterCount() - 1
+        return self._text(max(0, s - CONTEXT_CHARS), s), self._text(e, min(last, e + CONTEXT_CHARS))
+
+    def _text(self, s: int, e: int) -> str:
+        cursor = QTextCursor(self.editor.document())
+        cursor.setPosition(s)
+        cursor.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
+        return _plain(cursor.selectedText())
+
+    def _probe(self, s: int, e: int) -> str:
+        last = self.editor.document().characterCount() - 1
+        return self._text(max(0, s - PROBE_CHARS), min(last, e + PROBE_CHARS))
+
+    # -- internals: events --------------------------------------------------------------------------------------------
+
+    def _current(self, request_id: int) -> _Suggestion | None:
+        sug = self._sug
+        if sug is None or sug.request_id != request_id or not sug.running:
+            self.stale_events += 1
+            return None
+        return sug
+
+    @Slot(object)
+    def _on_step(self, event: StepEvent) -> None:
+        sug = self._current(event.request_id)
+        if sug is None or not event.candidates:
+            return
+        sug.alternatives = [c.spans for c in event.candidates]
+        sug.index = min(sug.index, len(sug.alternatives) - 1)
+        sug.step, sug.max_steps = event.step, event.max_steps
+        if sug.first_visible is None and sug.text.strip():
+            sug.first_visible = time.perf_counter() - sug.submitted
+        self._show()
+
+    @Slot(object)
+    def _on_finished(self, result: Result) -> None:
+        sug = self._current(result.request_id)
+        if sug is None or result.cancelled:
+            return
+        sug.running = False
+        finals: list[tuple[Span, ...]] = []
+        for i, cand in enumerate(result.candidates):
+            if not cand.text.strip():
+                continue
+            shown = sug.alternatives[i] if i < len(sug.alternatives) else ()
+            same = "".join(s.text for s in shown) == cand.text
+            finals.append(shown if same else (Span(cand.text, cand.confidence),))
+        if result.notice:
+            self.message.emit(result.notice)
+        first = sug.first_visible if sug.first_visible is not None else time.perf_counter() - sug.submitted
+        self.finishedStats.emit(result.stats, first)
+        if not finals:
+            self._fail(sug, "The model returned no text. Try again, or change the instruction or the selection.")
+            return
+        sug.alternatives = finals
+        sug.index = min(sug.index, len(finals) - 1)
+        self._set_state("ready")
+        self._show()
+
+    @Slot(int, object)
+    def _on_failed(self, request_id: int, error: EngineError) -> None:
+        sug = self._current(request_id)
+        if sug is None:
+            return
+        sug.running = False
+        self._fail(sug, getattr(error, "message", str(error)))
+
+    def _fail(self, sug: _Suggestion, message: str) -> None:
+        sug.error = message
+        sug.alternatives = []
+        self._set_state("error")
+        self._show()
+        self.message.emit(message)
+
+    # -- internals: edits ---------------------------------------------------------------------------------------------
+
+    @Slot(int, int, int)
+    def _on_contents_change(self, pos: int, removed: int, added: int) -> None:
+        sug = self._sug
+        if sug is None or self._muted:
+            return
+        s, e = sug.region()
+        old_s, old_e = sug.last
+        touches = pos <= old_e and pos + removed >= old_s
+        if s > e or (touches and self._probe(s, e) != sug.probe):
+            self._drop(cancel=True)
+            self.message.emit("Suggestion cancelled because you edited its text.")
+            return
+        if (s, e) != sug.last:
+            sug.last = (s, e)
+            sug.probe = self._probe(s, e)
+            self._show()
+
+    def _accept(self, part: Literal["all", "word", "line"]) -> bool:
+        sug = self._sug
+        if sug is None or not self.suggestion_visible:
+            return False
+        if sug.running:  # accept what is visible now; stop refining it
+            self.host.cancel()
+            sug.running = False
+        text = sug.text
+        if part == "all":
+            chunk = text
+        elif part == "word":
+            match = _WORD.match(text)
+            chunk = match.group(0) if match else text
+        else:
+            newline = text.find("\n", 1 if text.startswith("\n") else 0)
+            chunk = text if newline < 0 else text[: newline + 1]
+        complete = chunk == text
+        s, e = sug.region()
+        cursor = QTextCursor(self.editor.document())
+        self._muted = True
+        try:
+            cursor.beginEditBlock()
+            if sug.layout == "inline":
+                cursor.setPosition(e)
+            elif complete:
+                cursor.setPosition(s)
+                cursor.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
+            else:
+                cursor.setPosition(s)
+            cursor.insertText(chunk)
+            cursor.endEditBlock()
+        finally:
+            self._muted = False
+        self.editor.setTextCursor(cursor)
+        if complete:
+            self._drop(cancel=False)
+            self.message.emit("Suggestion accepted (Ctrl+Z undoes it).")
+            return True
+        # Partial: keep the rest of this alternative, anchored after what was just inserted.
+        sug.alternatives = [_drop_prefix(sug.spans, len(chunk))]
+        sug.index = 0
+        if sug.layout == "inline":
+            sug.start.setPosition(cursor.position())
+            sug.end.setPosition(cursor.position())
+        sug.last = sug.region()
+        sug.probe = self._probe(*sug.last)
+        self._set_state("ready")
+        self._show()
+        return True
+
+    def _cycle(self, delta: int) -> bool:
+        sug = self._sug
+        if sug is None or len(sug.alternatives) < 2:
+            return False
+        sug.index = (sug.index + delta) % len(sug.alternatives)
+        self._show()
+        return True
+
+    def _drop(self, *, cancel: bool, publish: bool = True) -> None:
+        sug, self._sug = self._sug, None
+        if sug is not None and sug.running and cancel:
+            self.host.cancel()
+        self.ghost.clear()
+        if publish:
+            self._set_state("idle")
+
+    # -- internals: view ----------------------------------------------------------------------------------------------
+
+    def _set_state(self, state: GhostState) -> None:
+        changed = state != self._state
+        self._state = state
+        self._publish()
+        if changed:
+            self.stateChanged.emit(state)
+
+    def _publish(self) -> None:
+        self.editor.setProperty("ghostState", self._state)
+        self.editor.setProperty("ghostText", self.ghost_text)
+        self.changed.emit()
+
+    def _show(self) -> None:
+        sug = self._sug
+        if sug is None:
+            return
+        count = len(sug.alternatives)
+        if sug.error:
+            badge = ""
+        elif sug.running:
+            badge = f"step {sug.step}/{sug.max_steps}" if sug.max_steps else "starting…"
+            if count > 1:
+                badge += f" · {sug.index + 1}/{count}"
+        else:
+            badge = (f"{sug.index + 1}/{count} · " if count > 1 else "") + "Tab accept · Esc dismiss"
+        self.ghost.show(GhostContent(sug.layout, sug.spans, badge, sug.error), sug.region)
+        self._publish()
+
+
+def _plain(selected: str) -> str:
+    """QTextCursor.selectedText() uses U+2029/U+2028 for line breaks; the engine wants "\n"."""
+    text = selected.replace("\u2029", "\n").replace("\u2028", "\n")
+    # A window edge may cut a surrogate pair in half; drop the orphan rather than send invalid text.
+    if text and "\ud800" <= text[0] <= "\udfff":
+        text = text[1:]
+    if text and "\ud800" <= text[-1] <= "\udfff":
+        text = text[:-1]
+    return text
+
+
+def _drop_prefix(spans: tuple[Span, ...], n: int) -> tuple[Span, ...]:
+    out: list[Span] = []
+    for span in spans:
+        if n >= len(span.text):
+            n -= len(span.text)
+            continue
+        out.append(Span(span.text[n:], span.confidence) if n else span)
+        n = 0
+    return tuple(out)
+
+
+__all__ = ["Assistant", "GhostState", "Stats"]

@@ -1,0 +1,256 @@
+"""The text editor widget: word wrap, a readable font and margins, find/replace, zoom, a word count signal.
+
+It knows nothing of the engine. Two small hooks serve the assistant without coupling: `priority_actions`
+(enabled actions whose shortcuts win over the editor's own key handling, e.g. Tab while a suggestion is
+visible) and `rect_for_position`, which overlays use to find where a document position is drawn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QFont, QFontDatabase, QKeyEvent, QKeySequence, QPainter, QPaintEvent, QTextCursor, QTextDocument
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QToolButton,
+    QWidget,
+)
+
+_WORD = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
+DEFAULT_POINT_SIZE = 12
+
+
+def count_words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+class Editor(QPlainTextEdit):
+    """A plain-text/Markdown editor for prose."""
+
+    wordCountChanged = Signal(int)
+    zoomChanged = Signal(int)  # zoom steps relative to the default size
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("editor")
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setTabChangesFocus(False)
+        self.document().setDocumentMargin(24)
+        self.setFont(default_font())
+        self.setCenterOnScroll(False)
+        self.priority_actions: list[QAction] = []
+        self.overlay_painters: list[Callable[[QPainter], None]] = []
+        self._zoom = 0
+        self._words = 0
+        self._count_timer = QTimer(self, singleShot=True, interval=250)
+        self._count_timer.timeout.connect(self._recount)
+        self.textChanged.connect(self._count_timer.start)
+
+    # -- hooks ---------------------------------------------------------------------------------------------------
+
+    def rect_for_position(self, position: int) -> QRect:
+        """The cursor rectangle (viewport coordinates) of a document position."""
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(max(0, min(position, self.document().characterCount() - 1)))
+        return self.cursorRect(cursor)
+
+    def paintEvent(self, e: QPaintEvent) -> None:
+        super().paintEvent(e)
+        if self.overlay_painters:
+            painter = QPainter(self.viewport())
+            try:
+                for paint in self.overlay_painters:
+                    paint(painter)
+            finally:
+                painter.end()
+
+    def event(self, e: QEvent) -> bool:
+        # Text widgets claim Tab, Ctrl+Right etc. before shortcuts run; let enabled priority actions have them.
+        if e.type() == QEvent.Type.ShortcutOverride and isinstance(e, QKeyEvent):
+            pressed = QKeySequence(e.keyCombination())
+            for action in self.priority_actions:
+                if action.isEnabled() and any(
+                    s.matches(pressed) == QKeySequence.SequenceMatch.ExactMatch for s in action.shortcuts()
+                ):
+                    e.ignore()
+                    return True
+        return super().event(e)
+
+    # -- words -----------------------------------------------------------------------------------------------------
+
+    @property
+    def word_count(self) -> int:
+        return self._words
+
+    def _recount(self) -> None:
+        words = count_words(self.toPlainText())
+        if words != self._words:
+            self._words = words
+            self.wordCountChanged.emit(words)
+
+    # -- zoom ------------------------------------------------------------------------------------------------------
+
+    @property
+    def zoom(self) -> int:
+        return self._zoom
+
+    def zoom_in(self) -> None:
+        self._set_zoom(self._zoom + 1)
+
+    def zoom_out(self) -> None:
+        self._set_zoom(self._zoom - 1)
+
+    def zoom_reset(self) -> None:
+        self._set_zoom(0)
+
+    def _set_zoom(self, steps: int) -> None:
+        steps = max(-6, min(20, steps))
+        delta = steps - self._zoom
+        if delta > 0:
+            self.zoomIn(delta)
+        elif delta < 0:
+            self.zoomOut(-delta)
+        if delta:
+            self._zoom = steps
+            self.zoomChanged.emit(steps)
+
+    def wheelEvent(self, e) -> None:  # noqa: ANN001 - Qt signature
+        if e.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            (self.zoom_in if e.angleDelta().y() > 0 else self.zoom_out)()
+            e.accept()
+            return
+        super().wheelEvent(e)
+
+    # -- find / replace ----------------------------------------------------------------------------------------------
+
+    def find_text(self, text: str, *, backward: bool = False, case_sensitive: bool = False, wrap: bool = True) -> bool:
+        """Select the next match after the cursor (wrapping around once); False when there is none."""
+        if not text:
+            return False
+        flags = QTextDocument.FindFlag(0)
+        if backward:
+            flags |= QTextDocument.FindFlag.FindBackward
+        if case_sensitive:
+            flags |= QTextDocument.FindFlag.FindCaseSensitively
+        if self.find(text, flags):
+            return True
+        if not wrap:
+            return False
+        saved = self.textCursor()
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start)
+        self.setTextCursor(cursor)
+        if self.find(text, flags):
+            return True
+        self.setTextCursor(saved)
+        return False
+
+    def replace_selection(self, text: str, replacement: str, *, case_sensitive: bool = False) -> bool:
+        """Replace the selected match (if the selection is one) and find the next; one undo step per replace."""
+        cursor = self.textCursor()
+        selected = cursor.selectedText()
+        same = selected == text if case_sensitive else selected.casefold() == text.casefold()
+        if cursor.hasSelection() and same:
+            cursor.insertText(replacement)
+        return self.find_text(text, case_sensitive=case_sensitive)
+
+    def replace_all(self, text: str, replacement: str, *, case_sensitive: bool = False) -> int:
+        """Replace every match as one undo step; returns how many were replaced."""
+        if not text:
+            return 0
+        flags = QTextDocument.FindFlag.FindCaseSensitively if case_sensitive else QTextDocument.FindFlag(0)
+        doc = self.document()
+        count = 0
+        edit = QTextCursor(doc)
+        edit.beginEditBlock()
+        found = doc.find(text, 0, flags)
+        while not found.isNull():
+            found.insertText(replacement)
+            count += 1
+            found = doc.find(text, found.position(), flags)
+        edit.endEditBlock()
+        return count
+
+
+def default_font() -> QFont:
+    """A readable proportional text font at a comfortable size."""
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.GeneralFont)
+    font.setPointSize(DEFAULT_POINT_SIZE)
+    font.setStyleHint(QFont.StyleHint.SansSerif)
+    return font
+
+
+class FindBar(QWidget):
+    """Find / replace strip shown under the editor (Ctrl+F, Ctrl+H); Esc hides it."""
+
+    def __init__(self, editor: Editor, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("findBar")
+        self.editor = editor
+        self.find_edit = QLineEdit(self, placeholderText="Find", objectName="findEdit")
+        self.replace_edit = QLineEdit(self, placeholderText="Replace with", objectName="replaceEdit")
+        self.case = QCheckBox("Match case", self)
+        prev_btn = QPushButton("Previous", self)
+        next_btn = QPushButton("Next", self)
+        replace_btn = QPushButton("Replace", self)
+        all_btn = QPushButton("Replace all", self)
+        close = QToolButton(self, text="×", autoRaise=True)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 4, 8, 4)
+        for w in (self.find_edit, prev_btn, next_btn, self.replace_edit, replace_btn, all_btn, self.case, close):
+            row.addWidget(w)
+        self.find_edit.returnPressed.connect(self.find_next)
+        next_btn.clicked.connect(self.find_next)
+        prev_btn.clicked.connect(self.find_previous)
+        replace_btn.clicked.connect(self._replace)
+        all_btn.clicked.connect(self._replace_all)
+        close.clicked.connect(self.close_bar)
+        self.hide()
+
+    def open(self, *, replace: bool) -> None:
+        selected = self.editor.textCursor().selectedText()
+        if selected and "\u2029" not in selected:
+            self.find_edit.setText(selected)
+        self.replace_edit.setVisible(replace)
+        self.show()
+        self.find_edit.setFocus()
+        self.find_edit.selectAll()
+
+    def close_bar(self) -> None:
+        self.hide()
+        self.editor.setFocus()
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        if e.key() == Qt.Key.Key_Escape:
+            self.close_bar()
+            return
+        super().keyPressEvent(e)
+
+    def find_next(self) -> bool:
+        return self._report(self.editor.find_text(self.find_edit.text(), case_sensitive=self.case.isChecked()))
+
+    def find_previous(self) -> bool:
+        return self._report(
+            self.editor.find_text(self.find_edit.text(), backward=True, case_sensitive=self.case.isChecked())
+        )
+
+    def _replace(self) -> None:
+        self._report(
+            self.editor.replace_selection(
+                self.find_edit.text(), self.replace_edit.text(), case_sensitive=self.case.isChecked()
+            )
+        )
+
+    def _replace_all(self) -> None:
+        n = self.editor.replace_all(self.find_edit.text(), self.replace_edit.text(), case_sensitive=self.case.isChecked())
+        self.find_edit.setToolTip(f"{n} replaced")
+
+    def _report(self, found: bool) -> bool:
+        self.find_edit.setStyleSheet("" if found or not self.find_edit.text() else "background: #f4c7c3; color: black;")
+        return found

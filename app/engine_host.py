@@ -1,0 +1,245 @@
+"""The bridge to the engine: one worker thread owns the engine and the model; the UI thread only sends requests.
+
+Requests go in through a queue as immutable objects. Step events, results, errors and load progress come back
+as Qt signals that are always emitted on the UI thread (the worker emits private signals that are queued to
+this object's thread, which re-emits them). Latest request wins: submitting a request sets the cancel event of
+the one that is running, and queued older requests are skipped. Step events are coalesced: if the UI is busy,
+only the newest step of a request is delivered, and it is always delivered before that request's result.
+
+The real engine is created lazily inside the worker thread, so importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+
+from engine.api import (
+    Device,
+    Engine,
+    EngineError,
+    GenerationError,
+    LoadProgress,
+    ModelInfo,
+    Quantization,
+    Request,
+    Result,
+    StepEvent,
+)
+
+log = logging.getLogger(__name__)
+
+EngineFactory = Callable[[], Engine]
+
+
+def default_engine_factory() -> Engine:
+    """The real engine (torch); falls back to the fake engine only while `engine.session` does not exist yet."""
+    try:
+        from engine.session import Session
+    except ModuleNotFoundError as exc:
+        if exc.name != "engine.session":
+            raise
+        from engine.fake import FakeEngine
+
+        log.warning("engine.session is not available; using the scripted fake engine")
+        return FakeEngine()
+    return Session()
+
+
+@dataclass(frozen=True)
+class _Load:
+    model_dir: str
+    device: Device
+    quantization: Quantization
+    cancel: threading.Event
+
+
+@dataclass(frozen=True)
+class _Run:
+    request: Request
+    cancel: threading.Event
+
+
+_STOP = object()
+
+
+class EngineHost(QObject):
+    """Owns the engine thread. All public signals arrive on the thread that created the host (the UI thread)."""
+
+    stepped = Signal(object)  # StepEvent
+    finished = Signal(object)  # Result
+    failed = Signal(int, object)  # request id, EngineError
+    loadStarted = Signal(str)  # model folder
+    loadProgress = Signal(object)  # LoadProgress
+    loaded = Signal(object)  # ModelInfo
+    loadFailed = Signal(object)  # EngineError
+
+    _stepReady = Signal()
+    _finishedX = Signal(object)
+    _failedX = Signal(int, object)
+    _loadStartedX = Signal(str)
+    _loadProgressX = Signal(object)
+    _loadedX = Signal(object)
+    _loadFailedX = Signal(object)
+
+    def __init__(self, factory: EngineFactory | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._factory = factory or default_engine_factory
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._lock = threading.Lock()
+        self._latest_step: StepEvent | None = None
+        self._step_pending = False
+        self._run_cancel: threading.Event | None = None
+        self._load_cancel: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+        self.engine: Engine | None = None
+        self.model_info: ModelInfo | None = None
+        self.running_request: int | None = None
+        q = Qt.ConnectionType.QueuedConnection
+        self._stepReady.connect(self._on_step_ready, q)
+        self._finishedX.connect(self.finished, q)
+        self._failedX.connect(self.failed, q)
+        self._loadStartedX.connect(self.loadStarted, q)
+        self._loadProgressX.connect(self.loadProgress, q)
+        self._loadedX.connect(self._on_loaded, q)
+        self._loadFailedX.connect(self.loadFailed, q)
+
+    # -- UI-thread API ----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="letterpress-engine", daemon=True)
+            self._thread.start()
+
+    def load(self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto") -> None:
+        """Load (or replace) the model in the engine thread; progress and the outcome come back as signals."""
+        self.cancel()
+        if self._load_cancel is not None:
+            self._load_cancel.set()
+        self._load_cancel = threading.Event()
+        self.model_info = None
+        self._queue.put(_Load(str(model_dir), device, quantization, self._load_cancel))
+
+    def cancel_load(self) -> None:
+        if self._load_cancel is not None:
+            self._load_cancel.set()
+
+    def submit(self, request: Request) -> int:
+        """Queue a request, cancelling the one before it; returns its id."""
+        cancel = threading.Event()
+        with self._lock:
+            if self._run_cancel is not None:
+                self._run_cancel.set()
+            self._run_cancel = cancel
+        self._queue.put(_Run(request, cancel))
+        return request.request_id
+
+    def cancel(self) -> None:
+        """Cancel the running (or queued) request; its result arrives with `cancelled=True`."""
+        with self._lock:
+            if self._run_cancel is not None:
+                self._run_cancel.set()
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Cancel everything and stop the thread (the engine is dropped with it)."""
+        self.cancel()
+        self.cancel_load()
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join(timeout)
+            self._thread = None
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- UI-thread slots ---------------------------------------------------------------------------------------------
+
+    @Slot()
+    def _on_step_ready(self) -> None:
+        with self._lock:
+            event, self._latest_step, self._step_pending = self._latest_step, None, False
+        if event is not None:
+            self.stepped.emit(event)
+
+    @Slot(object)
+    def _on_loaded(self, info: ModelInfo) -> None:
+        self.model_info = info
+        self.loaded.emit(info)
+
+    # -- worker thread ----------------------------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            try:
+                if isinstance(item, _Load):
+                    self._do_load(item)
+                elif isinstance(item, _Run):
+                    self._do_run(item)
+            except Exception:  # a bug must not kill the thread that the whole UI depends on
+                log.exception("engine thread: unexpected error")
+
+    def _ensure_engine(self) -> Engine:
+        if self.engine is None:
+            self.engine = self._factory()
+        return self.engine
+
+    def _do_load(self, item: _Load) -> None:
+        if item.cancel.is_set():
+            return
+        self._loadStartedX.emit(item.model_dir)
+        try:
+            engine = self._ensure_engine()
+            engine.unload()
+            info = engine.load(
+                item.model_dir,
+                device=item.device,
+                quantization=item.quantization,
+                on_progress=self._loadProgressX.emit,
+                cancel=item.cancel,
+            )
+        except EngineError as exc:
+            self._loadFailedX.emit(exc)
+        except Exception as exc:  # noqa: BLE001 - surface anything as a readable failure
+            log.exception("model load failed")
+            self._loadFailedX.emit(EngineError(f"The model could not be loaded: {exc}"))
+        else:
+            self._loadedX.emit(info)
+
+    def _do_run(self, item: _Run) -> None:
+        request = item.request
+        if item.cancel.is_set():
+            self._finishedX.emit(Result(request.request_id, (), cancelled=True))
+            return
+        self.running_request = request.request_id
+        try:
+            result = self._ensure_engine().run(request, self._on_engine_step, item.cancel)
+        except EngineError as exc:
+            self._failedX.emit(request.request_id, exc)
+        except Exception as exc:  # noqa: BLE001
+            log.exception("request %s failed", request.request_id)
+            self._failedX.emit(request.request_id, GenerationError(f"Generation failed: {exc}. Try again."))
+        else:
+            self._finishedX.emit(result)
+        finally:
+            self.running_request = None
+
+    def _on_engine_step(self, event: StepEvent) -> None:
+        with self._lock:
+            self._latest_step = event
+            if self._step_pending:
+                return
+            self._step_pending = True
+        self._stepReady.emit()
+
+
+__all__ = ["EngineHost", "EngineFactory", "default_engine_factory", "LoadProgress"]

@@ -1,0 +1,267 @@
+"""The ghost-text painter: draws a suggestion over the editor without ever touching the document.
+
+Draft and gap infill are drawn inline, starting exactly at the anchor and wrapping like the text; a rewrite
+(or an infill that replaces a selection) dims and strikes through the original and shows the new text in a card
+directly below it. Each word is shaded by the model's confidence, so the writer watches the text settle.
+
+Repaints are throttled to about one per frame: `show` only stores the newest content and arms a 16 ms timer;
+the paint always uses the newest content, so the last step always lands and nothing is cleared between steps
+(no flicker).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from PySide6.QtCore import QObject, QPointF, QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QTextEdit
+
+from app.editor import Editor
+from engine.api import Span
+
+Layout = Literal["inline", "below"]
+FRAME_MS = 16
+CARD_PAD = 6.0
+
+
+@dataclass(frozen=True)
+class GhostContent:
+    layout: Layout
+    spans: tuple[Span, ...]
+    badge: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class _Piece:
+    x: float
+    y: float
+    text: str
+    confidence: float
+
+
+class GhostPainter(QObject):
+    """Owns what the editor shows as ghost text; `region` gives the live (start, end) document positions."""
+
+    def __init__(self, editor: Editor) -> None:
+        super().__init__(editor)
+        self.editor = editor
+        self.content: GhostContent | None = None
+        self.region: Callable[[], tuple[int, int]] = lambda: (0, 0)
+        self.paints = 0
+        self._marked: tuple[str, tuple[int, int]] | None = None
+        self._timer = QTimer(self, singleShot=True, interval=FRAME_MS)
+        self._timer.timeout.connect(self._repaint)
+        editor.overlay_painters.append(self.paint)
+
+    # -- content --------------------------------------------------------------------------------------------------
+
+    def show(self, content: GhostContent, region: Callable[[], tuple[int, int]]) -> None:
+        """Show (or update) the ghost; cheap, so it can be called at every denoising step."""
+        self.content = content
+        self.region = region
+        if (content.layout, region()) != self._marked:
+            self._mark_original()
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def clear(self) -> None:
+        if self.content is None:
+            return
+        self.content = None
+        self._marked = None
+        self.editor.setExtraSelections([])
+        self._timer.stop()
+        self._repaint()
+
+    def flush(self) -> None:
+        """Paint now (tests and screenshots), instead of at the next frame."""
+        self._timer.stop()
+        self._repaint()
+
+    def _repaint(self) -> None:
+        self.editor.viewport().update()
+
+    def _mark_original(self) -> None:
+        """Dim and strike through the text a rewrite would replace (a view format, not a document edit)."""
+        if self.content is None:
+            return
+        start, end = self.region()
+        self._marked = (self.content.layout, (start, end))
+        if self.content.layout != "below":
+            self.editor.setExtraSelections([])
+            return
+        selection = QTextEdit.ExtraSelection()
+        cursor = QTextCursor(self.editor.document())
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        fmt = QTextCharFormat()
+        fmt.setFontStrikeOut(True)
+        fmt.setForeground(_blend(self.editor.palette(), 0.45))
+        selection.cursor = cursor  # a live cursor: it follows edits elsewhere in the document
+        selection.format = fmt
+        self.editor.setExtraSelections([selection])
+
+    # -- painting ----------------------------------------------------------------------------------------------------
+
+    def paint(self, painter: QPainter) -> None:
+        content = self.content
+        if content is None:
+            return
+        self.paints += 1
+        editor = self.editor
+        start, end = self.region()
+        font = QFont(editor.font())
+        font.setItalic(True)
+        fm = QFontMetricsF(font)
+        margin = editor.document().documentMargin()
+        left = editor.contentOffset().x() + margin
+        right = editor.viewport().width() - margin
+        line_h = fm.lineSpacing()
+        if content.layout == "inline":
+            anchor = editor.rect_for_position(end)
+            x0, y0 = float(anchor.left() + 1), float(anchor.top())
+        else:
+            anchor = editor.rect_for_position(end)
+            x0, y0 = left, float(anchor.bottom() + 4 + CARD_PAD)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = editor.palette()
+        if content.error:
+            self._paint_error(painter, content.error, x0, y0, left, right, fm, font, pal)
+            return
+        pieces, lines = _layout(content.spans, fm, x0, y0, left, right)
+        base = pal.color(QPalette.ColorRole.Base)
+        accent = pal.color(QPalette.ColorRole.Highlight)
+        # The card keeps the ghost readable over whatever lies beneath it (never over the anchor line's text
+        # before the cursor).
+        card_fill = QColor(base)
+        tint = QColor(accent)
+        tint.setAlpha(22)
+        for i, (lx, ly, rx) in enumerate(lines):
+            rect = QRectF(lx - 2, ly, max(rx - lx, fm.averageCharWidth()) + 4, line_h)
+            if content.layout == "below":
+                rect = QRectF(left - CARD_PAD, ly - (CARD_PAD if i == 0 else 0), right - left + 2 * CARD_PAD,
+                              line_h + (CARD_PAD if i == 0 else 0) + (CARD_PAD if i == len(lines) - 1 else 0))
+            painter.fillRect(rect, card_fill)
+            painter.fillRect(rect, tint)
+        if content.layout == "below" and lines:
+            top = lines[0][1] - CARD_PAD
+            bottom = lines[-1][1] + line_h + CARD_PAD
+            painter.setPen(QPen(accent, 1.0))
+            painter.drawLine(QPointF(left - CARD_PAD, top), QPointF(left - CARD_PAD, bottom))
+        painter.setFont(font)
+        ink = pal.color(QPalette.ColorRole.Text)
+        for p in pieces:
+            color = QColor(ink)
+            color.setAlphaF(0.22 + 0.58 * max(0.0, min(1.0, p.confidence)))
+            painter.setPen(color)
+            painter.drawText(QPointF(p.x, p.y + fm.ascent()), p.text)
+        if content.badge:
+            lx, ly, rx = lines[-1] if lines else (x0, y0, x0)
+            self._paint_badge(painter, content.badge, rx + 8, ly, right, line_h, pal)
+
+    def _paint_badge(self, painter: QPainter, text: str, x: float, y: float, right: float, line_h: float,
+                     pal: QPalette) -> None:
+        font = QFont(self.editor.font())
+        font.setPointSizeF(max(7.0, font.pointSizeF() * 0.72))
+        fm = QFontMetricsF(font)
+        w = fm.horizontalAdvance(text) + 10
+        if x + w > right + CARD_PAD:
+            x, y = right - w, y + line_h
+        rect = QRectF(x, y + (line_h - fm.height() - 4) / 2, w, fm.height() + 4)
+        bg = QColor(pal.color(QPalette.ColorRole.Highlight))
+        bg.setAlpha(200)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(bg)
+        painter.drawRoundedRect(rect, 4, 4)
+        painter.setPen(pal.color(QPalette.ColorRole.HighlightedText))
+        painter.setFont(font)
+        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+
+    def _paint_error(self, painter: QPainter, message: str, x0: float, y0: float, left: float, right: float,
+                     fm: QFontMetricsF, font: QFont, pal: QPalette) -> None:
+        pieces, lines = _layout((Span("⚠ " + message, 1.0),), fm, left + CARD_PAD, y0 + fm.lineSpacing() + 4,
+                                left + CARD_PAD, right - CARD_PAD)
+        if not lines:
+            return
+        top = lines[0][1] - CARD_PAD
+        bottom = lines[-1][1] + fm.lineSpacing() + CARD_PAD
+        rect = QRectF(left - CARD_PAD, top, right - left + 2 * CARD_PAD, bottom - top)
+        dark = pal.color(QPalette.ColorRole.Base).lightness() < 128
+        painter.setPen(QPen(QColor("#d9534f"), 1.2))
+        painter.setBrush(QColor("#4a2523") if dark else QColor("#fdecea"))
+        painter.drawRoundedRect(rect, 5, 5)
+        painter.setPen(QColor("#ffb4ab") if dark else QColor("#8a1c17"))
+        plain = QFont(font)
+        plain.setItalic(False)
+        painter.setFont(plain)
+        for p in pieces:
+            painter.drawText(QPointF(p.x, p.y + fm.ascent()), p.text)
+
+
+def _blend(pal: QPalette, amount: float) -> QColor:
+    """Text colour mixed toward the background by `amount` (0 = text, 1 = background)."""
+    a, b = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.Base)
+    return QColor(
+        round(a.red() * (1 - amount) + b.red() * amount),
+        round(a.green() * (1 - amount) + b.green() * amount),
+        round(a.blue() * (1 - amount) + b.blue() * amount),
+    )
+
+
+def _layout(
+    spans: Sequence[Span], fm: QFontMetricsF, x0: float, y0: float, left: float, right: float
+) -> tuple[list[_Piece], list[tuple[float, float, float]]]:
+    """Place the spans word by word from (x0, y0), wrapping at `right` back to `left`.
+
+    Returns the pieces to draw and, per line, (left x, top y, right x) of the ink.
+    """
+    line_h = fm.lineSpacing()
+    x, y = x0, y0
+    line_left = x0
+    pieces: list[_Piece] = []
+    lines: list[tuple[float, float, float]] = []
+
+    def newline() -> None:
+        nonlocal x, y, line_left
+        lines.append((line_left, y, x))
+        x, y, line_left = left, y + line_h, left
+
+    for span in spans:
+        for chunk in _chunks(span.text):
+            if chunk == "\n":
+                newline()
+                continue
+            width = fm.horizontalAdvance(chunk)
+            if x + width > right and x > line_left + 0.5:
+                newline()
+                chunk = chunk.lstrip()
+                width = fm.horizontalAdvance(chunk)
+            if chunk:
+                pieces.append(_Piece(x, y, chunk, span.confidence))
+                x += width
+    lines.append((line_left, y, x))
+    return pieces, lines
+
+
+def _chunks(text: str) -> list[str]:
+    """Whitespace-led words and single newlines, the units the painter wraps."""
+    out: list[str] = []
+    current = ""
+    for ch in text:
+        if ch == "\n":
+            if current:
+                out.append(current)
+            out.append("\n")
+            current = ""
+        elif ch.isspace() and current.strip():
+            out.append(current)
+            current = ch
+        else:
+            current += ch
+    if current:
+        out.append(current)
+    return out

@@ -1,0 +1,356 @@
+"""The main window: menus, toolbar with the rewrite presets, right-click menu, and a status bar that says what the
+model is doing (not loaded / loading with progress / ready / error), on which device, and how the last request
+went (steps, tokens per forward, tokens per second, time to the first visible draft).
+
+Extension points for the document controller: `menuFile` (insert before `actionQuit`), `self.editor`, and
+`close_guards` (callables that return False to keep the window open, e.g. for unsaved work).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QPoint, Qt, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QProgressBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.assist import Assistant
+from app.editor import Editor, FindBar
+from app.engine_host import EngineHost
+from engine.api import EngineError, LoadProgress, ModelInfo, Stats
+
+log = logging.getLogger(__name__)
+
+GENERIC_REWRITE = "Rewrite it so it reads better, keeping its meaning."
+PRESET_LABELS = {
+    "shorter": "Shorter", "longer": "Longer", "formal": "More formal", "casual": "More casual",
+    "grammar": "Fix grammar", "simplify": "Simplify",
+}
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self,
+        host: EngineHost,
+        *,
+        settings: Any | None = None,
+        model_dir: str | Path | None = None,
+        device: str = "auto",
+        quantization: str = "auto",
+        no_model_reason: str = "",
+    ) -> None:
+        super().__init__()
+        self.setObjectName("mainWindow")
+        self.setWindowTitle("Letterpress")
+        self.resize(1000, 720)
+        self.host = host
+        self.settings = settings
+        self.device = device
+        self.quantization = quantization
+        self.model_dir: str | None = str(model_dir) if model_dir else None
+        self.model_state = "not loaded"
+        self.close_guards: list[Callable[[], bool]] = []
+
+        self.editor = Editor(self)
+        self.find_bar = FindBar(self.editor, self)
+        central = QWidget(self)
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.editor)
+        column.addWidget(self.find_bar)
+        self.setCentralWidget(central)
+
+        self.assistant = Assistant(self.editor, host, settings)
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self._build_status_bar()
+        self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.editor.customContextMenuRequested.connect(self._on_context_menu)
+
+        self.assistant.changed.connect(self._update_actions)
+        self.assistant.message.connect(self.show_message)
+        self.assistant.finishedStats.connect(self._on_stats)
+        self.editor.wordCountChanged.connect(self._on_word_count)
+        host.loadStarted.connect(self._on_load_started)
+        host.loadProgress.connect(self._on_load_progress)
+        host.loaded.connect(self._on_loaded)
+        host.loadFailed.connect(self._on_load_failed)
+        if settings is not None and hasattr(settings, "changed"):
+            settings.changed.connect(self._on_setting_changed)
+        self._update_actions()
+        if self.model_dir:
+            self.load_model(self.model_dir)
+        else:
+            self._set_model_state(
+                "not loaded", "No model",
+                no_model_reason or "No model is configured. Choose a model folder with Model ▸ Load model folder…",
+            )
+        self.editor.setFocus()
+
+    # -- actions -----------------------------------------------------------------------------------------------------
+
+    def _action(self, name: str, text: str, slot: Callable[[], object], shortcuts: list[Any] | None = None,
+                tip: str = "") -> QAction:
+        action = QAction(text, self)
+        action.setObjectName(name)
+        if shortcuts:
+            action.setShortcuts([QKeySequence(s) for s in shortcuts])
+        if tip:
+            action.setStatusTip(tip)
+            action.setToolTip(tip)
+        action.triggered.connect(lambda _checked=False: slot())
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        a = self.assistant
+        self.actionDraft = self._action("actionDraft", "&Draft at cursor", a.draft, ["Ctrl+Return", "Ctrl+Enter"],
+                                        "Write new text at the cursor (Ctrl+Enter)")
+        self.actionRewrite = self._action("actionRewrite", "&Rewrite selection",
+                                          lambda: a.rewrite(GENERIC_REWRITE), ["Ctrl+R"],
+                                          "Rewrite the selected text (Ctrl+R)")
+        self.actionInfill = self._action("actionInfill", "&Infill selection or gap", a.infill, ["Ctrl+Shift+I"],
+                                         "Fill the selection or the gap at the cursor so it joins the text around it")
+        self.actionCustomInstruction = self._action("actionCustomInstruction", "Custom &instruction…",
+                                                    self.custom_instruction, ["Ctrl+Shift+R"],
+                                                    "Rewrite the selection (or draft) following your own instruction")
+        self.actionAcceptSuggestion = self._action("actionAcceptSuggestion", "&Accept suggestion", a.accept_all,
+                                                   ["Tab"], "Insert the whole suggestion (Tab)")
+        self.actionAcceptWord = self._action("actionAcceptWord", "Accept next &word", a.accept_word, ["Ctrl+Right"])
+        self.actionAcceptLine = self._action(
+            "actionAcceptLine", "Accept next &line", a.accept_line,
+            ["Shift+Tab", QKeySequence(Qt.KeyboardModifier.ShiftModifier | Qt.Key.Key_Backtab)],
+        )
+        self.actionDismissSuggestion = self._action("actionDismissSuggestion", "D&ismiss suggestion", a.dismiss,
+                                                    ["Esc"], "Hide the suggestion and stop generating (Esc)")
+        self.actionNextAlternative = self._action("actionNextAlternative", "&Next alternative",
+                                                  a.next_alternative, ["Alt+]"])
+        self.actionPreviousAlternative = self._action("actionPreviousAlternative", "&Previous alternative",
+                                                      a.previous_alternative, ["Alt+["])
+        for act, short in ((self.actionDraft, "Draft"), (self.actionRewrite, "Rewrite"),
+                           (self.actionInfill, "Infill"), (self.actionCustomInstruction, "Custom…"),
+                           (self.actionAcceptSuggestion, "Accept"), (self.actionDismissSuggestion, "Dismiss")):
+            act.setIconText(short)
+        self.suggestion_actions = [
+            self.actionAcceptSuggestion, self.actionAcceptWord, self.actionAcceptLine,
+            self.actionDismissSuggestion, self.actionNextAlternative, self.actionPreviousAlternative,
+        ]
+        self.editor.priority_actions.extend(self.suggestion_actions)
+        self.preset_actions: list[QAction] = []
+        for key, instruction in a.presets().items():
+            act = self._action(f"actionPreset_{key}", PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
+                               lambda ins=instruction: a.rewrite(ins), tip=instruction)
+            self.preset_actions.append(act)
+
+        e = self.editor
+        self.actionUndo = self._action("actionUndo", "&Undo", e.undo, [QKeySequence.StandardKey.Undo])
+        self.actionRedo = self._action("actionRedo", "&Redo", e.redo, [QKeySequence.StandardKey.Redo])
+        self.actionFind = self._action("actionFind", "&Find…", lambda: self.find_bar.open(replace=False),
+                                       [QKeySequence.StandardKey.Find])
+        self.actionReplace = self._action("actionReplace", "Find and &replace…",
+                                          lambda: self.find_bar.open(replace=True), ["Ctrl+H"])
+        self.actionZoomIn = self._action("actionZoomIn", "Zoom &in", e.zoom_in, ["Ctrl++", "Ctrl+="])
+        self.actionZoomOut = self._action("actionZoomOut", "Zoom &out", e.zoom_out, ["Ctrl+-"])
+        self.actionZoomReset = self._action("actionZoomReset", "&Actual size", e.zoom_reset, ["Ctrl+0"])
+        self.actionLoadModel = self._action("actionLoadModel", "&Load model folder…", self.choose_model_folder)
+        self.actionCancelLoad = self._action("actionCancelLoad", "&Cancel loading", self.host.cancel_load)
+        self.actionQuit = self._action("actionQuit", "&Quit", self.close, [QKeySequence.StandardKey.Quit])
+        for act in (self.actionUndo, self.actionRedo):
+            act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the editor handles its own keys
+        e.undoAvailable.connect(self.actionUndo.setEnabled)
+        e.redoAvailable.connect(self.actionRedo.setEnabled)
+        self.actionUndo.setEnabled(False)
+        self.actionRedo.setEnabled(False)
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.menuFile = bar.addMenu("&File")
+        self.menuFile.setObjectName("menuFile")
+        self.menuFile.addAction(self.actionQuit)
+        self.menuEdit = bar.addMenu("&Edit")
+        self.menuEdit.setObjectName("menuEdit")
+        self.menuEdit.addActions([self.actionUndo, self.actionRedo])
+        self.menuEdit.addSeparator()
+        self.menuEdit.addActions([self.actionFind, self.actionReplace])
+        self.menuView = bar.addMenu("&View")
+        self.menuView.setObjectName("menuView")
+        self.menuView.addActions([self.actionZoomIn, self.actionZoomOut, self.actionZoomReset])
+        self.menuAssist = bar.addMenu("&Assist")
+        self.menuAssist.setObjectName("menuAssist")
+        self.menuAssist.addAction(self.actionDraft)
+        self.menuAssist.addAction(self.actionRewrite)
+        self.menuRewritePresets = self.menuAssist.addMenu("Rewrite &as")
+        self.menuRewritePresets.setObjectName("menuRewritePresets")
+        self.menuRewritePresets.addActions(self.preset_actions)
+        self.menuAssist.addAction(self.actionCustomInstruction)
+        self.menuAssist.addAction(self.actionInfill)
+        self.menuAssist.addSeparator()
+        self.menuAssist.addActions(self.suggestion_actions)
+        self.menuModel = bar.addMenu("&Model")
+        self.menuModel.setObjectName("menuModel")
+        self.menuModel.addActions([self.actionLoadModel, self.actionCancelLoad])
+
+    def _build_toolbar(self) -> None:
+        tools = self.addToolBar("Assist")
+        tools.setObjectName("toolbarAssist")
+        tools.setMovable(False)
+        tools.addAction(self.actionDraft)
+        rewrite_button = QToolButton(self)
+        rewrite_button.setObjectName("rewriteButton")
+        rewrite_button.setDefaultAction(self.actionRewrite)
+        rewrite_button.setMenu(self.menuRewritePresets)
+        rewrite_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        rewrite_button.setText("Rewrite")
+        tools.addWidget(rewrite_button)
+        for act in self.preset_actions:
+            tools.addAction(act)
+        tools.addAction(self.actionCustomInstruction)
+        tools.addAction(self.actionInfill)
+        tools.addSeparator()
+        tools.addAction(self.actionAcceptSuggestion)
+        tools.addAction(self.actionDismissSuggestion)
+        self.toolbarAssist = tools
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.modelLabel = QLabel(self, objectName="modelStatus")
+        self.loadBar = QProgressBar(self, objectName="loadProgress")
+        self.loadBar.setRange(0, 100)
+        self.loadBar.setMaximumWidth(140)
+        self.loadBar.setTextVisible(True)
+        self.loadBar.hide()
+        self.deviceLabel = QLabel(self, objectName="deviceStatus")
+        self.statsLabel = QLabel(self, objectName="requestStats")
+        self.wordsLabel = QLabel("0 words", self, objectName="wordCount")
+        for w in (self.modelLabel, self.loadBar, self.deviceLabel, self.statsLabel, self.wordsLabel):
+            bar.addPermanentWidget(w)
+
+    def _update_actions(self) -> None:
+        a = self.assistant
+        visible = a.suggestion_visible
+        index, count = a.alternatives
+        for act in (self.actionAcceptSuggestion, self.actionAcceptWord, self.actionAcceptLine):
+            act.setEnabled(visible)
+        self.actionDismissSuggestion.setEnabled(a.active)
+        self.actionNextAlternative.setEnabled(visible and count > 1)
+        self.actionPreviousAlternative.setEnabled(visible and count > 1)
+
+    # -- commands ----------------------------------------------------------------------------------------------------
+
+    def custom_instruction(self) -> None:
+        has_selection = self.editor.textCursor().hasSelection()
+        prompt = "How should the selection be rewritten?" if has_selection else "What should be written here?"
+        text, ok = QInputDialog.getText(self, "Custom instruction", prompt)
+        if ok and text.strip():
+            if has_selection:
+                self.assistant.rewrite(text.strip())
+            else:
+                self.assistant.draft(text.strip())
+
+    def choose_model_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Choose a DiffusionGemma model folder", self.model_dir or "")
+        if folder:
+            self.load_model(folder)
+
+    def load_model(self, model_dir: str | Path) -> None:
+        self.model_dir = str(model_dir)
+        self.host.load(self.model_dir, self.device, self.quantization)  # type: ignore[arg-type]
+        self._set_model_state("loading", "Loading model…", f"Loading {self.model_dir}")
+
+    def show_message(self, text: str, ms: int = 8000) -> None:
+        self.statusBar().showMessage(text, ms)
+
+    # -- status ----------------------------------------------------------------------------------------------------
+
+    def _set_model_state(self, state: str, label: str, tip: str = "") -> None:
+        self.model_state = state
+        self.modelLabel.setText(label)
+        self.modelLabel.setToolTip(tip)
+        self.actionCancelLoad.setEnabled(state == "loading")
+        if state != "loading":
+            self.loadBar.hide()
+        if tip and state in ("error", "not loaded"):
+            self.show_message(tip, 0)
+
+    @Slot(str)
+    def _on_load_started(self, folder: str) -> None:
+        self.loadBar.setValue(0)
+        self.loadBar.show()
+        self._set_model_state("loading", "Loading model…", f"Loading {folder}")
+
+    @Slot(object)
+    def _on_load_progress(self, progress: LoadProgress) -> None:
+        self.loadBar.show()
+        self.loadBar.setValue(round(100 * progress.fraction))
+        self.modelLabel.setText(f"Loading model… {round(100 * progress.fraction)}%")
+
+    @Slot(object)
+    def _on_loaded(self, info: ModelInfo) -> None:
+        self._set_model_state("ready", f"Ready: {info.name}", f"{info.path} ({info.parameters:,} parameters)")
+        quant = "" if info.quantization in ("", "none") else f", {info.quantization}"
+        self.deviceLabel.setText(f"{info.device.upper()} ({info.dtype}{quant})")
+        self.show_message(info.notice or f"Model {info.name} loaded.")
+
+    @Slot(object)
+    def _on_load_failed(self, error: EngineError) -> None:
+        self._set_model_state("error", "Model error", getattr(error, "message", str(error)))
+
+    @Slot(object, float)
+    def _on_stats(self, stats: Stats, first_visible: float) -> None:
+        self.statsLabel.setText(
+            f"{stats.steps} steps · {stats.tokens_per_forward:.1f} tok/fwd · {stats.tokens_per_second:.0f} tok/s · "
+            f"first draft {first_visible:.2f} s"
+        )
+
+    @Slot(int)
+    def _on_word_count(self, words: int) -> None:
+        self.wordsLabel.setText(f"{words:,} word{'s' if words != 1 else ''}")
+
+    def _on_setting_changed(self, key: str, value: object) -> None:
+        if key in ("model.device", "model.quantization", "model.folder"):
+            self.device = self.settings["model.device"]
+            self.quantization = self.settings["model.quantization"]
+            folder = self.settings["model.folder"]
+            if folder:
+                self.load_model(folder)
+
+    def _on_context_menu(self, pos: QPoint) -> None:
+        menu = self.editor.createStandardContextMenu(pos)
+        menu.addSeparator()
+        menu.addAction(self.actionDraft)
+        menu.addAction(self.actionRewrite)
+        presets = QMenu("Rewrite as", menu)
+        presets.addActions(self.preset_actions)
+        menu.addMenu(presets)
+        menu.addAction(self.actionCustomInstruction)
+        menu.addAction(self.actionInfill)
+        if self.assistant.active:
+            menu.addSeparator()
+            menu.addActions(self.suggestion_actions)
+        menu.exec(self.editor.viewport().mapToGlobal(pos))
+        menu.deleteLater()
+
+    # -- lifetime --------------------------------------------------------------------------------------------------
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        for guard in self.close_guards:
+            if not guard():
+                event.ignore()
+                return
+        self.host.shutdown(timeout=2.0)
+        super().closeEvent(event)

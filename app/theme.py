@@ -1,0 +1,70 @@
+"""Light and dark themes that follow the system colour scheme (or the `appearance.theme` setting).
+
+Fusion with an explicit palette looks the same on every platform and makes the ghost colours predictable; the
+small stylesheet in `resources/styles/` only adjusts the editor's spacing and the status bar.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication
+
+Theme = Literal["system", "light", "dark"]
+STYLES = Path(__file__).resolve().parent.parent / "resources" / "styles"
+
+
+def system_is_dark() -> bool:
+    hints = QGuiApplication.styleHints()
+    return hints.colorScheme() == Qt.ColorScheme.Dark
+
+
+def palette(dark: bool) -> QPalette:
+    pal = QPalette()
+    if dark:
+        colors = {
+            QPalette.ColorRole.Window: "#202124", QPalette.ColorRole.WindowText: "#e8eaed",
+            QPalette.ColorRole.Base: "#1b1c1e", QPalette.ColorRole.AlternateBase: "#26272a",
+            QPalette.ColorRole.Text: "#e8e6e3", QPalette.ColorRole.Button: "#2b2c2f",
+            QPalette.ColorRole.ButtonText: "#e8eaed", QPalette.ColorRole.Highlight: "#5b8def",
+            QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#2b2c2f",
+            QPalette.ColorRole.ToolTipText: "#e8eaed", QPalette.ColorRole.PlaceholderText: "#8a8d91",
+            QPalette.ColorRole.Link: "#8ab4f8",
+        }
+    else:
+        colors = {
+            QPalette.ColorRole.Window: "#f3f3f1", QPalette.ColorRole.WindowText: "#1f1f1f",
+            QPalette.ColorRole.Base: "#fdfdfb", QPalette.ColorRole.AlternateBase: "#f0f0ee",
+            QPalette.ColorRole.Text: "#1c1c1c", QPalette.ColorRole.Button: "#ececea",
+            QPalette.ColorRole.ButtonText: "#1f1f1f", QPalette.ColorRole.Highlight: "#2f6fde",
+            QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#ffffe8",
+            QPalette.ColorRole.ToolTipText: "#1f1f1f", QPalette.ColorRole.PlaceholderText: "#8a8a8a",
+            QPalette.ColorRole.Link: "#1a57c2",
+        }
+    for role, value in colors.items():
+        pal.setColor(role, QColor(value))
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        muted = QColor(pal.color(role))
+        muted.setAlpha(110)
+        pal.setColor(QPalette.ColorGroup.Disabled, role, muted)
+    return pal
+
+
+def apply_theme(app: QApplication, theme: Theme = "system") -> bool:
+    """Apply the theme; returns True when it is dark. With "system", it re-applies when the system changes."""
+    dark = system_is_dark() if theme == "system" else theme == "dark"
+    app.setStyle("Fusion")
+    app.setPalette(palette(dark))
+    sheet = STYLES / ("dark.qss" if dark else "light.qss")
+    base = STYLES / "base.qss"
+    app.setStyleSheet("\n".join(p.read_text(encoding="utf-8") for p in (base, sheet) if p.is_file()))
+    app.setProperty("letterpressTheme", theme)
+    if not app.property("letterpressThemeHooked"):
+        app.setProperty("letterpressThemeHooked", True)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(
+            lambda _scheme: app.property("letterpressTheme") == "system" and apply_theme(app, "system")
+        )
+    return dark
