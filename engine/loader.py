@@ -144,6 +144,17 @@ class LoadedModel:
     info: ModelInfo
 
 
+def choose_quantization(quantization: Quantization, device: str, config: dict[str, Any]) -> str:
+    """"auto": NF4 on CUDA unless the bf16 weights fit comfortably; full precision on the CPU."""
+    if quantization != "auto":
+        return quantization
+    if device != "cuda":
+        return "none"
+    from engine.fit import estimate_for_device
+
+    return "none" if estimate_for_device(config, "bf16", "cuda").verdict == "fits" else "nf4"
+
+
 def load_model(
     model_dir: str | Path,
     *,
@@ -152,36 +163,78 @@ def load_model(
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> LoadedModel:
-    """Load the checkpoint for inference (eval mode, no grad) on the chosen device."""
+    """Load the checkpoint for inference (eval mode, no grad) on the chosen device.
+
+    Weights are streamed tensor by tensor (see `engine.stream_load`): "none" keeps full precision (float32 on the
+    CPU, bf16 on CUDA), "nf4" quantizes every linear and expert matrix of the text stack to 4 bits (cached after
+    the first load). A load that the fit estimate says cannot fit is refused before it starts.
+    """
     import torch
-    from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+    from transformers import AutoTokenizer
+
+    from engine.api import OutOfMemoryError, WontFitError
+    from engine.fit import estimate_for_device
+    from engine.stream_load import load_weights
 
     ckpt = validate_checkpoint(model_dir)
     dev, notice = resolve_device(device)
     if cancel is not None and cancel.is_set():
         raise LoadCancelledError("Loading was cancelled.")
-    total = len(ckpt.weight_files)
-    if on_progress:
-        on_progress(LoadProgress(0, total, 0, ckpt.weight_bytes, "loading"))
+    quant = choose_quantization(quantization, dev, ckpt.config)
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
+    precision = "nf4" if quant == "nf4" else ("bf16" if dtype == torch.bfloat16 else "fp32")
+    fit = estimate_for_device(ckpt.config, precision, dev)
+    if fit.verdict == "wont_fit":
+        raise WontFitError(
+            f"{ckpt.path.name} will not fit: {fit.summary} "
+            + ("Choose 4-bit quantization, close other programs using the GPU, or use a smaller model."
+               if precision != "nf4" else "Close other programs using the GPU or use a smaller model.")
+            + "\n" + fit.text()
+        )
     tokenizer = AutoTokenizer.from_pretrained(ckpt.path, local_files_only=True, trust_remote_code=False)
-    model = DiffusionGemmaForBlockDiffusion.from_pretrained(
-        ckpt.path, dtype=dtype, local_files_only=True, trust_remote_code=False, use_safetensors=True
-    )
-    model = model.to(dev).eval()
+    try:
+        model, load_notice = load_weights(
+            ckpt.path, ckpt.weight_files, dev, dtype, nf4=quant == "nf4", on_progress=on_progress, cancel=cancel
+        )
+    except torch.OutOfMemoryError as exc:
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+        raise OutOfMemoryError(
+            f"The GPU ran out of memory while loading {ckpt.path.name} ({fit.summary}) "
+            "Close other programs using the GPU, choose 4-bit quantization, or load on the CPU."
+        ) from exc
     if on_progress:
-        on_progress(LoadProgress(total, total, ckpt.weight_bytes, ckpt.weight_bytes, "ready"))
-    params = sum(p.numel() for p in model.parameters())
+        on_progress(LoadProgress(1, 1, ckpt.weight_bytes, ckpt.weight_bytes, "ready"))
+    params = _logical_parameters(model)
     text = model.config.text_config
     info = ModelInfo(
         name=ckpt.path.name,
         path=str(ckpt.path),
         device=dev,
         dtype=str(dtype).removeprefix("torch."),
-        quantization="none",
+        quantization=quant,
         parameters=params,
         canvas_length=int(model.config.canvas_length),
         context_length=int(text.max_position_embeddings),
-        notice=notice,
+        notice=" ".join(n for n in (notice, load_notice) if n),
     )
     return LoadedModel(model, tokenizer, info)
+
+
+def _logical_parameters(model: Any) -> int:
+    """Weights the model stands for (an NF4 matrix counts as its unpacked size; shared weights once)."""
+    from engine.quantize import NF4Weight
+
+    seen: set[int] = set()
+    total = 0
+    for module in model.modules():
+        if isinstance(module, NF4Weight):
+            if id(module) not in seen:
+                seen.add(id(module))
+                total += module.logical_numel
+            continue
+        for p in module._parameters.values():
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                total += p.numel()
+    return total

@@ -65,7 +65,7 @@ class NF4Weight(nn.Module):
         self.register_buffer(
             "absmax2", torch.empty(*lead, math.ceil(blocks / NESTED_BLOCKSIZE), dtype=torch.float32, device=device)
         )
-        self.register_buffer("offset", torch.empty(*lead, dtype=torch.float32, device=device))
+        self.register_buffer("offset", torch.empty(lead, dtype=torch.float32, device=device))
         self.register_buffer("code2", torch.empty(256, dtype=torch.float32, device=device))
         self._states: list[Any] | None = None
 

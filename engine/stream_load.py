@@ -61,21 +61,31 @@ def _params_on_meta(dtype: torch.dtype) -> Iterator[None]:
 
 
 def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool) -> nn.Module:
-    """An empty DiffusionGemmaForBlockDiffusion (text stack only), converted to NF4 modules when asked."""
-    from transformers import AutoConfig, DiffusionGemmaForBlockDiffusion
+    """An empty DiffusionGemmaForBlockDiffusion (text stack only) for the checkpoint in `model_dir`."""
+    from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(model_dir, local_files_only=True, trust_remote_code=False)
+    model = build_skeleton_from_config(config, dtype, nf4=nf4)
+    if (model_dir / "generation_config.json").is_file():
+        model.generation_config = model.generation_config_class.from_pretrained(model_dir, local_files_only=True)
+    return model
+
+
+def build_skeleton_from_config(
+    config: Any, dtype: torch.dtype, *, nf4: bool = False, keep_vision: bool = False
+) -> nn.Module:
+    """Parameters on meta, buffers real; NF4 modules in place of linears/experts when `nf4`."""
+    from transformers import DiffusionGemmaForBlockDiffusion
+
     config.dtype = dtype
     with _params_on_meta(dtype):
         model = DiffusionGemmaForBlockDiffusion(config)
-    encoder = model.model.encoder
-    encoder.vision_tower = None
-    encoder.embed_vision = None
+    if not keep_vision:
+        encoder = model.model.encoder
+        encoder.vision_tower = None
+        encoder.embed_vision = None
     if nf4:
         convert_to_nf4(model, dtype)
-    gen_path = model_dir / "generation_config.json"
-    if gen_path.is_file():
-        model.generation_config = model.generation_config_class.from_pretrained(model_dir, local_files_only=True)
     return model
 
 
@@ -288,3 +298,50 @@ def _finish(model: nn.Module, device: str) -> None:
         from engine.quantize import EXPERTS_IMPLEMENTATION
 
         model.set_experts_implementation(EXPERTS_IMPLEMENTATION)
+
+
+def load_weights(
+    model_dir: Path,
+    weight_files: tuple[Path, ...] | list[Path],
+    device: str,
+    dtype: torch.dtype,
+    *,
+    nf4: bool,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    use_cache: bool = True,
+) -> tuple[nn.Module, str]:
+    """The whole weight load: from the quantized cache when it is valid, else from the checkpoint (then written to
+    the cache). Returns the model and a notice for the writer (empty when there is nothing to say)."""
+    from engine import qcache
+
+    files = list(weight_files)
+    if not nf4:
+        model = build_skeleton(model_dir, dtype, nf4=False)
+        stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)
+        return model, ""
+    slot = qcache.slot_for(model_dir, files, dtype) if use_cache else None
+    notice = ""
+    if slot is not None and slot.manifest.is_file():
+        model = build_skeleton(model_dir, dtype, nf4=True)
+        reason = qcache.load_from_cache(slot, model, device, dtype, on_progress=on_progress, cancel=cancel)
+        if not reason:
+            return model, ""
+        del model
+        _free(device)
+        notice = f"The quantized cache was rebuilt: {reason}."
+    model = build_skeleton(model_dir, dtype, nf4=True)
+    stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel, stage="quantizing")
+    if slot is not None:
+        why = qcache.save_to_cache(slot, model, model_dir)
+        if why:
+            notice = (notice + " " if notice else "") + f"The 4-bit weights were not cached: {why}."
+    return model, notice
+
+
+def _free(device: str) -> None:
+    import gc
+
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()

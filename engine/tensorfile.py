@@ -179,13 +179,17 @@ class TensorFileWriter:
             raise ValueError(f"expected {item.name} ({item.dtype}), got {name} ({part.dtype})")
         data = part.detach().to("cpu").contiguous()
         if data.numel():
-            self._fh.write(memoryview(data.view(torch.uint8).numpy()))
+            self._fh.write(memoryview(data.reshape(-1).view(torch.uint8).numpy()))
         self._pending_bytes += data.numel() * data.element_size()
         if final:
             if self._pending_bytes != item.nbytes:
                 raise ValueError(f"{name}: wrote {self._pending_bytes} bytes, planned {item.nbytes}")
             self._next += 1
             self._pending_bytes = 0
+
+    def abandon(self) -> None:
+        """Close after a failure without checking completeness (the caller deletes the file)."""
+        self._fh.close()
 
     def close(self) -> None:
         complete = self._next == len(self.plan)

@@ -1,0 +1,306 @@
+"""Will this checkpoint fit? An estimate from `config.json` alone, before a single weight is read.
+
+The GUI shows the verdict ("fits" / "tight" / "won't fit") next to each model and device, and the loader refuses
+to start a load that cannot fit. Every number is shown with its arithmetic, because a wrong VRAM estimate is one of
+the things writers complain about most: they should be able to check it.
+
+What is counted (bytes resident on the device while generating):
+* weights: the text stack (the vision tower is never loaded). At 4 bits every linear and expert matrix costs
+  0.5 byte per weight plus its double-quantized scales (1 byte per 64 weights + 4 bytes per 16,384), while the
+  embedding (tied to the output head) and the norm/scale vectors stay 16-bit. 8-bit is LLM.int8-style (1 byte per
+  weight + a 4-byte scale per row) for comparison only; Letterpress loads bf16/fp32 or NF4.
+* KV cache for the context: sliding-window layers keep at most window + canvas positions, global layers all of
+  them; keys and values in 16 bits.
+* logits and self-conditioning buffers: per canvas, fp32 logits of the step, the previous step's logits kept for
+  self-conditioning, their softmax (fp32) and the 16-bit copy multiplied by the embedding, plus the softcap
+  temporary: 4 fp32 + 1 bf16 canvas x vocabulary arrays.
+* activations of the largest forward (encoding a prompt chunk): per token, the top-k expert intermediates,
+  the dense MLP intermediates and a few hidden-size copies.
+* a fixed overhead for the CUDA context, kernels and allocator slack.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Precision = Literal["fp32", "bf16", "int8", "nf4"]
+Verdict = Literal["fits", "tight", "wont_fit", "unknown"]
+
+GIB = 1024**3
+DEFAULT_CONTEXT = 8192
+CUDA_OVERHEAD = int(0.75 * GIB)  # CUDA context + cuBLAS workspace + allocator fragmentation, measured ballpark
+HOST_OVERHEAD = int(1.0 * GIB)  # Python, torch and transformers themselves
+FITS_SHARE = 0.90  # "fits" leaves >= 10% of the free memory; "tight" uses 90-100% of it
+NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
+INT8_ROW_SCALE_BYTES = 4
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Weights of the text stack by kind (shared encoder/decoder weights counted once)."""
+
+    experts: int
+    linear: int  # attention, dense MLP, router and self-conditioning projections
+    embedding: int  # token embedding, tied to the output head
+    other: int  # norms, router scales, layer scalars
+    linear_rows: int  # output rows of the linears + experts (for 8-bit row scales)
+
+    @property
+    def total(self) -> int:
+        return self.experts + self.linear + self.embedding + self.other
+
+    @property
+    def quantizable(self) -> int:
+        return self.experts + self.linear
+
+
+@dataclass(frozen=True)
+class FitEstimate:
+    precision: Precision
+    context_tokens: int
+    canvas_tokens: int
+    weights_bytes: int
+    kv_cache_bytes: int
+    logits_bytes: int
+    activations_bytes: int
+    overhead_bytes: int
+    device: str
+    available_bytes: int | None
+    verdict: Verdict
+    lines: tuple[str, ...]
+
+    @property
+    def total_bytes(self) -> int:
+        return (
+            self.weights_bytes + self.kv_cache_bytes + self.logits_bytes + self.activations_bytes + self.overhead_bytes
+        )
+
+    @property
+    def summary(self) -> str:
+        avail = "unknown free memory" if self.available_bytes is None else f"{gb(self.available_bytes)} free"
+        word = {"fits": "fits", "tight": "is tight", "wont_fit": "won't fit", "unknown": "may or may not fit"}
+        return (
+            f"{self.precision} at {self.context_tokens:,} tokens of context needs about {gb(self.total_bytes)} "
+            f"on {self.device} ({avail}): it {word[self.verdict]}."
+        )
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def _text(config: dict[str, Any]) -> dict[str, Any]:
+    return config.get("text_config") or config
+
+
+def _layer_types(text: dict[str, Any]) -> list[str]:
+    layers = int(text["num_hidden_layers"])
+    types = text.get("layer_types")
+    if not types:
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
+    return list(types)
+
+
+def _attention_shape(text: dict[str, Any], layer_type: str) -> tuple[int, int, bool]:
+    """(kv heads, head dim, has v_proj) of a layer; global layers use the global head dim and share K with V."""
+    if layer_type == "full_attention":
+        heads = text.get("num_global_key_value_heads") or text["num_key_value_heads"]
+        return int(heads), int(text.get("global_head_dim") or 512), False
+    return int(text["num_key_value_heads"]), int(text.get("head_dim", 256)), True
+
+
+def param_counts(config: dict[str, Any]) -> ParamCounts:
+    """Count the text-stack weights the way DiffusionGemma builds them (verified against a real model in tests)."""
+    text = _text(config)
+    h = int(text["hidden_size"])
+    inter = int(text["intermediate_size"])
+    heads = int(text["num_attention_heads"])
+    experts_n = int(text.get("num_experts") or 0)
+    moe = int(text.get("moe_intermediate_size") or 0)
+    vocab = int(text["vocab_size"])
+    experts = linear = other = rows = 0
+    for layer_type in _layer_types(text):
+        kv, hd, has_v = _attention_shape(text, layer_type)
+        q, k, v, o = h * heads * hd, h * kv * hd, (h * kv * hd if has_v else 0), heads * hd * h
+        mlp = 3 * h * inter
+        router = h * experts_n
+        linear += q + k + v + o + mlp + router
+        rows += heads * hd + kv * hd + (kv * hd if has_v else 0) + h + 2 * inter + h + experts_n
+        experts += experts_n * (2 * moe * h + h * moe)
+        rows += experts_n * (2 * moe + h)
+        # 7 RMSNorm weights of width h, q/k norms, router scale + per-expert scale, layer scalar
+        other += 7 * h + 2 * hd + h + experts_n + 1
+    linear += 3 * h * inter  # self-conditioning block (decoder only)
+    rows += 2 * inter + h
+    other += h + h  # final norm, self-conditioning pre-norm
+    return ParamCounts(experts, linear, vocab * h, other, rows)
+
+
+def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
+    """Resident weight bytes and the arithmetic that gave them."""
+    if precision == "fp32":
+        return 4 * counts.total, f"{counts.total:,} weights x 4 bytes"
+    if precision == "bf16":
+        return 2 * counts.total, f"{counts.total:,} weights x 2 bytes"
+    dense = 2 * (counts.embedding + counts.other)
+    if precision == "int8":
+        q = counts.quantizable + INT8_ROW_SCALE_BYTES * counts.linear_rows
+        return q + dense, (
+            f"{counts.quantizable:,} linear/expert weights x 1 byte + {counts.linear_rows:,} rows x 4-byte scale"
+            f" + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
+        )
+    q = math.ceil(counts.quantizable * NF4_BYTES_PER_WEIGHT)
+    return q + dense, (
+        f"{counts.quantizable:,} linear/expert weights x {NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)"
+        f" + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
+    )
+
+
+def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int = 1) -> tuple[int, str]:
+    text = _text(config)
+    window = int(text.get("sliding_window") or 0)
+    total = 0
+    parts = []
+    for layer_type in sorted(set(_layer_types(text))):
+        n = sum(1 for t in _layer_types(text) if t == layer_type)
+        kv, hd, _ = _attention_shape(text, layer_type)
+        positions = context + canvas
+        if layer_type == "sliding_attention" and window:
+            positions = min(positions, window + canvas)
+        per = 2 * kv * hd * 2 * positions * batch
+        total += n * per
+        parts.append(f"{n} {layer_type.split('_')[0]} layers x 2 (K,V) x {kv} heads x {hd} dims x 2 bytes x "
+                     f"{positions:,} positions" + (f" x {batch}" if batch > 1 else ""))
+    return total, " + ".join(parts)
+
+
+def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[int, str]:
+    vocab = int(_text(config)["vocab_size"])
+    cells = batch * canvas * vocab
+    return cells * (4 * 4 + 2), f"{batch} x {canvas} canvas x {vocab:,} vocabulary x (4 fp32 + 1 bf16 arrays)"
+
+
+def activation_bytes(config: dict[str, Any], chunk: int) -> tuple[int, str]:
+    text = _text(config)
+    h = int(text["hidden_size"])
+    per_token = (
+        int(text.get("top_k_experts") or 0) * 3 * int(text.get("moe_intermediate_size") or 0)
+        + 3 * int(text["intermediate_size"])
+        + 8 * h
+    )
+    return 2 * chunk * per_token, f"{chunk:,} tokens x {per_token:,} values x 2 bytes"
+
+
+def estimate(
+    config: dict[str, Any],
+    precision: Precision,
+    *,
+    context_tokens: int = DEFAULT_CONTEXT,
+    batch: int = 1,
+    device: str = "cuda",
+    available_bytes: int | None = None,
+) -> FitEstimate:
+    """The resident-memory estimate for `precision` and a context, compared with `available_bytes` if known."""
+    canvas = int(config.get("canvas_length") or 256)
+    counts = param_counts(config)
+    w, w_how = weight_bytes(counts, precision)
+    kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, batch)
+    lg, lg_how = logits_bytes(config, canvas, batch)
+    act, act_how = activation_bytes(config, min(context_tokens, 8192) + canvas)
+    overhead = CUDA_OVERHEAD if device.startswith("cuda") else HOST_OVERHEAD
+    total = w + kv + lg + act + overhead
+    if available_bytes is None:
+        verdict: Verdict = "unknown"
+    elif total <= FITS_SHARE * available_bytes:
+        verdict = "fits"
+    elif total <= available_bytes:
+        verdict = "tight"
+    else:
+        verdict = "wont_fit"
+    lines = [
+        f"weights      {gb(w):>10}  = {w_how}",
+        f"KV cache     {gb(kv):>10}  = {kv_how}",
+        f"logits/self-conditioning {gb(lg)} = {lg_how}",
+        f"activations  {gb(act):>10}  = {act_how}",
+        f"overhead     {gb(overhead):>10}  = {'CUDA context, kernels, allocator slack' if device.startswith('cuda') else 'Python, torch, transformers'}",
+        f"total        {gb(total):>10}",
+    ]
+    if available_bytes is not None:
+        lines.append(
+            f"available    {gb(available_bytes):>10}  on {device}; fits <= {FITS_SHARE:.0%} of it "
+            f"({gb(FITS_SHARE * available_bytes)}), tight <= 100% -> {verdict}"
+        )
+    est = FitEstimate(precision, context_tokens, canvas, w, kv, lg, act, overhead, device, available_bytes, verdict,
+                      tuple(lines))
+    return FitEstimate(**{**est.__dict__, "lines": (est.summary, *lines)})
+
+
+def read_config(model_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    device: str  # "cuda:0" or "cpu"
+    name: str
+    total_bytes: int
+    free_bytes: int
+
+
+def host_memory() -> DeviceMemory:
+    total = free = 0
+    try:
+        info = dict(
+            (line.split(":")[0], int(line.split()[1]) * 1024)
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.split()[1:2] and line.split()[1].isdigit()
+        )
+        total, free = info.get("MemTotal", 0), info.get("MemAvailable", 0)
+    except OSError:
+        pass
+    if not total and hasattr(os, "sysconf"):
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            free = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        except (ValueError, OSError):
+            pass
+    return DeviceMemory("cpu", "host RAM", total, free)
+
+
+def devices_found() -> list[DeviceMemory]:
+    """Every CUDA device (with its free memory now) and the host."""
+    found = []
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            for i in range(torch.cuda.device_count()):
+                free, total = torch.cuda.mem_get_info(i)
+                found.append(DeviceMemory(f"cuda:{i}", torch.cuda.get_device_name(i), total, free))
+    except (ImportError, RuntimeError):
+        pass
+    found.append(host_memory())
+    return found
+
+
+def estimate_for_device(
+    config: dict[str, Any], precision: Precision, device: str, *, context_tokens: int = DEFAULT_CONTEXT
+) -> FitEstimate:
+    """The estimate against what is free right now on `device` ("cpu", "cuda" or "cuda:N")."""
+    want = "cuda:0" if device == "cuda" else device
+    mem = next((d for d in devices_found() if d.device == want), None)
+    return estimate(
+        config,
+        precision,
+        context_tokens=context_tokens,
+        device=f"{want} ({mem.name})" if mem else want,
+        available_bytes=mem.free_bytes if mem and mem.free_bytes else None,
+    )
