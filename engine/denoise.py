@@ -117,6 +117,19 @@ def accept_mask(entropy: torch.Tensor, entropy_bound: float, frozen: torch.Tenso
     return torch.scatter(torch.zeros_like(chosen), dim=-1, index=order, src=chosen)
 
 
+def renoise(
+    sampled: torch.Tensor,
+    accepted: torch.Tensor,
+    noise: torch.Tensor,
+    fmask: torch.Tensor | None = None,
+    fids: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The next decoder input: accepted slots keep the sampled token, every other free slot gets fresh uniform
+    noise, frozen slots get their known token back."""
+    canvas = torch.where(accepted, sampled, noise)
+    return canvas if fmask is None else torch.where(fmask, fids, canvas)
+
+
 class StableConfident:
     """The reference stopping rule (argmax canvas stable for `threshold` steps and mean entropy below
     `confidence`), computed over free slots only."""
@@ -246,11 +259,8 @@ def denoise(
                 sampled = torch.where(fmask, fids, sampled)
                 new_argmax = torch.where(fmask, fids, new_argmax)
             accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
-            accepted = torch.where(accepted_mask, sampled, canvas)
             noise = _randint(vocab, (batch, canvas_length), gens, device)
-            new_canvas = torch.where(~accepted_mask, noise, accepted)
-            if fmask is not None:
-                new_canvas = torch.where(fmask, fids, new_canvas)
+            new_canvas = renoise(sampled, accepted_mask, noise, fmask, fids)
             new_conf = probs.max(dim=-1).values
             if any_finished:
                 keep = finished[:, None]
@@ -292,8 +302,8 @@ def denoise(
         input_ids = torch.cat([input_ids, argmax], dim=-1)
         confidences.append(conf)
         out.blocks += 1
-        if out.cancelled:
-            break
+        if out.cancelled or block_frozen is not None:
+            break  # a pinned canvas (infill) is one block, and its pinned tokens must survive EOS padding
         input_ids, finished_sequences = DiffusionGemmaGenerationMixin._finalize_canvas(
             input_ids=input_ids, finished_sequences=finished_sequences, generation_config=gen_config,
             stopping_criteria=stopping, canvas_length=canvas_length, eos_tensor=eos_tensor,
