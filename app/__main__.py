@@ -64,14 +64,27 @@ def _settings() -> Any | None:
     return Settings()
 
 
+def _install_services(window: Any, settings: Any | None, files: list[str]) -> None:
+    """Documents, autosave/recovery, settings and model manager (app.integration), when that module exists."""
+    try:
+        from app.integration import install_services
+    except ImportError as exc:
+        if exc.name != "app.integration":
+            raise
+        return
+    install_services(window, settings, files=files)
+
+
 def build_window(args: argparse.Namespace) -> Any:
     """Everything `python -m app` does before the event loop: settings, theme, engine host, window, model load."""
     from PySide6.QtWidgets import QApplication
 
     from app.engine_host import EngineHost
     from app.main_window import MainWindow
+    from app.privacy import enforce_offline
     from app.theme import apply_theme
 
+    enforce_offline()  # before the engine thread can import huggingface_hub / transformers
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "letterpress"])
     app.setApplicationName("Letterpress")
     app.setOrganizationName("Letterpress")
@@ -102,6 +115,7 @@ def build_window(args: argparse.Namespace) -> Any:
         no_model_reason=reason,
     )
     window.startup_files = list(args.files)  # type: ignore[attr-defined]
+    _install_services(window, settings, list(args.files))
     if settings is not None:
         for problem in getattr(settings, "problems", []):
             window.show_message(problem, 0)
@@ -117,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for hook in LOGGING_SETUP:
         hook(args)
+    from app.privacy import enforce_offline, install_network_guard, setup_logging
+
+    enforce_offline()
+    install_network_guard()  # the app never talks to another machine
+    setup_logging(level=logging.getLevelName(args.log_level.upper()))
     from app import qt_binding_problem
 
     problem = qt_binding_problem()
