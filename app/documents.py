@@ -259,9 +259,16 @@ class DocumentController(QObject):
         self._install_actions(menu)
         self._dirty = True
         self._snap: tuple[str, str | None] | None = None
+        if editor.document().isEmpty():
+            # Nothing to lose; layout calls such as setDocumentMargin mark a fresh document "modified".
+            editor.document().setModified(False)
         editor.document().modificationChanged.connect(self._update_title)
         editor.document().contentsChanged.connect(self._mark_dirty)
-        window.installEventFilter(self)
+        guards = getattr(window, "close_guards", None)
+        if isinstance(guards, list):  # the main window asks its guards before it shuts anything down
+            guards.append(self.maybe_save)
+        else:
+            window.installEventFilter(self)
         self._update_title()
 
     # -- state -----------------------------------------------------------------------------------------------
@@ -417,6 +424,7 @@ class DocumentController(QObject):
             menu = self.window.menuBar().addMenu("&File")
             menu.setObjectName("menuFile")
         self.menu = menu
+        existing_quit = next((a for a in menu.actions() if a.objectName() == "actionQuit"), None)
         first = menu.actions()[0] if menu.actions() else None
 
         def make(name: str, text: str, slot: Callable[[], object], key: QKeySequence.StandardKey) -> QAction:
@@ -436,13 +444,16 @@ class DocumentController(QObject):
         self.action_save_as = make("actionSaveAs", "Save &As…", self.save_as, QKeySequence.StandardKey.SaveAs)
         if first:
             menu.insertSeparator(first)
-        menu.addSeparator()
-        self.action_quit = QAction("&Quit", self.window)
-        self.action_quit.setObjectName("actionQuit")
-        self.action_quit.setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
-        self.action_quit.setMenuRole(QAction.MenuRole.QuitRole)
-        self.action_quit.triggered.connect(lambda *_: self.quit())
-        menu.addAction(self.action_quit)
+        if existing_quit is not None:
+            self.action_quit = existing_quit
+        else:
+            menu.addSeparator()
+            self.action_quit = QAction("&Quit", self.window)
+            self.action_quit.setObjectName("actionQuit")
+            self.action_quit.setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
+            self.action_quit.setMenuRole(QAction.MenuRole.QuitRole)
+            self.action_quit.triggered.connect(lambda *_: self.quit())
+            menu.addAction(self.action_quit)
         self._rebuild_recent_menu()
 
     def _rebuild_recent_menu(self) -> None:

@@ -208,7 +208,8 @@ class ModelDialog(QDialog):
 
     def __init__(self, host: Any, settings: Any | None = None, parent: QWidget | None = None, *,
                  cache_dirs: list[Path] | None = None,
-                 inspector: Callable[[str, str], Inspection] = inspect_folder) -> None:
+                 inspector: Callable[[str, str], Inspection] = inspect_folder,
+                 loader: Callable[[str, str, str], None] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("modelDialog")
         self.setWindowTitle("Model")
@@ -216,8 +217,10 @@ class ModelDialog(QDialog):
         self.host = host
         self.settings = settings
         self.inspector = inspector
+        self.loader = loader if loader is not None else host.load
         self.inspection: Inspection | None = None
         self.loading = False
+        self._mine = False  # the current load was started here (so its folder is remembered)
         self._check_serial = 0
         self._relay = _Relay(self)
         self._relay.done.connect(self._on_inspected, Qt.ConnectionType.QueuedConnection)
@@ -402,12 +405,13 @@ class ModelDialog(QDialog):
         if not folder or self.inspection is None or not self.inspection.loadable:
             return
         self.loading = True
+        self._mine = True
         self.load_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.progress.setRange(0, 0)
         self.progress.show()
         self._show_status(f"Loading {Path(folder).name}…")
-        self.host.load(folder, self.device.currentText(), self.quantization.currentText())
+        self.loader(folder, self.device.currentText(), self.quantization.currentText())
 
     def cancel_load(self) -> None:
         if self.loading:
@@ -433,15 +437,22 @@ class ModelDialog(QDialog):
         self.progress.setValue(1000)
         note = f"\n{info.notice}" if info.notice else ""
         self._show_status(f"Loaded {info.name} on {info.device} ({info.dtype}, {info.quantization}).{note}")
-        if self.settings is not None:
+        mine, self._mine = self._mine, False
+        if mine and self.settings is not None:
+            # Remember it for the next start. Signals are blocked: this model is already loaded, and listeners
+            # of model.* (the window) would otherwise load it a second time.
+            blocked = self.settings.blockSignals(True)
             try:
                 self.settings.update({"model.folder": info.path or self.folder.text().strip(),
                                       "model.device": self.device.currentText(),
                                       "model.quantization": self.quantization.currentText()})
             except (ValueError, KeyError) as exc:
                 log.warning("could not remember the model: %s", exc)
+            finally:
+                self.settings.blockSignals(blocked)
 
     def _on_load_failed(self, error: EngineError) -> None:
+        self._mine = False
         self._finish_loading()
         self.progress.hide()
         kind = getattr(error, "kind", "engine_error")

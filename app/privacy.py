@@ -138,6 +138,9 @@ def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_
         root.removeHandler(old)
         old.close()
     root.addHandler(handler)
+    for other in root.handlers:  # e.g. a stderr handler from basicConfig: the same redaction applies
+        if _redactor not in other.filters:
+            other.addFilter(_redactor)
     return path
 
 

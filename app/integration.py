@@ -1,0 +1,179 @@
+"""Plugs documents, recovery, settings, the model manager and privacy into a main window, in one call.
+
+`install_services(window, settings)` is what `app.__main__.build_window` calls after creating the window. The
+window needs `editor`, `menuFile` (with `actionQuit`), `menuEdit`, `menuModel`, `host` and `close_guards`;
+anything missing is skipped rather than fatal. After the event loop starts, the first file given on the command
+line is opened and autosaved copies left by a crash are offered for restoring.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QMainWindow, QMenu
+
+from app import privacy
+from app.documents import DocumentController
+from app.recovery import RecoveredDocument, RecoveryManager
+from app.settings import Settings, data_dir, recovery_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    documents: DocumentController
+    recovery: RecoveryManager
+    settings: Settings | None
+    action_model: QAction | None
+    action_settings: QAction | None
+    kept_for_later: list[RecoveredDocument]
+
+
+def install_services(window: QMainWindow, settings: Settings | None = None, *, files: list[str] | None = None,
+                     recovery_folder: Path | None = None, offer_recovery: bool = True) -> Services:
+    existing = getattr(window, "services", None)
+    if isinstance(existing, Services):  # installing twice would double every menu entry and autosave
+        return existing
+    editor = window.editor  # type: ignore[attr-defined]
+    documents = DocumentController(window, editor, settings, recent_path=data_dir() / "recent.json",
+                                   menu=getattr(window, "menuFile", None))
+    recovery = RecoveryManager(recovery_folder or recovery_dir(), documents.recovery_snapshot, parent=window)
+    recovery.connect_document(documents)
+    if settings is not None:
+        recovery.connect_settings(settings)
+        privacy.follow_settings(settings)
+        _follow_appearance(window, settings)
+    app = QApplication.instance()
+    if app is not None:
+        app.aboutToQuit.connect(lambda: recovery.shutdown(keep=documents.is_modified()))
+    services = Services(documents, recovery, settings, None, None, [])
+    services.action_model = _add_model_action(window, settings)
+    services.action_settings = _add_settings_action(window, settings)
+    documents.message.connect(lambda text: _show(window, text))
+    window.services = services  # type: ignore[attr-defined]
+
+    def start() -> None:
+        if files:
+            documents.open(files[0])
+            if len(files) > 1:
+                _show(window, f"Letterpress edits one document per window; opened {Path(files[0]).name}.")
+        if offer_recovery:
+            offer(services, window)
+
+    QTimer.singleShot(0, start)
+    return services
+
+
+def offer(services: Services, window: QMainWindow) -> list[RecoveredDocument]:
+    """Offer every autosave left by a crash; the window restores one (copies it cannot take now are kept)."""
+    documents = services.documents
+
+    def restore(doc: RecoveredDocument) -> bool:
+        here = documents.path
+        if documents.is_modified() or (here is not None and str(here) != (doc.path or "")):
+            services.kept_for_later.append(doc)
+            _show(window, f"The recovered text of {doc.name} is kept; it will be offered again at the next start.")
+            return False
+        documents.restore(doc.text, doc.path)
+        _show(window, f"Restored unsaved text of {doc.name}. Save it to keep it.")
+        return True
+
+    return services.recovery.offer(restore)
+
+
+def _show(window: QMainWindow, text: str) -> None:
+    show = getattr(window, "show_message", None)
+    if callable(show):
+        show(text)
+    else:
+        window.statusBar().showMessage(text, 8000)
+
+
+def _add_model_action(window: QMainWindow, settings: Settings | None) -> QAction | None:
+    host = getattr(window, "host", None)
+    if host is None:
+        return None
+    action = QAction("&Model manager…", window)
+    action.setObjectName("actionModelManager")
+    action.setStatusTip("Choose, check and load a DiffusionGemma model")
+
+    def open_dialog() -> None:
+        from app.model_dialog import ModelDialog
+
+        def load(folder: str, device: str, quantization: str) -> None:
+            if hasattr(window, "load_model"):  # the window tracks the state of its model in the status bar
+                window.device, window.quantization = device, quantization  # type: ignore[attr-defined]
+                window.load_model(folder)  # type: ignore[attr-defined]
+            else:
+                host.load(folder, device, quantization)
+
+        dialog = ModelDialog(host, settings, window, loader=load)
+        window.model_dialog = dialog  # type: ignore[attr-defined]
+        dialog.open()
+
+    action.triggered.connect(lambda *_: open_dialog())
+    menu = getattr(window, "menuModel", None) or window.menuBar().addMenu("&Model")
+    first = menu.actions()[0] if menu.actions() else None
+    menu.insertAction(first, action) if first else menu.addAction(action)
+    window.addAction(action)
+    return action
+
+
+def _add_settings_action(window: QMainWindow, settings: Settings | None) -> QAction | None:
+    if settings is None:
+        return None
+    action = QAction("&Settings…", window)
+    action.setObjectName("actionSettings")
+    action.setMenuRole(QAction.MenuRole.PreferencesRole)
+    keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Preferences) or [QKeySequence("Ctrl+,")]
+    action.setShortcuts(keys)
+
+    def open_dialog() -> None:
+        from app.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(settings, window)
+        window.settings_dialog = dialog  # type: ignore[attr-defined]
+        dialog.open()
+
+    action.triggered.connect(lambda *_: open_dialog())
+    menu = getattr(window, "menuEdit", None)
+    if not isinstance(menu, QMenu):
+        menu = window.menuBar().addMenu("&Edit")
+    menu.addSeparator()
+    menu.addAction(action)
+    window.addAction(action)
+    return action
+
+
+def _follow_appearance(window: QMainWindow, settings: Settings) -> None:
+    """Theme and font apply at once (the zoom steps the writer chose are kept on top of the font size)."""
+    editor = window.editor  # type: ignore[attr-defined]
+
+    def apply_font() -> None:
+        from app.editor import default_font
+
+        font = default_font()
+        family = settings["appearance.font_family"]
+        if family:
+            font.setFamily(family)
+        font.setPointSize(max(4, settings["appearance.font_size"] + int(getattr(editor, "zoom", 0))))
+        editor.setFont(font)
+
+    def changed(key: str, value: Any) -> None:
+        if key == "appearance.theme":
+            app = QApplication.instance()
+            if isinstance(app, QApplication):
+                from app.theme import apply_theme
+
+                apply_theme(app, value)
+        elif key in ("appearance.font_family", "appearance.font_size"):
+            apply_font()
+
+    apply_font()
+    settings.changed.connect(changed)
