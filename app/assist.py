@@ -230,6 +230,9 @@ class Assistant(QObject):
     def _context(self, s: int, e: int) -> tuple[str, str]:
         """The text before and after the region, trimmed to a window (the engine trims tokens further)."""
         last = self.editor.document().characterCount() - 1
+        if s > CONTEXT_CHARS or last - e > CONTEXT_CHARS:  # say so: the writer should know what the model saw
+            self.message.emit(f"The document is longer than the model reads at once; it sees the {CONTEXT_CHARS:,} "
+                              f"characters on each side of the {'selection' if e > s else 'cursor'}.")
         return self._text(max(0, s - CONTEXT_CHARS), s), self._text(e, min(last, e + CONTEXT_CHARS))
 
     def _text(self, s: int, e: int) -> str:
