@@ -109,8 +109,15 @@ def _layer_types(text: dict[str, Any]) -> list[str]:
     return list(types)
 
 
-def _attention_shape(text: dict[str, Any], layer_type: str) -> tuple[int, int, bool]:
-    """(kv heads, head dim, has v_proj) of a layer; global layers use the global head dim and share K with V."""
+def _attention_shape(text: dict[str, Any], layer_type: str, index: int) -> tuple[int, int, bool]:
+    """(kv heads, head dim, has v_proj) of a layer; global layers use the global head dim and share K with V.
+
+    A saved config carries the global-layer overrides in `per_layer_config` (keyed by layer index)."""
+    overrides = (text.get("per_layer_config") or {}).get(str(index)) or (text.get("per_layer_config") or {}).get(index)
+    has_v = layer_type != "full_attention"
+    if overrides:
+        return (int(overrides.get("num_key_value_heads", text["num_key_value_heads"])),
+                int(overrides.get("head_dim", text.get("head_dim", 256))), has_v)
     if layer_type == "full_attention":
         heads = text.get("num_global_key_value_heads") or text["num_key_value_heads"]
         return int(heads), int(text.get("global_head_dim") or 512), False
@@ -127,8 +134,8 @@ def param_counts(config: dict[str, Any]) -> ParamCounts:
     moe = int(text.get("moe_intermediate_size") or 0)
     vocab = int(text["vocab_size"])
     experts = linear = other = rows = 0
-    for layer_type in _layer_types(text):
-        kv, hd, has_v = _attention_shape(text, layer_type)
+    for index, layer_type in enumerate(_layer_types(text)):
+        kv, hd, has_v = _attention_shape(text, layer_type, index)
         q, k, v, o = h * heads * hd, h * kv * hd, (h * kv * hd if has_v else 0), heads * hd * h
         mlp = 3 * h * inter
         router = h * experts_n
@@ -167,16 +174,17 @@ def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
 def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int = 1) -> tuple[int, str]:
     text = _text(config)
     window = int(text.get("sliding_window") or 0)
+    groups: dict[tuple[str, int, int], int] = {}
+    for index, layer_type in enumerate(_layer_types(text)):
+        kv, hd, _ = _attention_shape(text, layer_type, index)
+        groups[(layer_type, kv, hd)] = groups.get((layer_type, kv, hd), 0) + 1
     total = 0
     parts = []
-    for layer_type in sorted(set(_layer_types(text))):
-        n = sum(1 for t in _layer_types(text) if t == layer_type)
-        kv, hd, _ = _attention_shape(text, layer_type)
+    for (layer_type, kv, hd), n in sorted(groups.items()):
         positions = context + canvas
         if layer_type == "sliding_attention" and window:
             positions = min(positions, window + canvas)
-        per = 2 * kv * hd * 2 * positions * batch
-        total += n * per
+        total += n * 2 * kv * hd * 2 * positions * batch
         parts.append(f"{n} {layer_type.split('_')[0]} layers x 2 (K,V) x {kv} heads x {hd} dims x 2 bytes x "
                      f"{positions:,} positions" + (f" x {batch}" if batch > 1 else ""))
     return total, " + ".join(parts)

@@ -111,12 +111,15 @@ class NF4Weight(nn.Module):
         self._states = None  # cached QuantStates point at the old tensors
         return super()._apply(fn, recurse)
 
-    def quant_state(self, index: int | None = None) -> Any:
-        """The bitsandbytes QuantState of the matrix (or of stack entry `index`); cached until the buffers move."""
+    def quant_state(self, index: int | None = None, *, flat: bool = False) -> Any:
+        """The bitsandbytes QuantState of the matrix (or of stack entry `index`); cached until the buffers move.
+
+        `flat=True` describes it as a 1-D array: bitsandbytes' CPU dequantize kernel mishandles rows shorter than
+        a block (e.g. in_features 32 < 64), while the flat layout is exact on every backend."""
         if self._states is None or self._states[0][0] is not self.qweight:
             self._states = [(self.qweight, {})]
         cache = self._states[0][1]
-        key = -1 if index is None else index
+        key = (-1 if index is None else index, flat)
         state = cache.get(key)
         if state is None:
             functional = _bnb().functional
@@ -126,7 +129,7 @@ class NF4Weight(nn.Module):
             )
             state = functional.QuantState(
                 absmax=pick(self.absmax),
-                shape=torch.Size(self.shape),
+                shape=torch.Size([self.shape[0] * self.shape[1]] if flat else self.shape),
                 code=functional.get_4bit_type("nf4", device=self.qweight.device),
                 blocksize=NF4_BLOCKSIZE,
                 quant_type="nf4",
@@ -143,11 +146,15 @@ class NF4Weight(nn.Module):
     def dequantize(self, index: int | None = None) -> torch.Tensor:
         """The (out, in) matrix back in the compute dtype (for checks and exports; forwards never need it)."""
         functional = _bnb().functional
-        return functional.dequantize_4bit(self.packed(index).view(-1, 1), self.quant_state(index))
+        flat = functional.dequantize_4bit(self.packed(index).view(-1, 1), self.quant_state(index, flat=True))
+        return flat.view(self.shape)
 
     def matmul(self, x: torch.Tensor, index: int | None = None) -> torch.Tensor:
-        """x @ W.T with W the stored matrix: bitsandbytes' fused 4-bit GEMM on CUDA, dequantize + matmul on CPU."""
-        return _bnb().matmul_4bit(x, self.packed(index).view(-1, 1).t(), quant_state=self.quant_state(index))
+        """x @ W.T with W the stored matrix: bitsandbytes' fused 4-bit GEMM on CUDA, dequantize + matmul elsewhere
+        (which is what bitsandbytes does on the CPU anyway)."""
+        if x.device.type == "cuda":
+            return _bnb().matmul_4bit(x, self.packed(index).view(-1, 1).t(), quant_state=self.quant_state(index))
+        return torch.nn.functional.linear(x, self.dequantize(index).to(x.dtype))
 
 
 class NF4Linear(NF4Weight):

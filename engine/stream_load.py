@@ -309,13 +309,17 @@ def load_weights(
     nf4: bool,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
-    use_cache: bool = True,
+    use_cache: bool | None = None,
 ) -> tuple[nn.Module, str]:
     """The whole weight load: from the quantized cache when it is valid, else from the checkpoint (then written to
     the cache). Returns the model and a notice for the writer (empty when there is nothing to say)."""
     from engine import qcache
 
     files = list(weight_files)
+    if use_cache is None:
+        import os
+
+        use_cache = os.environ.get("LETTERPRESS_QCACHE", "on") != "off"
     if not nf4:
         model = build_skeleton(model_dir, dtype, nf4=False)
         stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)
