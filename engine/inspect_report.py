@@ -166,7 +166,7 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
 
 
 def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bool = True) -> InspectReport:
-    from engine.fit import devices_found, estimate, read_config
+    from engine.fit import devices_found, estimate
 
     import gc
     import os
@@ -179,7 +179,9 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
 
     from engine.loader import load_model
 
-    config = read_config(model_dir)
+    from engine.loader import validate_checkpoint
+
+    config = validate_checkpoint(model_dir).config  # a missing or broken folder is reported before anything else
     if not use_cache:
         os.environ["LETTERPRESS_QCACHE"] = "off"
     gc.collect()

@@ -30,6 +30,7 @@ from torch import nn
 
 NF4_BLOCKSIZE = 64
 NESTED_BLOCKSIZE = 256
+QUANT_CHUNK = 1 << 22  # weights quantized per call (a multiple of the block size)
 EXPERTS_IMPLEMENTATION = "letterpress_nf4"
 # Bump when the stored layout changes: quantized caches written by another format version are rebuilt.
 FORMAT_VERSION = 1
@@ -91,20 +92,32 @@ class NF4Weight(nn.Module):
             raise ValueError(f"expected a {self.shape} matrix, got {tuple(weight.shape)}")
         if self.qweight.is_meta:
             self.materialize(weight.device)
-        packed, state = functional.quantize_4bit(
-            weight, blocksize=NF4_BLOCKSIZE, compress_statistics=True, quant_type="nf4"
-        )
+        flat = weight.reshape(-1)
+        packed_out = self.qweight if index is None else self.qweight[index]
+        # First level (4-bit codes + one absmax per 64 weights) is block-local, so it is done in chunks to bound the
+        # temporaries (~13 bytes per weight in bitsandbytes' CPU path); the second level (absmax quantized in blocks
+        # of 256 around their mean) needs all the absmax values and runs once. Same bits as one quantize_4bit call.
+        absmax = torch.empty(self.absmax.shape[-1], dtype=torch.float32, device=weight.device)
+        for start in range(0, flat.numel(), QUANT_CHUNK):
+            chunk = flat[start : start + QUANT_CHUNK]
+            packed, state = functional.quantize_4bit(
+                chunk, blocksize=NF4_BLOCKSIZE, compress_statistics=False, quant_type="nf4"
+            )
+            packed_out[start // 2 : start // 2 + packed.numel()].copy_(packed.view(-1))
+            first = start // NF4_BLOCKSIZE
+            absmax[first : first + state.absmax.numel()].copy_(state.absmax)
+            del packed, state
+        offset = absmax.mean()
+        qabsmax, nested = functional.quantize_blockwise(absmax - offset, blocksize=NESTED_BLOCKSIZE)
         if index is None:
-            self.qweight.copy_(packed.view(-1))
-            self.absmax.copy_(state.absmax)
-            self.absmax2.copy_(state.state2.absmax)
-            self.offset.copy_(state.offset)
+            self.absmax.copy_(qabsmax)
+            self.absmax2.copy_(nested.absmax)
+            self.offset.copy_(offset)
         else:
-            self.qweight[index].copy_(packed.view(-1))
-            self.absmax[index].copy_(state.absmax)
-            self.absmax2[index].copy_(state.state2.absmax)
-            self.offset[index].copy_(state.offset)
-        self.code2.copy_(state.state2.code)
+            self.absmax[index].copy_(qabsmax)
+            self.absmax2[index].copy_(nested.absmax)
+            self.offset[index].copy_(offset)
+        self.code2.copy_(nested.code)
         self._states = None
 
     def _apply(self, fn: Any, recurse: bool = True) -> NF4Weight:
