@@ -1,0 +1,59 @@
+"""`app.create_window(argv)` builds the same window as `python -m app`: engine host started, model chosen."""
+
+from __future__ import annotations
+
+import pytest
+
+import app
+from app import __main__ as entry
+from tests.helpers.gui import ghost_state, isolate_user_dirs
+
+
+@pytest.fixture(autouse=True)
+def _user_dirs(monkeypatch, tmp_path):
+    isolate_user_dirs(monkeypatch, tmp_path)
+
+
+def test_fake_engine_window_loads_and_drafts(qtbot):
+    window = app.create_window(["--fake-engine", "steps=3,delay=0.01"])
+    qtbot.addWidget(window)
+    assert window.host.alive
+    qtbot.waitUntil(lambda: window.model_state == "ready", timeout=10_000)
+    assert window.menuFile.objectName() == "menuFile" and window.editor.objectName() == "editor"
+    window.editor.setPlainText("Hi")
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=10_000)
+    window.close()
+    assert not window.host.alive
+
+
+def test_without_a_model_the_window_says_so(qtbot, monkeypatch, tmp_path):
+    monkeypatch.setattr(entry, "DEMO_MODEL", tmp_path / "no-demo-here")
+    window = app.create_window([])
+    qtbot.addWidget(window)
+    assert window.model_state == "not loaded"
+    assert window.modelLabel.text() == "No model"
+    assert "Load model folder" in window.statusBar().currentMessage()
+    window.close()
+
+
+def test_missing_model_folder_is_a_clear_error(qtbot, tmp_path):
+    missing = tmp_path / "nowhere"
+    window = app.create_window(["--fake-engine", "--model", str(missing)])
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.model_state == "error", timeout=10_000)
+    assert str(missing) in window.modelLabel.toolTip()
+    window.close()
+
+
+def test_the_configured_model_folder_is_used(qtbot, tmp_path):
+    from app.settings import Settings
+
+    folder = tmp_path / "configured"
+    folder.mkdir()
+    Settings().set("model.folder", str(folder))
+    window = app.create_window(["--fake-engine"])
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.model_state == "ready", timeout=10_000)
+    assert window.model_dir == str(folder)
+    window.close()
