@@ -217,8 +217,27 @@ def _delegate(module: str, func: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Delegated commands parse their own options; argparse's REMAINDER misses a leading "--option", so collect
+    # what the top-level parser does not know and hand it on in order.
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        if not hasattr(args, "rest"):
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.rest = _in_order(list(sys.argv[1:] if argv is None else argv), unknown, args.rest)
     return int(args.func(args))
+
+
+def _in_order(argv: list[str], unknown: list[str], rest: list[str]) -> list[str]:
+    """The delegated command's arguments as typed: everything after the command name."""
+    return argv[argv.index(args_command(argv)) + 1 :] if args_command(argv) else unknown + rest
+
+
+def args_command(argv: list[str]) -> str | None:
+    for item in argv:
+        if not item.startswith("-"):
+            return item
+    return None
 
 
 if __name__ == "__main__":

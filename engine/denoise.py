@@ -48,8 +48,8 @@ class StepState:
     argmax: torch.Tensor  # long [B, L] (cpu)
     confidence: torch.Tensor  # float [B, L] (cpu)
     finished: torch.Tensor  # bool [B] (cpu)
-    forward_seconds: float
-    step_seconds: float
+    forward_seconds: float  # the decoder forward alone
+    step_seconds: float  # forward + sampling + the copy to the host (delivery to `on_step` comes after)
 
 
 @dataclass
@@ -61,15 +61,43 @@ class DenoiseOutput:
     blocks: int
     cancelled: bool
     confidence: torch.Tensor  # float [B, blocks * L] (cpu), final confidence per generated token
-    forward_seconds: float = 0.0
+    forward_seconds: float = 0.0  # decoder forwards only (device time on CUDA, measured with events)
+    deliver_seconds: float = 0.0  # time spent in `on_step` (display decoding and event delivery)
     total_seconds: float = 0.0
     syncs: int = 0
     first_step_seconds: float = 0.0
-    step_log: list[tuple[float, float]] = field(default_factory=list)  # (forward s, step s) per step
+    step_log: list[tuple[float, float]] = field(default_factory=list)  # (decoder forward s, whole step s)
 
 
 StepHook = Callable[[StepState], None]
 InputHook = Callable[[int, int, torch.Tensor], None]
+
+
+class ForwardTimer:
+    """Times the decoder forward of each step without adding a synchronisation: wall clock on the CPU, CUDA
+    events on a GPU (read after the step's one host copy, by which time they have completed)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self._t0 = self._t1 = 0.0
+        if self.cuda:
+            self._e0 = torch.cuda.Event(enable_timing=True)
+            self._e1 = torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        if self.cuda:
+            self._e0.record()
+        else:
+            self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        if self.cuda:
+            self._e1.record()
+        else:
+            self._t1 = time.perf_counter()
+
+    def seconds(self) -> float:
+        return self._e0.elapsed_time(self._e1) / 1000.0 if self.cuda else self._t1 - self._t0
 
 
 def make_generators(seed: int, count: int, device: torch.device) -> list[torch.Generator]:
@@ -89,11 +117,43 @@ def _randint(vocab: int, shape: tuple[int, int], gens: Sequence[torch.Generator]
     return torch.cat(rows, dim=0)
 
 
-def _multinomial(probs: torch.Tensor, gens: Sequence[torch.Generator]) -> torch.Tensor:
+def sample_one(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """`torch.multinomial(probs, 1, generator=generator).squeeze(-1)` for 2-D `probs`, draw for draw.
+
+    It is ATen's own one-sample path (argmax of p / q with q ~ Exp(1), the same `exponential_` call on the same
+    generator, so the same ids) minus its argument checks, which read `max`, `min` and `sum` back to the host:
+    two device synchronisations per step on a GPU. Our probabilities come from a softmax, so the checks cannot
+    fail.
+    """
+    q = torch.empty_like(probs).exponential_(1, generator=generator)
+    torch.div(probs, q, out=q)
+    return torch.argmax(q, dim=-1)
+
+
+def _draw_step(
+    gens: Sequence[torch.Generator], shape: tuple[int, int, int], device: torch.device
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The random numbers one step consumes, in the reference's order on each generator: Exp(1) variates for
+    the one-sample multinomial (B x L x V), then the uniform renoising ids (B x L). Neither depends on the
+    model's output. (Drawing them on a helper thread during the forward was measured and rejected: on a busy
+    CPU the GIL hand-offs cost more than the ~0.3 ms of draws.)"""
+    batch, length, vocab = shape
+    rows = batch * length if len(gens) == 1 else length
+    qs = [torch.empty((rows, vocab), dtype=torch.float32, device=device).exponential_(1, generator=g) for g in gens]
+    return qs, _randint(vocab, (batch, length), gens, device)
+
+
+def sample_with(probs: torch.Tensor, qs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The one-sample multinomial of `probs` [B, L, V] given pre-drawn Exp(1) variates (see `sample_one`)."""
     batch, length, vocab = probs.shape
-    if len(gens) == 1:
-        return torch.multinomial(probs.view(-1, vocab), 1, generator=gens[0]).squeeze(-1).view(batch, length)
-    rows = [torch.multinomial(probs[b], 1, generator=g).squeeze(-1) for b, g in enumerate(gens)]
+    if len(qs) == 1:
+        q = qs[0]
+        torch.div(probs.view(-1, vocab), q, out=q)
+        return torch.argmax(q, dim=-1).view(batch, length)
+    rows = []
+    for b, q in enumerate(qs):
+        torch.div(probs[b], q, out=q)
+        rows.append(torch.argmax(q, dim=-1))
     return torch.stack(rows, dim=0)
 
 
@@ -104,6 +164,13 @@ def token_entropy(logits: torch.Tensor) -> torch.Tensor:
     probs = torch.softmax(normalized, dim=-1)
     clamped = torch.clamp(normalized, min=torch.finfo(normalized.dtype).min)
     return -(clamped * probs).sum(-1)
+
+
+def temperature_schedule(settings: DenoiseSettings, device: torch.device) -> torch.Tensor:
+    """The temperature of every step, computed once with the reference processor's float32 tensor ops
+    (`t_min + (t_max - t_min) * (step / N)` on an int32 step), element for element the same values."""
+    steps = torch.arange(1, settings.max_steps + 1, dtype=torch.int32, device=device)
+    return settings.t_min + ((settings.t_max - settings.t_min) * (steps / settings.max_steps))
 
 
 def accept_mask(entropy: torch.Tensor, entropy_bound: float, frozen: torch.Tensor | None) -> torch.Tensor:
@@ -137,19 +204,20 @@ class StableConfident:
     def __init__(self, threshold: int, confidence: float) -> None:
         self.threshold = threshold
         self.confidence = confidence
-        self.history: torch.Tensor | None = None
+        self.history: list[torch.Tensor] = []  # the last `threshold` argmax canvases, oldest first
 
     def __call__(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
         if self.threshold == 0:
             stable = torch.ones(argmax.shape[0], dtype=torch.bool, device=argmax.device)
         else:
-            if self.history is None:
-                self.history = torch.full(
-                    (self.threshold, *argmax.shape), -1, dtype=argmax.dtype, device=argmax.device
-                )
-            stable = (self.history == argmax[None]).all(dim=-1).all(dim=0)
-            self.history = torch.roll(self.history, shifts=-1, dims=0)
-            self.history[-1] = argmax
+            # The reference keeps a rolled [threshold, B, L] tensor; a list of the same canvases gives the same
+            # answer without the roll and the copy (two fewer kernels per step).
+            if not self.history:
+                self.history = [torch.full_like(argmax, -1)] * self.threshold
+            stable = (self.history[0] == argmax).all(dim=-1)
+            for past in self.history[1:]:
+                stable = stable & (past == argmax).all(dim=-1)
+            self.history = [*self.history[1:], argmax]
         if frozen is None:
             mean_entropy = torch.mean(entropy, dim=-1)
         else:
@@ -188,6 +256,7 @@ def denoise(
     if max_blocks is not None:
         blocks_limit = min(blocks_limit, max_blocks)
     embed_dtype = model.model.decoder.embed_tokens.weight.dtype
+    timer = ForwardTimer(device)
 
     input_ids = prompt_ids
     cur_len = prompt_len
@@ -196,7 +265,7 @@ def denoise(
     decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True)
     encoder_position_ids = torch.arange(0, cur_len, dtype=torch.int32, device=device).unsqueeze(0)
     decoder_position_ids = torch.arange(cur_len, cur_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(0)
-    temperature = LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps)
+    temperatures = temperature_schedule(settings, device)
     eos_tensor = torch.tensor(list(eos_token_ids), device=device)
     stopping = StoppingCriteriaList(
         [MaxLengthCriteria(prompt_len + max_new_tokens), EosTokenCriteria(list(eos_token_ids))]
@@ -245,23 +314,26 @@ def denoise(
             out.forwards += 1
             if on_decoder_input is not None:
                 on_decoder_input(block, cur_step, canvas)
+            timer.start()
             logits = model(
                 decoder_input_ids=canvas, self_conditioning_logits=sc_logits, decoder_attention_mask=mask_mapping,
                 past_key_values=cache, decoder_position_ids=decoder_position_ids,
             ).logits
-            step_tensor = torch.tensor(cur_step, device=device, dtype=torch.int32)
-            processed = temperature(input_ids, logits, cur_step=step_tensor)
+            timer.stop()
+            processed = logits / temperatures[cur_step - 1]
             probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
-            sampled = _multinomial(probs, gens)
+            qs, noise = _draw_step(gens, (batch, canvas_length, vocab), device)
+            sampled = sample_with(probs, qs)
             new_argmax = torch.argmax(processed, dim=-1)
             entropy = token_entropy(processed)
             if fmask is not None:
                 sampled = torch.where(fmask, fids, sampled)
                 new_argmax = torch.where(fmask, fids, new_argmax)
             accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
-            noise = _randint(vocab, (batch, canvas_length), gens, device)
             new_canvas = renoise(sampled, accepted_mask, noise, fmask, fids)
-            new_conf = probs.max(dim=-1).values
+            # The probability of the shown (argmax) token: a gather of B x L values instead of a max over the
+            # vocabulary (display only; frozen slots show their pinned token's probability, as before).
+            new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
             if any_finished:
                 keep = finished[:, None]
                 new_argmax = torch.where(keep, argmax, new_argmax)
@@ -279,24 +351,27 @@ def denoise(
             packed = torch.cat([argmax.to(torch.float32), conf.to(torch.float32), finished[:, None].to(torch.float32)], 1)
             host = packed.cpu()
             out.syncs += 1
-            forward_done = time.perf_counter()
+            sampled_at = time.perf_counter()
+            forward_s = timer.seconds()
+            flags = [f != 0.0 for f in host[:, -1].tolist()]  # plain Python from here: no tensor ops on the host
             out.steps += 1
             state = StepState(
                 block, settings.max_steps - cur_step + 1, host[:, :canvas_length].long(),
-                host[:, canvas_length : 2 * canvas_length], host[:, -1].bool(), forward_done - t0, 0.0,
+                host[:, canvas_length : 2 * canvas_length], host[:, -1].bool(), forward_s, sampled_at - t0,
             )
             if on_step is not None:
                 on_step(state)
             step_end = time.perf_counter()
-            out.forward_seconds += forward_done - t0
-            out.step_log.append((forward_done - t0, step_end - t0))
+            out.forward_seconds += forward_s
+            out.deliver_seconds += step_end - sampled_at
+            out.step_log.append((forward_s, step_end - t0))
             if out.steps == 1:
                 out.first_step_seconds = step_end - start
             if cancel is not None and cancel.is_set():
                 out.cancelled = True
                 break
-            any_finished = bool(state.finished.any())
-            if bool(state.finished.all()):
+            any_finished = any(flags)
+            if all(flags):
                 break
 
         input_ids = torch.cat([input_ids, argmax], dim=-1)
