@@ -64,13 +64,13 @@ def torch_flavour() -> dict[str, str | None]:
     return json.loads(out.stdout)
 
 
-def make_installers(bundle: ModuleType, dist: Path, version: str, deb_compression: str) -> list[Path]:
+def make_installers(bundle: ModuleType, dist: Path, version: str, *, fast: bool) -> list[Path]:
     bundle_dir = dist / bundle.APP_NAME
     if sys.platform.startswith("linux"):
         linux = load_by_path("letterpress_build_linux", ROOT / "installer" / "linux" / "build_linux.py")
         return [
-            linux.build_deb(bundle_dir, dist, version, compression=deb_compression),
-            linux.build_tarball(bundle_dir, dist, version),
+            linux.build_deb(bundle_dir, dist, version, compression="gzip" if fast else "xz", level=1 if fast else 6),
+            linux.build_tarball(bundle_dir, dist, version, level=1 if fast else 6),
         ]
     if sys.platform == "darwin":
         subprocess.run(["sh", str(ROOT / "installer" / "macos" / "make_dmg.sh"), version], check=True, cwd=ROOT)
@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="PyInstaller's cache; kept between builds so a rebuild is quicker")
     parser.add_argument("--clean", action="store_true", help="empty PyInstaller's cache first")
     parser.add_argument("--no-installers", action="store_true", help="only the bundle")
-    parser.add_argument("--deb-compression", default="xz", choices=("xz", "gzip", "zstd", "none"))
+    parser.add_argument("--fast-compression", action="store_true",
+                        help="gzip -1 instead of xz for the .deb and .tar.gz (CI smoke builds: bigger, minutes faster)")
     args = parser.parse_args(argv)
 
     bundle = load_bundle_module()
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print("The bundle must not ship as built:\n  " + "\n  ".join(problems[:50]), file=sys.stderr)
         return 1
     bundle_seconds = time.monotonic() - started
-    installers = [] if args.no_installers else make_installers(bundle, dist, version, args.deb_compression)
+    installers = [] if args.no_installers else make_installers(bundle, dist, version, fast=args.fast_compression)
 
     info = {
         "version": version,

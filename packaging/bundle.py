@@ -45,10 +45,11 @@ PY_EXCLUDES = (
     "pytest", "_pytest", "pytestqt", "hypothesis", "PyInstaller", "pip", "setuptools", "_distutils_hack",
     "IPython", "jupyter", "notebook", "matplotlib", "pandas", "scipy", "sklearn", "tensorflow", "keras",
     "jax", "flax", "onnx", "onnxruntime", "tensorboard", "torchvision", "torchaudio", "triton", "PIL",
-    "torch.utils.tensorboard", "torch.utils.benchmark", "torch.utils.bottleneck", "torch.testing._internal",
+    "hf_xet",  # the hub's download accelerator: Letterpress never downloads
+    "torch.utils.tensorboard", "torch.utils.benchmark", "torch.utils.bottleneck",
     "transformers.commands", "transformers.cli", "transformers.pipelines", "transformers.trainer",
     "transformers.data", "transformers.onnx", "transformers.kernels", "transformers.benchmark",
-    "accelerate.commands", "huggingface_hub.cli", "huggingface_hub.commands",
+    "huggingface_hub.cli", "huggingface_hub.commands",
 )
 
 # The transformers model families Letterpress runs: DiffusionGemma, the Gemma 4 configs/tokenizer it builds on,
@@ -68,7 +69,9 @@ _DROP_DATA_PREFIXES = (
     "PySide6/include/", "PySide6/typesystems/", "PySide6/glue/", "PySide6/scripts/",
 )
 _DROP_DATA_SUFFIXES = (".a", ".lib", ".h", ".hpp", ".cuh", ".pyi", ".cmake", ".pc")
-_DROP_DATA_DIRS = ("__pycache__", "tests", "testing/_internal")
+# ... except what `import torch` checks for: it refuses to start without its shared-memory manager.
+_KEEP_ALWAYS = ("torch/bin/torch_shm_manager", "torch/bin/torch_shm_manager.exe")
+_DROP_DATA_DIRS = ("__pycache__", "tests")
 
 
 def project_version() -> str:
@@ -101,6 +104,8 @@ def is_pickle_file(path: str | os.PathLike[str]) -> bool:
 def keep_data(dest: str) -> bool:
     """Whether a data file (by its path inside the bundle) is worth shipping."""
     dest = dest.replace("\\", "/")
+    if dest in _KEEP_ALWAYS:
+        return True
     if is_pickle_file(dest):
         return False
     if dest.startswith(_DROP_DATA_PREFIXES) or dest.endswith(_DROP_DATA_SUFFIXES):
@@ -116,7 +121,8 @@ def keep_binary(dest: str, *, torch_cuda: str | None, torch_hip: str | None = No
     """
     name = PurePosixPath(dest.replace("\\", "/")).name
     if not name.startswith("libbitsandbytes_"):
-        return not dest.replace("\\", "/").startswith(_DROP_DATA_PREFIXES)
+        dest = dest.replace("\\", "/")
+        return dest in _KEEP_ALWAYS or not dest.startswith(_DROP_DATA_PREFIXES)
     variant = name.removeprefix("libbitsandbytes_").split(".")[0]
     if variant.startswith("cpu"):
         return True
@@ -170,10 +176,13 @@ def audit_bundle(bundle_dir: str | os.PathLike[str]) -> list[str]:
             problems.append(f"excluded Qt module in the bundle: {rel}")
         elif path.name.startswith("_tkinter") or "/tkinter/" in f"/{rel}":
             problems.append(f"tkinter in the bundle: {rel}")
-    for tree in ("torch/test", "torch/include", "torch/bin"):
-        for base in (root, root / "_internal"):
+    for base in (root, root / "_internal"):
+        for tree in ("torch/test", "torch/include"):
             if (base / tree).is_dir():
                 problems.append(f"{tree} was not excluded")
+        extra = [p.name for p in (base / "torch" / "bin").glob("*") if f"torch/bin/{p.name}" not in _KEEP_ALWAYS]
+        if extra:
+            problems.append(f"torch/bin holds test programs: {', '.join(sorted(extra)[:5])}")
     return problems
 
 

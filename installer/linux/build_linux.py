@@ -120,9 +120,13 @@ def _installed_kib(root: Path) -> int:
 
 def build_deb(
     bundle_dir: Path, out_dir: Path, version: str | None = None, *, arch: str | None = None,
-    compression: str = "xz",
+    compression: str = "xz", level: int | None = None,
 ) -> Path:
-    """Build `letterpress_<version>_<arch>.deb` in out_dir with dpkg-deb; returns its path."""
+    """Build `letterpress_<version>_<arch>.deb` in out_dir with dpkg-deb; returns its path.
+
+    xz (the default) gives the smallest download that every dpkg since Debian 7 installs; `gzip` with a low
+    `level` is for smoke builds in CI, where minutes matter more than megabytes.
+    """
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
     _check_bundle(bundle_dir)
     if not shutil.which("dpkg-deb"):
@@ -178,14 +182,16 @@ def build_deb(
     out = out_dir / f"{PACKAGE}_{version}_{arch}.deb"
     out.unlink(missing_ok=True)
     cmd = ["dpkg-deb", "--root-owner-group", f"-Z{compression}", "--build", str(stage), str(out)]
-    if compression == "xz":
-        cmd.insert(1, "-z6")
+    if compression in ("xz", "gzip"):
+        cmd.insert(1, f"-z{level if level is not None else 6}")
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     shutil.rmtree(stage, ignore_errors=True)
     return out
 
 
-def build_tarball(bundle_dir: Path, out_dir: Path, version: str | None = None, *, arch: str | None = None) -> Path:
+def build_tarball(
+    bundle_dir: Path, out_dir: Path, version: str | None = None, *, arch: str | None = None, level: int = 6
+) -> Path:
     """Build `letterpress-<version>-linux-<arch>.tar.gz`: run in place, or install-user.sh for a menu entry."""
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
     _check_bundle(bundle_dir)
@@ -212,7 +218,7 @@ def build_tarball(bundle_dir: Path, out_dir: Path, version: str | None = None, *
 
     out = out_dir / f"{top}.tar.gz"
     partial = out.with_suffix(".gz.partial")
-    with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
+    with tarfile.open(partial, "w:gz", compresslevel=level) as tar:
         tar.add(bundle_dir, arcname=top, filter=owned_by_root)
         tar.add(share, arcname=f"{top}/share", filter=owned_by_root)
         tar.add(extras / "README.txt", arcname=f"{top}/README.txt", filter=owned_by_root)
