@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from transformers import DynamicCache
@@ -240,10 +241,13 @@ def denoise(
     on_step: StepHook | None = None,
     on_decoder_input: InputHook | None = None,
     cancel: threading.Event | None = None,
+    fast: Any = None,
 ) -> DenoiseOutput:
     """Generate canvases after `prompt_ids` ([B, P], identical rows for K candidates) until EOS or the limit.
 
-    `max_new_tokens` is rounded up to whole canvases, as in the reference.
+    `max_new_tokens` is rounded up to whole canvases, as in the reference. `fast` is an
+    `engine.fastpath.FastPath` (static cache, compiled steps); by default it is used only on CUDA when switched on
+    (`LETTERPRESS_FASTPATH=1`), and the plain eager path, which matches `generate()` token for token, otherwise.
     """
     start = time.perf_counter()
     config = model.config
@@ -260,7 +264,14 @@ def denoise(
 
     input_ids = prompt_ids
     cur_len = prompt_len
-    cache = DynamicCache(config=config.get_text_config(decoder=True))
+    if fast is None:
+        from engine.fastpath import fastpath_for
+
+        fast = fastpath_for(model, device)
+    if fast is not None:
+        cache = fast.cache(batch, prompt_len + blocks_limit * canvas_length)
+    else:
+        cache = DynamicCache(config=config.get_text_config(decoder=True))
     attention_mask = torch.ones((batch, cur_len), dtype=torch.bool, device=device)
     decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True)
     encoder_position_ids = torch.arange(0, cur_len, dtype=torch.int32, device=device).unsqueeze(0)
@@ -288,7 +299,8 @@ def denoise(
             config=config, inputs_embeds=dummy, attention_mask=attention_mask, past_key_values=cache,
             position_ids=encoder_position_ids, mm_token_type_ids=None,
         )
-        cache = encoder(
+        encode = fast.encoder(is_prefill) if fast is not None else encoder
+        cache = encode(
             input_ids=new_ids, attention_mask=encoder_masks, past_key_values=cache, position_ids=encoder_position_ids
         ).past_key_values
         is_prefill = False
@@ -315,7 +327,7 @@ def denoise(
             if on_decoder_input is not None:
                 on_decoder_input(block, cur_step, canvas)
             timer.start()
-            logits = model(
+            logits = (fast.decoder if fast is not None else model)(
                 decoder_input_ids=canvas, self_conditioning_logits=sc_logits, decoder_attention_mask=mask_mapping,
                 past_key_values=cache, decoder_position_ids=decoder_position_ids,
             ).logits
