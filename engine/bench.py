@@ -321,12 +321,11 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
 
 def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5, warmup: int = 1,
                 max_steps: int = 48, cases: list[Case] | None = None, count_syncs: bool = True,
-                prefetch: bool | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                fastpath: bool = False, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run every case through both samplers and return the report (see the module docstring for the method)."""
     import torch
     import transformers
 
-    from engine import denoise as denoise_mod
     from engine.session import Session
 
     session = Session()
@@ -338,16 +337,17 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
     cases = cases if cases is not None else default_cases(canvas)
     settings_base = DenoiseSettings(max_steps=max_steps)
     recorder = ForwardRecorder(model, cuda)
-    if prefetch is not None:
-        original_denoise = denoise_mod.denoise
+    ref_extra: dict[str, Any] = {}
+    if fastpath:
+        if not cuda:
+            from engine.api import EngineError
 
-        def patched(*a: Any, **k: Any) -> Any:
-            k.setdefault("prefetch_draws", prefetch)
-            return original_denoise(*a, **k)
+            raise EngineError("--fastpath needs a CUDA device (the fast path is CUDA graphs and a static cache).")
+        import os
 
-        import engine.session as session_mod
-
-        session_mod.denoise = patched  # type: ignore[assignment]
+        os.environ["LETTERPRESS_FASTPATH"] = "1"
+        ref_extra = {"cache_implementation": "static"}  # the reference's own compiled mode
+        count_syncs = False  # a dispatch mode around compiled graphs would measure the mode, not the engine
     report_cases = []
     eng_total = ref_total = 0.0
     with recorder.installed(), torch.inference_mode():
@@ -360,7 +360,7 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
             for _ in range(max(0, warmup - 1)):
                 run_engine(session, case, settings, recorder)
             for _ in range(max(1, warmup)):
-                run_reference(model, prompt, max_new, settings, case.seed, recorder, pad)
+                run_reference(model, prompt, max_new, settings, case.seed, recorder, pad, ref_extra)
             eng_runs: list[Run] = []
             ref_runs: list[Run] = []
             for rep in range(repeats):
@@ -369,7 +369,8 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
                     if side == "engine":
                         eng_runs.append(run_engine(session, case, settings, recorder))
                     else:
-                        ref_runs.append(run_reference(model, prompt, max_new, settings, case.seed, recorder, pad))
+                        ref_runs.append(
+                            run_reference(model, prompt, max_new, settings, case.seed, recorder, pad, ref_extra))
             eng = _summarise(eng_runs, canvas)
             ref = _summarise(ref_runs, canvas)
             identical: bool | None = None
@@ -388,7 +389,7 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
                 entry["engine"]["syncs_per_step"], entry["engine"]["model_syncs_per_step"] = _count_engine_syncs(
                     session, model, case, settings)
                 entry["reference"]["syncs_per_step"], entry["reference"]["model_syncs_per_step"] = _count_ref_syncs(
-                    model, prompt, max_new, settings, case.seed, pad)
+                    model, prompt, max_new, settings, case.seed, pad, ref_extra)
             eng_total += eng["wall_ms"]
             ref_total += ref["wall_ms"]
             report_cases.append(entry)
@@ -418,7 +419,7 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
         "repeats": repeats,
         "warmup": warmup,
         "max_steps": max_steps,
-        "prefetch_draws": prefetch if prefetch is not None else info.device == "cpu",
+        "fastpath": fastpath,
         "cases": report_cases,
         "summary": summary,
         "engine_vs_reference": round(eng_total / ref_total, 4) if ref_total else None,
@@ -443,12 +444,12 @@ def _count_engine_syncs(session: Any, model: Any, case: Case, settings: DenoiseS
 
 
 def _count_ref_syncs(model: Any, prompt: Any, max_new: int, settings: DenoiseSettings, seed: int,
-                     pad: int) -> tuple[float, float]:
+                     pad: int, extra: dict[str, Any]) -> tuple[float, float]:
     counter = SyncCounter()
     recorder = ForwardRecorder(model, False)
     with counter.counting(model):
         with recorder.installed():
-            run = run_reference(model, prompt, max_new, settings, seed, recorder, pad)
+            run = run_reference(model, prompt, max_new, settings, seed, recorder, pad, extra)
     steps = max(1, run.steps)
     return round((counter.total - counter.in_forward) / steps, 3), round(counter.in_forward / steps, 3)
 
@@ -477,9 +478,12 @@ def format_table(report: dict[str, Any]) -> str:
              f"{report['repeats']} repeats (medians)", HEADER]
     lines += [_row(c) for c in report["cases"]]
     s = report["summary"]
-    lines.append(f"identical ids (draft/rewrite): {'yes' if s['identical_ids_all'] else 'NO'}; draft overhead "
-                 f"outside the forward: {s['draft_overhead_share'] * 100:.1f}% (reference "
-                 f"{s['draft_reference_overhead_share'] * 100:.1f}%)")
+    same = "yes" if s["identical_ids_all"] else "NO"
+    if s["draft_overhead_share"] is None:
+        lines.append(f"identical ids (draft/rewrite): {same}")
+    else:
+        lines.append(f"identical ids (draft/rewrite): {same}; draft overhead outside the forward: "
+                     f"{s['draft_overhead_share'] * 100:.1f}% (reference {s['draft_reference_overhead_share'] * 100:.1f}%)")
     lines.append(f"engine_vs_reference {report['engine_vs_reference']}")
     return "\n".join(lines)
 
@@ -494,8 +498,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=int, default=48, help="max denoising steps per canvas")
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
     parser.add_argument("--no-syncs", action="store_true", help="skip the synchronisation-counting pass")
-    parser.add_argument("--prefetch", choices=["auto", "on", "off"], default="auto",
-                        help="draw random numbers on a helper thread (CPU); 'off' keeps our side single-threaded")
+    parser.add_argument("--fastpath", action="store_true",
+                        help="CUDA: our fast path vs generate() with a static cache (both compiled)")
     parser.add_argument("--plot", help="write a PNG of time per step (forward vs overhead) here")
     parser.add_argument("--out", help="also write the JSON report to this file")
     rs = parser.add_argument_group("real-shape forward benchmark")
@@ -535,10 +539,9 @@ def main_bench(argv: list[str]) -> int:
             if args.cases:
                 wanted = set(args.cases.split(","))
                 cases = [c for c in default_cases(_canvas_of(args.model or default_model_dir())) if c.name in wanted]
-            prefetch = {"auto": None, "on": True, "off": False}[args.prefetch]
             report = bench_model(
                 args.model or default_model_dir(), device=args.device, repeats=args.repeats, warmup=args.warmup,
-                max_steps=args.steps, cases=cases, count_syncs=not args.no_syncs, prefetch=prefetch,
+                max_steps=args.steps, cases=cases, count_syncs=not args.no_syncs, fastpath=args.fastpath,
                 log=None if args.json else _stderr_table(),
             )
             text = format_table(report)
