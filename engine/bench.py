@@ -134,7 +134,8 @@ class ForwardRecorder:
 class SyncCounter:
     """Counts host/device synchronisations in a block: every op that must read a device value back to the host.
 
-    A `TorchDispatchMode` sees `aten._local_scalar_dense` (`.item()`, `bool(t)`, `int(t)`), device->host copies,
+    A `TorchDispatchMode` sees scalar reads (`.item()`, `bool(t)`, `int(t)`: `_local_scalar_dense`, or `is_nonzero`
+    / `item` whole under inference mode), device->host copies,
     and ops whose output size depends on the data (`nonzero`, `masked_select`, `unique`, `bincount`, ...). It
     cannot see inside a kernel, so `torch.multinomial` is counted as the two `.item()` checks its source performs
     (`(max < inf) & (min >= 0)` and `sum == 0`). On the CPU, copies of CPU tensors are not ops at all, so our
@@ -142,7 +143,8 @@ class SyncCounter:
     forward are counted apart (the model's own syncs, the same on both sides).
     """
 
-    DATA_DEPENDENT = ("nonzero", "masked_select", "unique", "_unique", "bincount", "repeat_interleave", "histc")
+    DATA_DEPENDENT = ("nonzero", "masked_select", "unique", "_unique", "bincount", "repeat_interleave")
+    SCALAR_READS = ("_local_scalar_dense", "is_nonzero", "item", "equal")  # under inference mode some stay whole
 
     def __init__(self) -> None:
         self.total = 0
@@ -177,7 +179,7 @@ class SyncCounter:
     def _see(self, name: str, args: Any, kwargs: dict[str, Any]) -> None:
         if name == "multinomial":
             hit = 2
-        elif name == "_local_scalar_dense" or name.startswith(self.DATA_DEPENDENT):
+        elif name in self.SCALAR_READS or name.startswith(self.DATA_DEPENDENT):
             hit = 1
         elif name in ("_to_copy", "copy_"):
             hit = int(_device_to_host(name, args, kwargs))
@@ -227,6 +229,8 @@ class Run:
     new_tokens: int
     first_draft_s: float
     ids: list[int] = field(default_factory=list)
+    draw_s: float = 0.0  # ours only: drawing the sampler's random numbers
+    deliver_s: float = 0.0  # ours only: display decoding + event delivery (the listener)
 
 
 def _trim(ids: list[int], pad: int) -> list[int]:
@@ -255,7 +259,7 @@ def run_engine(session: Any, case: Case, settings: DenoiseSettings, recorder: Fo
     return Run(
         wall_s=end - start, steps=out.steps, forward_s=split["forward_s"], step_s=split["step_s"],
         encoder_s=split["encoder_s"], forwards=out.forwards, blocks=out.blocks, new_tokens=len(best.token_ids),
-        first_draft_s=first[0], ids=list(best.token_ids),
+        first_draft_s=first[0], ids=list(best.token_ids), draw_s=out.draw_seconds, deliver_s=out.deliver_seconds,
     )
 
 
@@ -296,6 +300,13 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
     step_ms = med([r.step_s / max(1, r.steps) * 1e3 for r in runs])
     fwd_ms = med([r.forward_s / max(1, r.steps) * 1e3 for r in runs])
     last = runs[-1]
+    draws_ms = med([r.draw_s / max(1, r.steps) * 1e3 for r in runs])
+    deliver_ms = med([r.deliver_s / max(1, r.steps) * 1e3 for r in runs])
+    detail = {} if not any(r.draw_s for r in runs) else {
+        "draws_ms_per_step": round(draws_ms, 4),
+        "deliver_ms_per_step": round(deliver_ms, 4),
+        "overhead_share_excluding_draws": round((step_ms - fwd_ms - draws_ms) / step_ms, 4) if step_ms else 0.0,
+    }
     return {
         "wall_ms": round(med([r.wall_s for r in runs]) * 1e3, 3),
         "wall_ms_all": [round(r.wall_s * 1e3, 3) for r in runs],
@@ -312,6 +323,7 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
         "overhead_share": round((step_ms - fwd_ms) / step_ms, 4) if step_ms else 0.0,
         "encoder_ms": round(med([r.encoder_s for r in runs]) * 1e3, 3),
         "outside_steps_ms": round(med([(r.wall_s - r.step_s - r.encoder_s) for r in runs]) * 1e3, 3),
+        **detail,
     }
 
 
@@ -404,6 +416,12 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
         if draft else None,
         "draft_reference_overhead_share": round(statistics.median(c["reference"]["overhead_share"] for c in draft), 4)
         if draft else None,
+        "draft_overhead_share_excluding_draws": round(
+            statistics.median(c["engine"]["overhead_share_excluding_draws"] for c in draft), 4) if draft else None,
+        "draft_draws_share": round(statistics.median(
+            c["engine"]["draws_ms_per_step"] / c["engine"]["step_ms"] for c in draft), 4) if draft else None,
+        "draft_deliver_share": round(statistics.median(
+            c["engine"]["deliver_ms_per_step"] / c["engine"]["step_ms"] for c in draft), 4) if draft else None,
     }
     return {
         "benchmark": "engine-vs-reference",
@@ -483,7 +501,10 @@ def format_table(report: dict[str, Any]) -> str:
         lines.append(f"identical ids (draft/rewrite): {same}")
     else:
         lines.append(f"identical ids (draft/rewrite): {same}; draft overhead outside the forward: "
-                     f"{s['draft_overhead_share'] * 100:.1f}% (reference {s['draft_reference_overhead_share'] * 100:.1f}%)")
+                     f"{s['draft_overhead_share'] * 100:.1f}% (reference {s['draft_reference_overhead_share'] * 100:.1f}%)"
+                     f"; of ours, random draws {s['draft_draws_share'] * 100:.1f}%, display + delivery "
+                     f"{s['draft_deliver_share'] * 100:.1f}%, excluding the draws "
+                     f"{s['draft_overhead_share_excluding_draws'] * 100:.1f}%")
     lines.append(f"engine_vs_reference {report['engine_vs_reference']}")
     return "\n".join(lines)
 

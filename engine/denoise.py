@@ -64,6 +64,7 @@ class DenoiseOutput:
     confidence: torch.Tensor  # float [B, blocks * L] (cpu), final confidence per generated token
     forward_seconds: float = 0.0  # decoder forwards only (device time on CUDA, measured with events)
     deliver_seconds: float = 0.0  # time spent in `on_step` (display decoding and event delivery)
+    draw_seconds: float = 0.0  # host time drawing the sampler's random numbers (the same draws generate() makes)
     total_seconds: float = 0.0
     syncs: int = 0
     first_step_seconds: float = 0.0
@@ -334,7 +335,9 @@ def denoise(
             timer.stop()
             processed = logits / temperatures[cur_step - 1]
             probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
+            drawn_at = time.perf_counter()
             qs, noise = _draw_step(gens, (batch, canvas_length, vocab), device)
+            out.draw_seconds += time.perf_counter() - drawn_at
             sampled = sample_with(probs, qs)
             new_argmax = torch.argmax(processed, dim=-1)
             entropy = token_entropy(processed)
