@@ -7,7 +7,7 @@ prompt and the earlier canvases as its clean prefix. After the answer come `<end
 what the sampler's canvas holds once a short answer is finished.
 
 Tasks (fractions in `TASK_WEIGHTS`):
-- draft:   the text before a sentence (or word) boundary -> the next one to five sentences.
+- draft:   the text before a sentence (or word) boundary -> the next two to six sentences.
 - rewrite: the presets of `engine.api.REWRITE_PRESETS`, with targets made mechanically from the corpus: shorter
            (keep the first half of the sentences), longer (add the next sentence), grammar (undo injected typos),
            formal/casual (expand/contract contractions), simplify (split at semicolons), and a free instruction
@@ -75,7 +75,7 @@ def _window(sents: list[str], rng: random.Random, lo: int, hi: int) -> tuple[int
 def _draft(sents: list[str], rng: random.Random) -> Turn:
     a, b = _window(sents, rng, 1, 8)
     before = " ".join(sents[a:b])
-    answer_sents = sents[b : b + rng.randint(1, 5)]
+    answer_sents = sents[b : b + rng.randint(2, 6)]
     answer = " " + " ".join(answer_sents)
     if rng.random() < 0.35:  # stop mid-sentence, at a word boundary: the writer's cursor is anywhere
         words = before.split(" ")

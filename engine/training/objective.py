@@ -19,7 +19,10 @@ Recipe (uniform-noise discrete diffusion, as in D3PM-uniform / UDLM, with Analog
    `self_conditioning_logits` (masked per example) to the second, trained pass.
 4. Loss: cross-entropy over ALL noisable canvas positions, corrupted or not. With uniform noise the model cannot
    tell which tokens are corrupt, and the sampler takes its argmax (and entropy) at every position, so every
-   position must be predicted; frozen positions (infill's pinned after-text) are excluded.
+   position must be predicted; frozen positions (infill's pinned after-text) are excluded. `<pad>` targets (the
+   slots after `<end_of_turn>`, which `_finalize_canvas` overwrites with pad anyway) weigh 0.1: at full weight
+   they dominate a small model's early training, and the sampler then accepts confident pads first and ends
+   drafts before they start (seen in a first run: empty drafts at step 400).
 """
 
 from __future__ import annotations
@@ -95,7 +98,10 @@ def noise(batch: Batch, t: torch.Tensor, vocab_size: int, generator: torch.Gener
     return torch.where(corrupt, random_ids, batch.target)
 
 
-def diffusion_loss(model, batch: Batch, self_conditioning_prob: float = 0.5) -> torch.Tensor:
+def diffusion_loss(
+    model, batch: Batch, self_conditioning_prob: float = 0.5, pad_id: int | None = None, pad_weight: float = 1.0
+) -> torch.Tensor:
+    """Mean cross-entropy over the noisable canvas positions; `<pad>` targets weigh `pad_weight`."""
     vocab = model.config.get_text_config().vocab_size
     b = batch.target.shape[0]
     cache = encode_prefix(model, batch)
@@ -108,6 +114,8 @@ def diffusion_loss(model, batch: Batch, self_conditioning_prob: float = 0.5) -> 
     logits = decode(model, batch, canvas, cache, sc_logits, sc_mask if sc_logits is not None else None)
     losses = F.cross_entropy(logits.flatten(0, 1), batch.target.flatten(), reduction="none").view_as(batch.target)
     weight = batch.noisable.float()
+    if pad_id is not None:
+        weight = torch.where(batch.target == pad_id, weight * pad_weight, weight)
     return (losses * weight).sum() / weight.sum().clamp(min=1)
 
 

@@ -33,10 +33,10 @@ from engine.training.objective import collate, denoising_accuracy, diffusion_los
 
 @dataclass(frozen=True)
 class Hyper:
-    steps: int = 2000
+    steps: int = 1200
     seed: int = 0
     batch_size: int = 16
-    lr: float = 1e-3
+    lr: float = 1.5e-3
     warmup: int = 100
     weight_decay: float = 0.01
     vocab_size: int = 4096
@@ -48,6 +48,7 @@ class Hyper:
     max_positions: int = 512
     max_prefix: int = 320
     self_conditioning_prob: float = 0.5
+    pad_weight: float = 0.1
     eval_examples: int = 96
     corpus: str = "web"  # "web" (Debian sword-text-web) or "sample" (built in, for tests)
     dtype: str = "bfloat16"  # dtype of the exported weights
@@ -166,7 +167,8 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, h)
         examples = batches_for_step(train_chapters, tokenizer, h, step)
-        loss = diffusion_loss(model, collate(examples, tokenizer.pad_token_id), h.self_conditioning_prob)
+        loss = diffusion_loss(model, collate(examples, tokenizer.pad_token_id), h.self_conditioning_prob,
+                              tokenizer.pad_token_id, h.pad_weight)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
