@@ -150,6 +150,16 @@ class SyncCounter:
         self.total = 0
         self.in_forward = 0
         self.depth = 0
+        self.marks: list[tuple[int, int]] = []  # (total, in_forward) at each decoder forward's start
+
+    def per_step(self) -> tuple[float, float]:
+        """Steady-state syncs per step outside and inside the decoder forward: counted from the first decoder
+        forward to the last, so once-per-request work (prompt, final checks) is not spread over the steps."""
+        if len(self.marks) < 2:
+            return float(self.total - self.in_forward), float(self.in_forward)
+        (t0, f0), (t1, f1) = self.marks[0], self.marks[-1]
+        steps = len(self.marks) - 1
+        return ((t1 - t0) - (f1 - f0)) / steps, (f1 - f0) / steps
 
     @contextmanager
     def counting(self, model: Any) -> Iterator[SyncCounter]:
@@ -165,6 +175,7 @@ class SyncCounter:
 
         def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
             def forward(*a: Any, **k: Any) -> Any:
+                self.marks.append((self.total, self.in_forward))
                 self.depth += 1
                 try:
                     return original(*a, **k)
@@ -456,9 +467,10 @@ def _count_engine_syncs(session: Any, model: Any, case: Case, settings: DenoiseS
     with counter.counting(model):
         session.run(case.build(settings), on_step=lambda e: None)
     out = session.last_output
-    extra = out.syncs if model.device.type == "cpu" else 0
-    steps = max(1, out.steps)
-    return round((counter.total - counter.in_forward + extra) / steps, 3), round(counter.in_forward / steps, 3)
+    outside, inside = counter.per_step()
+    if model.device.type == "cpu":  # our per-step host copy is no op on the CPU: add it from the loop's own count
+        outside += out.syncs / max(1, out.steps)
+    return round(outside, 3), round(inside, 3)
 
 
 def _count_ref_syncs(model: Any, prompt: Any, max_new: int, settings: DenoiseSettings, seed: int,
@@ -467,9 +479,9 @@ def _count_ref_syncs(model: Any, prompt: Any, max_new: int, settings: DenoiseSet
     recorder = ForwardRecorder(model, False)
     with counter.counting(model):
         with recorder.installed():
-            run = run_reference(model, prompt, max_new, settings, seed, recorder, pad, extra)
-    steps = max(1, run.steps)
-    return round((counter.total - counter.in_forward) / steps, 3), round(counter.in_forward / steps, 3)
+            run_reference(model, prompt, max_new, settings, seed, recorder, pad, extra)
+    outside, inside = counter.per_step()
+    return round(outside, 3), round(inside, 3)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def test_bench_json_reports_every_figure_and_ends_with_the_ratio(tiny_dir: Path,
         assert fig["steps"] <= 4
     # our loop copies one small tensor to the host per step; generate()'s multinomial checks cost two more
     assert draft["engine"]["syncs_per_step"] < draft["reference"]["syncs_per_step"]
-    assert draft["engine"]["syncs_per_step"] <= 1.5
+    assert draft["engine"]["syncs_per_step"] <= 1.0  # at most one small synchronisation per step
     assert report["summary"]["identical_ids_all"] is True
     assert plot.is_file() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
