@@ -313,6 +313,7 @@ def denoise(
         if fmask is not None:
             canvas = torch.where(fmask, fids, canvas)
         sc_logits: torch.Tensor | None = None
+        pinned: torch.Tensor | None = None  # the frozen slots' self-conditioning, the same every step
         mask_mapping = model.model.decoder.create_diffusion_decoder_attention_mask(
             config=config, inputs_embeds=canvas.unsqueeze(-1), past_key_values=cache,
             decoder_attention_mask=decoder_attention_mask,
@@ -358,7 +359,9 @@ def denoise(
                 entropy = token_entropy(processed)
             finished = finished | stopper(new_argmax, entropy, fmask)
             if fmask is not None:
-                processed = _pin_logits(processed, fmask, fids)
+                if pinned is None:
+                    pinned = _pinned_logits(processed, fids)
+                processed = torch.where(fmask.unsqueeze(-1), pinned, processed)
             sc_logits = processed.to(embed_dtype)
             canvas, argmax, conf = new_canvas, new_argmax, new_conf
 
@@ -412,8 +415,8 @@ def denoise(
     return out
 
 
-def _pin_logits(processed: torch.Tensor, fmask: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:
-    """Self-conditioning at frozen slots: a one-hot belief in the known token instead of the model's guess."""
+def _pinned_logits(processed: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:
+    """Self-conditioning at frozen slots: a one-hot belief in the known token instead of the model's guess
+    (built once per canvas; `torch.where` puts it at the frozen slots every step)."""
     pinned = torch.full_like(processed, torch.finfo(processed.dtype).min / 2)
-    pinned.scatter_(-1, fids.unsqueeze(-1), 0.0)
-    return torch.where(fmask.unsqueeze(-1), pinned, processed)
+    return pinned.scatter_(-1, fids.unsqueeze(-1), 0.0)
