@@ -206,6 +206,10 @@ class Assistant(QObject):
             request.request_id, kind, layout, start, end, self._probe(s, e), (s, e), time.perf_counter()
         )
         self.host.submit(request)
+        if e > s:  # show the original dimmed and struck through, not hidden under the selection colour
+            cursor = self.editor.textCursor()
+            cursor.clearSelection()
+            self.editor.setTextCursor(cursor)
         self._set_state("denoising")
         self._show()
         log.debug("%s request %s submitted", kind, request.request_id)

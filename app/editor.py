@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QRect, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFont, QFontDatabase, QKeyEvent, QKeySequence, QPainter, QPaintEvent, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QLineEdit,
+    QPlainTextDocumentLayout,
     QPlainTextEdit,
     QPushButton,
     QToolButton,
@@ -30,6 +31,22 @@ def count_words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
+class _ReservingLayout(QPlainTextDocumentLayout):
+    """The plain-text layout, plus optional empty space below one block, so an overlay can be drawn there
+    without covering the writer's text and without changing the document (no undo entry, no modification)."""
+
+    def __init__(self, document: QTextDocument) -> None:
+        super().__init__(document)
+        self.reserved: tuple[int, float] | None = None  # (block number, pixels)
+
+    def blockBoundingRect(self, block) -> QRectF:  # noqa: ANN001, N802 - Qt virtual
+        rect = super().blockBoundingRect(block)
+        if self.reserved is not None and block.isValid() and block.blockNumber() == self.reserved[0]:
+            if rect.height() > 0:
+                rect.setHeight(rect.height() + self.reserved[1])
+        return rect
+
+
 class Editor(QPlainTextEdit):
     """A plain-text/Markdown editor for prose."""
 
@@ -39,6 +56,9 @@ class Editor(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("editor")
+        document = QTextDocument(self)
+        document.setDocumentLayout(_ReservingLayout(document))
+        self.setDocument(document)  # before any signal hookup, so the view follows this layout
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setTabChangesFocus(False)
         self.document().setDocumentMargin(24)
@@ -59,6 +79,23 @@ class Editor(QPlainTextEdit):
         cursor = QTextCursor(self.document())
         cursor.setPosition(max(0, min(position, self.document().characterCount() - 1)))
         return self.cursorRect(cursor)
+
+    def reserve_below(self, position: int | None, pixels: float = 0.0) -> None:
+        """Leave `pixels` of empty space below the paragraph holding `position` (None: no space anywhere)."""
+        layout = self.document().documentLayout()
+        if not isinstance(layout, _ReservingLayout):
+            return
+        wanted = None
+        if position is not None and pixels > 0:
+            wanted = (self.document().findBlock(position).blockNumber(), float(round(pixels)))
+        if wanted != layout.reserved:
+            layout.reserved = wanted
+            self.viewport().update()
+
+    def paragraph_end(self, position: int) -> int:
+        """The position at the end of the paragraph holding `position`."""
+        block = self.document().findBlock(position)
+        return block.position() + max(0, block.length() - 1)
 
     def paintEvent(self, e: QPaintEvent) -> None:
         super().paintEvent(e)

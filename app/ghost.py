@@ -74,6 +74,7 @@ class GhostPainter(QObject):
         self.content = None
         self._marked = None
         self.editor.setExtraSelections([])
+        self.editor.reserve_below(None)
         self._timer.stop()
         self._repaint()
 
@@ -121,37 +122,35 @@ class GhostPainter(QObject):
         left = editor.contentOffset().x() + margin
         right = editor.viewport().width() - margin
         line_h = fm.lineSpacing()
-        if content.layout == "inline":
-            anchor = editor.rect_for_position(end)
-            x0, y0 = float(anchor.left() + 1), float(anchor.top())
+        anchor = editor.rect_for_position(end)
+        paragraph_bottom = float(editor.rect_for_position(editor.paragraph_end(end)).bottom())
+        at_end = editor.paragraph_end(end) == end
+        card = not (content.layout == "inline" and at_end and not content.error)
+        if card:
+            x0, y0 = left, paragraph_bottom + 2 + CARD_PAD
         else:
-            anchor = editor.rect_for_position(end)
-            x0, y0 = left, float(anchor.bottom() + 4 + CARD_PAD)
+            x0, y0 = float(anchor.left() + 1), float(anchor.top())
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = editor.palette()
+        accent = pal.color(QPalette.ColorRole.Highlight)
         if content.error:
-            self._paint_error(painter, content.error, x0, y0, left, right, fm, font, pal)
+            bottom = self._paint_error(painter, content.error, y0, left, right, fm, font, pal)
+            editor.reserve_below(end, bottom - paragraph_bottom + 2)
             return
         pieces, lines = _layout(content.spans, fm, x0, y0, left, right)
-        base = pal.color(QPalette.ColorRole.Base)
-        accent = pal.color(QPalette.ColorRole.Highlight)
-        # The card keeps the ghost readable over whatever lies beneath it (never over the anchor line's text
-        # before the cursor).
-        card_fill = QColor(base)
+        if card and content.layout == "inline":  # where the text will go, when the card sits below
+            painter.fillRect(QRectF(anchor.left() - 1, anchor.top(), 2.5, anchor.height()), accent)
         tint = QColor(accent)
         tint.setAlpha(22)
-        for i, (lx, ly, rx) in enumerate(lines):
-            rect = QRectF(lx - 2, ly, max(rx - lx, fm.averageCharWidth()) + 4, line_h)
-            if content.layout == "below":
-                rect = QRectF(left - CARD_PAD, ly - (CARD_PAD if i == 0 else 0), right - left + 2 * CARD_PAD,
-                              line_h + (CARD_PAD if i == 0 else 0) + (CARD_PAD if i == len(lines) - 1 else 0))
-            painter.fillRect(rect, card_fill)
-            painter.fillRect(rect, tint)
-        if content.layout == "below" and lines:
+        if card and lines:
             top = lines[0][1] - CARD_PAD
             bottom = lines[-1][1] + line_h + CARD_PAD
-            painter.setPen(QPen(accent, 1.0))
+            painter.fillRect(QRectF(left - CARD_PAD, top, right - left + 2 * CARD_PAD, bottom - top), tint)
+            painter.setPen(QPen(accent, 2.0))
             painter.drawLine(QPointF(left - CARD_PAD, top), QPointF(left - CARD_PAD, bottom))
+        else:
+            for lx, ly, rx in lines:
+                painter.fillRect(QRectF(lx - 2, ly, max(rx - lx, fm.averageCharWidth()) + 4, line_h), tint)
         painter.setFont(font)
         ink = pal.color(QPalette.ColorRole.Text)
         for p in pieces:
@@ -159,12 +158,15 @@ class GhostPainter(QObject):
             color.setAlphaF(0.22 + 0.58 * max(0.0, min(1.0, p.confidence)))
             painter.setPen(color)
             painter.drawText(QPointF(p.x, p.y + fm.ascent()), p.text)
+        bottom = (lines[-1][1] if lines else y0) + line_h + (CARD_PAD if card else 0)
         if content.badge:
             lx, ly, rx = lines[-1] if lines else (x0, y0, x0)
-            self._paint_badge(painter, content.badge, rx + 8, ly, right, line_h, pal)
+            bottom = max(bottom, self._paint_badge(painter, content.badge, rx + 8, ly, right, line_h, pal))
+        # Room below the paragraph for what does not fit on the anchor's line: nothing the writer wrote is hidden.
+        editor.reserve_below(end, bottom - paragraph_bottom + 2 if bottom > paragraph_bottom else 0)
 
     def _paint_badge(self, painter: QPainter, text: str, x: float, y: float, right: float, line_h: float,
-                     pal: QPalette) -> None:
+                     pal: QPalette) -> float:
         font = QFont(self.editor.font())
         font.setPointSizeF(max(7.0, font.pointSizeF() * 0.72))
         fm = QFontMetricsF(font)
@@ -180,13 +182,12 @@ class GhostPainter(QObject):
         painter.setPen(pal.color(QPalette.ColorRole.HighlightedText))
         painter.setFont(font)
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+        return y + line_h
 
-    def _paint_error(self, painter: QPainter, message: str, x0: float, y0: float, left: float, right: float,
-                     fm: QFontMetricsF, font: QFont, pal: QPalette) -> None:
-        pieces, lines = _layout((Span("⚠ " + message, 1.0),), fm, left + CARD_PAD, y0 + fm.lineSpacing() + 4,
+    def _paint_error(self, painter: QPainter, message: str, y0: float, left: float, right: float,
+                     fm: QFontMetricsF, font: QFont, pal: QPalette) -> float:
+        pieces, lines = _layout((Span("⚠ " + message, 1.0),), fm, left + CARD_PAD, y0,
                                 left + CARD_PAD, right - CARD_PAD)
-        if not lines:
-            return
         top = lines[0][1] - CARD_PAD
         bottom = lines[-1][1] + fm.lineSpacing() + CARD_PAD
         rect = QRectF(left - CARD_PAD, top, right - left + 2 * CARD_PAD, bottom - top)
@@ -200,6 +201,7 @@ class GhostPainter(QObject):
         painter.setFont(plain)
         for p in pieces:
             painter.drawText(QPointF(p.x, p.y + fm.ascent()), p.text)
+        return bottom
 
 
 def _blend(pal: QPalette, amount: float) -> QColor:

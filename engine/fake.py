@@ -69,6 +69,8 @@ class FakeEngine:
     `texts`: final texts (one per alternative, cycled) or a function of the request. `steps`: denoising steps.
     `step_delay`: seconds per step. `busy`: spend the delay in a Python loop (holds the GIL) instead of waiting.
     `fail_at_step` + `error`: raise `error` when that step starts. `load_error`: raise it from `load`.
+    `hold_at_step`: after reporting that step, wait until `release` is set (or the request is cancelled), so a
+    test can look at a mid-denoising state for as long as it likes.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class FakeEngine:
         load_error: EngineError | None = None,
         load_steps: int = 4,
         load_delay: float = 0.0,
+        hold_at_step: int | None = None,
         name: str = "fake-engine",
     ) -> None:
         if steps < 1:
@@ -96,6 +99,8 @@ class FakeEngine:
         self.load_error = load_error
         self.load_steps = load_steps
         self.load_delay = load_delay
+        self.hold_at_step = hold_at_step
+        self.release = threading.Event()
         self.name = name
         self.requests: list[Request] = []
         self.thread_names: list[str] = []
@@ -177,6 +182,10 @@ class FakeEngine:
                 on_step(
                     StepEvent(request.request_id, step, self.steps, 0, views, time.perf_counter() - start)
                 )
+            if step == self.hold_at_step:
+                while not self.release.wait(0.01):
+                    if cancel is not None and cancel.is_set():
+                        return self._result(request, finals, start, first_draft, step, cancelled=True)
         return self._result(request, finals, start, first_draft, self.steps, cancelled=False)
 
     # -- helpers --------------------------------------------------------------------------------------------------

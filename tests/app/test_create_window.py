@@ -23,6 +23,7 @@ def test_fake_engine_window_loads_and_drafts(qtbot):
     window.editor.setPlainText("Hi")
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=10_000)
+    window.editor.document().setModified(False)
     window.close()
     assert not window.host.alive
 
@@ -34,6 +35,7 @@ def test_without_a_model_the_window_says_so(qtbot, monkeypatch, tmp_path):
     assert window.model_state == "not loaded"
     assert window.modelLabel.text() == "No model"
     assert "Load model folder" in window.statusBar().currentMessage()
+    window.editor.document().setModified(False)
     window.close()
 
 
@@ -43,6 +45,7 @@ def test_missing_model_folder_is_a_clear_error(qtbot, tmp_path):
     qtbot.addWidget(window)
     qtbot.waitUntil(lambda: window.model_state == "error", timeout=10_000)
     assert str(missing) in window.modelLabel.toolTip()
+    window.editor.document().setModified(False)
     window.close()
 
 
@@ -56,4 +59,5 @@ def test_the_configured_model_folder_is_used(qtbot, tmp_path):
     qtbot.addWidget(window)
     qtbot.waitUntil(lambda: window.model_state == "ready", timeout=10_000)
     assert window.model_dir == str(folder)
+    window.editor.document().setModified(False)
     window.close()

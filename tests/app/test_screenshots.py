@@ -1,0 +1,142 @@
+"""Screenshots of every ghost-text state, rendered offscreen from the real window with the scripted engine.
+
+By default they go to a temporary folder and the test checks that each state looks different; with
+`LETTERPRESS_SCREENSHOTS=docs/screenshots` they refresh the pictures the README shows.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
+
+from app.theme import apply_theme
+from engine.api import GenerationError
+from engine.fake import FakeEngine
+from tests.helpers.gui import build_window, ghost_state, isolate_user_dirs, set_text
+
+DOC = (
+    "The harbour\n\n"
+    "In the morning the harbour was quiet, and the boats rested on the grey water until the wind came.\n\n"
+    "By noon the gulls had returned. Everybody in the village seemed to have something to say about the "
+    "weather, but nobody could say what it would do next, which was very annoying to all of them."
+)
+DRAFTS = [
+    " The first boats slipped out past the breakwater, their engines coughing in the cold.",
+    " Old Marta was already on the quay, mending a net that did not need mending.",
+    " Somewhere a radio played a song nobody had asked for.",
+]
+REWRITE = "Nobody in the village could agree on what the weather would do next."
+INFILL = "Then, all at once, the wind turned and the water went dark."
+
+
+@pytest.fixture(autouse=True)
+def _user_dirs(monkeypatch, tmp_path):
+    isolate_user_dirs(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def out_dir(tmp_path) -> Path:
+    target = os.environ.get("LETTERPRESS_SCREENSHOTS")
+    folder = Path(target) if target else tmp_path / "shots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def shoot(qtbot, window, path: Path) -> QImage:
+    window.assistant.ghost.flush()
+    qtbot.waitUntil(lambda: window.wordsLabel.text() != "0 words", timeout=3000)
+    qtbot.wait(50)
+    window.grab().save(str(path))
+    return QImage(str(path))
+
+
+def scripted(texts, **kwargs):
+    def script(request):
+        if request.kind == "rewrite":
+            return [REWRITE]
+        if request.kind == "infill":
+            return [INFILL]
+        return texts
+    return FakeEngine(texts=script, **kwargs)
+
+
+def open_window(qtbot, engine, settings=None, *, dark=False):
+    apply_theme(QApplication.instance(), "dark" if dark else "light")
+    window = build_window(qtbot, engine, settings=settings)
+    window.resize(980, 600)
+    return window
+
+
+def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
+    from app.settings import Settings
+
+    settings = Settings(config_dir=tmp_path / "cfg")
+    images: dict[str, QImage] = {}
+    para_end = DOC.index("\n\nBy noon")
+    sentence = DOC.index("Everybody")
+
+    window = open_window(qtbot, scripted(DRAFTS, steps=12, hold_at_step=4), settings)
+    set_text(window, DOC, cursor=para_end)
+    images["idle"] = shoot(qtbot, window, out_dir / "1-idle.png")
+
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: "step 4/12" in window.assistant.ghost.content.badge, timeout=5000)
+    images["denoising"] = shoot(qtbot, window, out_dir / "2-draft-denoising.png")
+    window.host.engine.release.set()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
+    window.actionNextAlternative.trigger()
+    assert window.assistant.alternatives == (1, 3)
+    images["alternatives"] = shoot(qtbot, window, out_dir / "3-draft-ready-alternative-2-of-3.png")
+    window.actionDismissSuggestion.trigger()
+
+    window.host.engine.hold_at_step = None
+    set_text(window, DOC, select=(sentence, len(DOC)))
+    window.actionRewrite.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
+    images["rewrite"] = shoot(qtbot, window, out_dir / "4-rewrite.png")
+    window.actionDismissSuggestion.trigger()
+
+    set_text(window, DOC.replace("\n\nBy noon", "\n\n\nBy noon"), cursor=para_end + 1)
+    window.actionInfill.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
+    images["infill"] = shoot(qtbot, window, out_dir / "5-infill.png")
+    window.actionDismissSuggestion.trigger()
+    window.editor.document().setModified(False)
+    window.close()
+
+    failing = scripted(DRAFTS, steps=6, fail_at_step=3,
+                       error=GenerationError("The GPU ran out of memory for this request. Try fewer alternatives "
+                                             "or a shorter selection; the model stays loaded."))
+    window = open_window(qtbot, failing, dark=True)
+    set_text(window, DOC, cursor=para_end)
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "error", timeout=5000)
+    images["error"] = shoot(qtbot, window, out_dir / "6-error-dark.png")
+    window.editor.document().setModified(False)
+    window.close()
+    apply_theme(QApplication.instance(), "light")
+
+    for name, image in images.items():
+        assert not image.isNull() and image.width() >= 900, name
+    for name in ("denoising", "alternatives", "rewrite", "infill"):
+        assert images[name] != images["idle"], f"{name} should look different from idle"
+    assert images["denoising"] != images["alternatives"]
+
+
+def test_ghost_text_never_covers_the_writers_text(qtbot):
+    window = open_window(qtbot, scripted([DRAFTS[0] * 3], steps=2))
+    para_end = DOC.index("\n\nBy noon")
+    set_text(window, DOC, cursor=para_end)
+    next_para = DOC.index("By noon")
+    before = window.editor.rect_for_position(next_para).top()
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
+    window.assistant.ghost.flush()
+    qtbot.waitUntil(lambda: window.editor.rect_for_position(next_para).top() > before, timeout=3000)
+    window.actionDismissSuggestion.trigger()
+    qtbot.waitUntil(lambda: window.editor.rect_for_position(next_para).top() == before, timeout=3000)
+    assert not window.editor.document().isModified()
