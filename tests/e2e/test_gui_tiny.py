@@ -1,0 +1,163 @@
+"""The real window, the real engine thread and the real `engine.session.Session` on a tiny random checkpoint.
+
+A random tiny model writes nonsense, but nonsense that arrives the way real text does: step by step, in the
+engine thread, through the same signals. These tests check what the writer sees and that the UI never stalls.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+
+from tests.helpers.gui import ghost_state, ghost_text, isolate_user_dirs, record_ghost_texts, set_text
+
+pytest.importorskip("engine.session", reason="the real engine is not available")
+pytestmark = pytest.mark.slow
+
+SETTINGS_TOML = """
+[denoise]
+steps = 16
+alternatives = 3
+
+[draft]
+length = 32
+"""
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from engine.tiny import make_tiny
+
+    return make_tiny(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture
+def window(qtbot, tiny_model, monkeypatch, tmp_path):
+    isolate_user_dirs(monkeypatch, tmp_path)
+    (tmp_path / "config" / "settings.toml").write_text(SETTINGS_TOML, encoding="utf-8")
+    import app
+
+    win = app.create_window(["--model", str(tiny_model), "--device", "cpu"])
+    win.show()
+    qtbot.waitExposed(win)
+    win.activateWindow()
+    win.editor.setFocus()
+    qtbot.waitUntil(lambda: win.model_state in ("ready", "error"), timeout=120_000)
+    assert win.model_state == "ready", win.modelLabel.toolTip()
+    yield win
+    win.editor.document().setModified(False)  # nothing to save: skip the unsaved-work prompt
+    win.close()
+    win.deleteLater()
+
+
+def run_to_ready(qtbot, win, trigger):
+    seen = record_ghost_texts(win)
+    trigger()
+    assert ghost_state(win) == "denoising"
+    qtbot.waitUntil(lambda: ghost_state(win) in ("ready", "error"), timeout=120_000)
+    assert ghost_state(win) == "ready", win.statusBar().currentMessage()
+    return seen()
+
+
+def test_draft_updates_over_steps_accepts_as_one_undo_step(qtbot, window):
+    text = "The harbour was quiet in the morning. "
+    set_text(window, text)
+    seen = run_to_ready(qtbot, window, window.actionDraft.trigger)
+    assert len(seen) >= 2, "the ghost text should change while it denoises"
+    suggestion = ghost_text(window)
+    assert window.editor.toPlainText() == text
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == text + suggestion
+    window.editor.undo()
+    assert window.editor.toPlainText() == text
+    assert ghost_state(window) == "idle"
+    assert "steps" in window.statsLabel.text()
+
+
+def test_rewrite_and_alternatives(qtbot, window):
+    text = "Dear team,\n\nthe meeting is moved to friday because lots of people cant come."
+    start = text.index("the")
+    set_text(window, text, select=(start, len(text)))
+    run_to_ready(qtbot, window, window.actionRewrite.trigger)
+    index, count = window.assistant.alternatives
+    assert count >= 1
+    if count > 1:
+        first = ghost_text(window)
+        qtbot.keyClick(window.editor, Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier)
+        assert window.assistant.alternatives[0] == 1
+        qtbot.keyClick(window.editor, Qt.Key.Key_BracketLeft, Qt.KeyboardModifier.AltModifier)
+        assert ghost_text(window) == first
+    suggestion = ghost_text(window)
+    window.actionAcceptSuggestion.trigger()
+    assert window.editor.toPlainText() == text[:start] + suggestion
+    window.editor.undo()
+    assert window.editor.toPlainText() == text
+
+
+def test_infill_keeps_the_text_after_the_gap(qtbot, window):
+    before, after = "It was the best of times,\n", "\nit was the age of foolishness."
+    set_text(window, before + after, cursor=len(before))
+    run_to_ready(qtbot, window, window.actionInfill.trigger)
+    middle = ghost_text(window)
+    window.actionAcceptSuggestion.trigger()
+    assert window.editor.toPlainText() == before + middle + after
+
+
+def test_escape_partial_accept_and_typing_during_denoising(qtbot, window):
+    text = "Once upon a time"
+    set_text(window, text)
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_text(window) != "", timeout=60_000)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
+    assert window.editor.toPlainText() == text and ghost_state(window) == "idle"
+
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_text(window) != "", timeout=60_000)
+    cursor = window.editor.textCursor()
+    cursor.setPosition(0)
+    window.editor.setTextCursor(cursor)
+    qtbot.keyClicks(window.editor, "Typed. ")  # outside the suggestion: it stays anchored at the end
+    qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=120_000)
+    assert window.editor.toPlainText() == "Typed. " + text
+    if ghost_state(window) == "ready":
+        suggestion = ghost_text(window)
+        window.actionAcceptWord.trigger()
+        accepted = window.editor.toPlainText()[len("Typed. " + text):]
+        assert accepted and suggestion.startswith(accepted)
+        window.editor.undo()
+    assert window.editor.toPlainText() == "Typed. " + text
+
+
+def test_ui_event_loop_never_stalls_during_generation(qtbot, window, record_property):
+    """A 5 ms QTimer probe runs while the tiny model generates; the longest gap is the UI's worst stall."""
+    window.settings.update({"draft.length": 256, "denoise.steps": 48})  # several seconds of CPU work
+    set_text(window, "The quick brown fox jumps over the lazy dog. " * 20)
+    gaps: list[float] = []
+    clock = QElapsedTimer()
+    probe = QTimer()
+    probe.setInterval(5)
+    probe.setTimerType(Qt.TimerType.PreciseTimer)
+
+    def tick():
+        gaps.append(clock.nsecsElapsed() / 1e6)
+        clock.restart()
+
+    probe.timeout.connect(tick)
+    clock.start()
+    probe.start()
+    started = time.perf_counter()
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=120_000)
+    probe.stop()
+    generation = time.perf_counter() - started
+    worst = max(gaps[1:]) - 5.0
+    record_property("ui_worst_stall_ms", round(worst, 1))
+    record_property("generation_seconds", round(generation, 2))
+    print(f"\nUI worst stall {worst:.1f} ms over {generation:.2f} s of generation ({len(gaps)} probe ticks)")
+    assert ghost_state(window) == "ready"
+    assert len(gaps) > 100, "the probe must have run through a real stretch of generation"
+    assert worst < 50.0, f"the UI stalled for {worst:.1f} ms while the engine ran"
