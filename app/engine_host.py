@@ -25,6 +25,7 @@ from engine.api import (
     Engine,
     EngineError,
     GenerationError,
+    LoadCancelledError,
     LoadProgress,
     ModelInfo,
     Quantization,
@@ -195,6 +196,8 @@ class EngineHost(QObject):
 
     def _do_load(self, item: _Load) -> None:
         if item.cancel.is_set():
+            if item.cancel is self._load_cancel:  # cancelled before it started (not replaced): say so
+                self._loadFailedX.emit(LoadCancelledError("Loading was cancelled."))
             return
         self._loadStartedX.emit(item.model_dir)
         try:
