@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 _WORD = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
 DEFAULT_POINT_SIZE = 12
+LARGE_DOCUMENT = 200_000  # characters
 
 
 def count_words(text: str) -> int:
@@ -70,7 +71,7 @@ class Editor(QPlainTextEdit):
         self._words = 0
         self._count_timer = QTimer(self, singleShot=True, interval=250)
         self._count_timer.timeout.connect(self._recount)
-        self.textChanged.connect(self._count_timer.start)
+        self.textChanged.connect(self._schedule_count)
 
     # -- hooks ---------------------------------------------------------------------------------------------------
 
@@ -125,8 +126,14 @@ class Editor(QPlainTextEdit):
     def word_count(self) -> int:
         return self._words
 
+    def _schedule_count(self) -> None:
+        # Counting a 10 MB document takes a while; in big documents count less often and with a cheaper rule.
+        big = self.document().characterCount() > LARGE_DOCUMENT
+        self._count_timer.start(1500 if big else 250)
+
     def _recount(self) -> None:
-        words = count_words(self.toPlainText())
+        text = self.toPlainText()
+        words = count_words(text) if len(text) <= LARGE_DOCUMENT else len(text.split())
         if words != self._words:
             self._words = words
             self.wordCountChanged.emit(words)

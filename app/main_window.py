@@ -169,6 +169,8 @@ class MainWindow(QMainWindow):
         self.actionZoomReset = self._action("actionZoomReset", "&Actual size", e.zoom_reset, ["Ctrl+0"])
         self.actionLoadModel = self._action("actionLoadModel", "&Load model folder…", self.choose_model_folder)
         self.actionCancelLoad = self._action("actionCancelLoad", "&Cancel loading", self.host.cancel_load)
+        self.actionCommandPalette = self._action("actionCommandPalette", "Command &palette…", self.command_palette,
+                                                 ["Ctrl+Shift+P"])
         self.actionQuit = self._action("actionQuit", "&Quit", self.close, [QKeySequence.StandardKey.Quit])
         for act in (self.actionUndo, self.actionRedo):
             act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the editor handles its own keys
@@ -190,6 +192,8 @@ class MainWindow(QMainWindow):
         self.menuView = bar.addMenu("&View")
         self.menuView.setObjectName("menuView")
         self.menuView.addActions([self.actionZoomIn, self.actionZoomOut, self.actionZoomReset])
+        self.menuView.addSeparator()
+        self.menuView.addAction(self.actionCommandPalette)
         self.menuAssist = bar.addMenu("&Assist")
         self.menuAssist.setObjectName("menuAssist")
         self.menuAssist.addAction(self.actionDraft)
@@ -261,6 +265,28 @@ class MainWindow(QMainWindow):
                 self.assistant.rewrite(text.strip())
             else:
                 self.assistant.draft(text.strip())
+
+    def palette_commands(self) -> dict[str, QAction]:
+        """Every enabled menu command by its label (what the command palette offers)."""
+        commands: dict[str, QAction] = {}
+
+        def walk(menu: QMenu, prefix: str) -> None:
+            for act in menu.actions():
+                if act.menu() is not None:
+                    walk(act.menu(), f"{prefix}{act.text().replace('&', '')} ▸ ")
+                elif act.text() and act.isEnabled() and act is not self.actionCommandPalette:
+                    commands[prefix + act.text().replace("&", "").rstrip("…")] = act
+
+        for top in self.menuBar().actions():
+            if top.menu() is not None:
+                walk(top.menu(), f"{top.text().replace('&', '')} ▸ ")
+        return commands
+
+    def command_palette(self) -> None:
+        commands = self.palette_commands()
+        name, ok = QInputDialog.getItem(self, "Command palette", "Run a command:", sorted(commands), 0, False)
+        if ok and name in commands:
+            commands[name].trigger()
 
     def choose_model_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Choose a DiffusionGemma model folder", self.model_dir or "")

@@ -317,3 +317,44 @@ def test_find_and_replace_all_is_one_undo_step(qtbot):
     assert window.editor.toPlainText() == "dog and dog and dog"
     window.editor.undo()
     assert window.editor.toPlainText() == "cat and cat and Cat"
+
+
+def test_command_palette_lists_the_rewrite_presets(qtbot):
+    window = build_window(qtbot, FakeEngine(texts=["Short."], steps=2))
+    commands = window.palette_commands()
+    assert "Assist ▸ Rewrite as ▸ Shorter" in commands
+    assert "Assist ▸ Accept suggestion" not in commands, "only what can run now is offered"
+    set_text(window, "A long sentence here.", select=(0, 21))
+    commands["Assist ▸ Rewrite as ▸ Shorter"].trigger()
+    wait_ready(qtbot, window)
+    assert window.host.engine.requests[-1].instruction.startswith("Make it shorter")
+
+
+def test_word_count_of_a_large_document_stays_cheap(qtbot):
+    window = build_window(qtbot, FakeEngine())
+    set_text(window, "word " * 300_000)
+    qtbot.waitUntil(lambda: window.wordsLabel.text() == "300,000 words", timeout=10_000)
+
+
+def test_undo_after_typing_then_accepting_only_removes_the_suggestion(qtbot):
+    window = build_window(qtbot, FakeEngine(texts=[" and more."], steps=2))
+    set_text(window, "")
+    qtbot.keyClicks(window.editor, "I typed this")
+    window.actionDraft.trigger()
+    wait_ready(qtbot, window)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == "I typed this and more."
+    qtbot.keyClick(window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert window.editor.toPlainText() == "I typed this"
+    qtbot.keyClick(window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert window.editor.toPlainText() == "I typed this and more."
+    assert ghost_state(window) == "idle"
+
+
+def test_zooming_keeps_the_suggestion(qtbot):
+    window = build_window(qtbot, FakeEngine(texts=[" kept."], steps=2))
+    set_text(window, "Zoom")
+    window.actionDraft.trigger()
+    wait_ready(qtbot, window)
+    window.actionZoomIn.trigger()
+    assert ghost_state(window) == "ready" and ghost_text(window) == " kept."
