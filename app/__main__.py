@@ -35,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.fake_engine and "=" not in args.fake_engine:  # `--fake-engine notes.md`: a file, not a SPEC
+        args.files.insert(0, args.fake_engine)
+        args.fake_engine = ""
+    return args
 
 
 def fake_engine_factory(spec: str) -> Callable[[], Any]:

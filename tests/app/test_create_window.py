@@ -61,3 +61,11 @@ def test_the_configured_model_folder_is_used(qtbot, tmp_path):
     assert window.model_dir == str(folder)
     window.editor.document().setModified(False)
     window.close()
+
+
+def test_arguments():
+    args = entry.parse_args(["--fake-engine", "notes.md", "--device", "cpu"])
+    assert args.fake_engine == "" and args.files == ["notes.md"] and args.device == "cpu"
+    args = entry.parse_args(["--fake-engine", "steps=3,fail_at=2"])
+    engine = entry.fake_engine_factory(args.fake_engine)()
+    assert engine.steps == 3 and engine.fail_at_step == 2
