@@ -273,7 +273,11 @@ class Assistant(QObject):
     @Slot(object)
     def _on_finished(self, result: Result) -> None:
         sug = self._current(result.request_id)
-        if sug is None or result.cancelled:
+        if sug is None:
+            return
+        if result.cancelled:  # stopped from elsewhere (e.g. a model being loaded): nothing is left to show
+            self._drop(cancel=False)
+            self.message.emit("The suggestion was stopped before it finished.")
             return
         sug.running = False
         finals: list[tuple[Span, ...]] = []

@@ -358,3 +358,14 @@ def test_zooming_keeps_the_suggestion(qtbot):
     wait_ready(qtbot, window)
     window.actionZoomIn.trigger()
     assert ghost_state(window) == "ready" and ghost_text(window) == " kept."
+
+
+def test_loading_a_model_stops_the_running_suggestion_cleanly(qtbot):
+    window = build_window(qtbot, FakeEngine(steps=50, step_delay=0.05))
+    set_text(window, "Text")
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_text(window) != "", timeout=5000)
+    window.load_model("fake")
+    qtbot.waitUntil(lambda: ghost_state(window) == "idle", timeout=5000)
+    qtbot.waitUntil(lambda: window.model_state == "ready", timeout=5000)
+    assert window.editor.toPlainText() == "Text"
