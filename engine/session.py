@@ -150,8 +150,14 @@ class Session:
         max_new = self._max_new_tokens(request, canvas)
         budget = info.context_length - math.ceil(max_new / canvas) * canvas
         if budget < 8:
+            if isinstance(request, RewriteRequest):
+                raise PromptTooLongError(
+                    "The selection is too long for the model to rewrite at once (it can read about "
+                    f"{info.context_length // 3:,} tokens of it). Select a shorter passage, a few paragraphs at a time."
+                )
             raise PromptTooLongError(
-                f"Asking for {max_new:,} new tokens leaves no room for the text before it; ask for less."
+                f"Asking for {max_new:,} new tokens leaves no room for the text before it; ask for fewer "
+                "(Settings ▸ Draft length)."
             )
         prompt = prompts.build_prompt(tok, request, budget)
         seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)

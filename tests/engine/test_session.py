@@ -98,6 +98,11 @@ def test_selection_longer_than_the_context_is_refused(session) -> None:
                                    settings=FAST))
 
 
+def test_whole_long_document_rewrite_says_to_select_less(session) -> None:
+    with pytest.raises(PromptTooLongError, match="Select a shorter passage"):
+        session.run(RewriteRequest(selection="word " * 6000, instruction="Shorter.", settings=FAST))
+
+
 def test_out_of_memory_is_reported_and_session_stays_usable(session, monkeypatch) -> None:
     import engine.session as session_module
 
