@@ -369,3 +369,17 @@ def test_loading_a_model_stops_the_running_suggestion_cleanly(qtbot):
     qtbot.waitUntil(lambda: ghost_state(window) == "idle", timeout=5000)
     qtbot.waitUntil(lambda: window.model_state == "ready", timeout=5000)
     assert window.editor.toPlainText() == "Text"
+
+
+def test_tab_while_denoising_accepts_exactly_what_is_visible_and_stops(qtbot):
+    engine = FakeEngine(texts=[" final words here"], steps=10, hold_at_step=3)
+    window = build_window(qtbot, engine)
+    set_text(window, "Now")
+    with qtbot.waitSignal(window.host.finished, timeout=5000) as finished:
+        window.actionDraft.trigger()
+        qtbot.waitUntil(lambda: "step 3/10" in window.assistant.ghost.content.badge, timeout=5000)
+        visible = ghost_text(window)
+        qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert finished.args[0].cancelled
+    assert window.editor.toPlainText() == "Now" + visible
+    assert ghost_state(window) == "idle"
