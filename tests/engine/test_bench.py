@@ -55,6 +55,7 @@ def test_bench_json_reports_every_figure_and_ends_with_the_ratio(tiny_dir: Path,
     assert draft["engine"]["syncs_per_step"] < draft["reference"]["syncs_per_step"]
     assert draft["engine"]["syncs_per_step"] <= 1.0  # at most one small synchronisation per step
     assert report["summary"]["identical_ids_all"] is True
+    assert report["summary"]["engine_vs_reference_same_output"] > 0
     assert plot.is_file() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
