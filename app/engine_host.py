@@ -40,16 +40,9 @@ EngineFactory = Callable[[], Engine]
 
 
 def default_engine_factory() -> Engine:
-    """The real engine (torch); falls back to the fake engine only while `engine.session` does not exist yet."""
-    try:
-        from engine.session import Session
-    except ModuleNotFoundError as exc:
-        if exc.name != "engine.session":
-            raise
-        from engine.fake import FakeEngine
+    """The real engine. Imported here, inside the engine thread, so importing the app never imports torch."""
+    from engine.session import Session
 
-        log.warning("engine.session is not available; using the scripted fake engine")
-        return FakeEngine()
     return Session()
 
 

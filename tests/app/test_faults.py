@@ -177,7 +177,6 @@ def test_read_only_file_cannot_be_overwritten_and_save_as_is_offered(qtbot, tmp_
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    pytest.importorskip("engine.session", reason="the real engine is not available")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from engine.tiny import make_tiny
 

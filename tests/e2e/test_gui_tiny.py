@@ -14,7 +14,6 @@ from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 
 from tests.helpers.gui import ghost_state, ghost_text, isolate_user_dirs, record_ghost_texts, set_text
 
-pytest.importorskip("engine.session", reason="the real engine is not available")
 pytestmark = pytest.mark.slow
 
 SETTINGS_TOML = """

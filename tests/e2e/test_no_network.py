@@ -8,7 +8,6 @@ import socket
 
 import pytest
 
-pytest.importorskip("engine.session", reason="the real engine is not available")
 pytestmark = pytest.mark.slow
 
 
