@@ -229,15 +229,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _in_order(argv: list[str], unknown: list[str], rest: list[str]) -> list[str]:
-    """The delegated command's arguments as typed: everything after the command name."""
-    return argv[argv.index(args_command(argv)) + 1 :] if args_command(argv) else unknown + rest
-
-
-def args_command(argv: list[str]) -> str | None:
-    for item in argv:
+    """The delegated command's arguments as typed: everything after the command name (the first word that is
+    not an option; the top-level parser has no options of its own besides -h)."""
+    for i, item in enumerate(argv):
         if not item.startswith("-"):
-            return item
-    return None
+            return argv[i + 1 :]
+    return unknown + rest
 
 
 if __name__ == "__main__":

@@ -141,8 +141,36 @@ def _draw_step(
     CPU the GIL hand-offs cost more than the ~0.3 ms of draws.)"""
     batch, length, vocab = shape
     rows = batch * length if len(gens) == 1 else length
-    qs = [torch.empty((rows, vocab), dtype=torch.float32, device=device).exponential_(1, generator=g) for g in gens]
+    qs = [exponential_draws((rows, vocab), g, device) for g in gens]
     return qs, _randint(vocab, (batch, length), gens, device)
+
+
+_EXP_CHUNK = 1 << 20
+
+
+def exponential_draws(shape: tuple[int, int], generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    """`torch.empty(shape).exponential_(1, generator=generator)`, value for value, about 2.5x faster on the CPU.
+
+    On the CPU, torch draws each Exp(1) variate serially: a 53-bit uniform u from the Mersenne Twister, then
+    `-log1p(-u)` in double precision, rounded to float32. Here the same uniforms come from `uniform_` on a
+    float64 tensor (the same generator calls, in the same order) and the logarithm is vectorised; the result is
+    bit-identical (checked on 60 million draws, and by `tests/engine/test_bench.py` against `exponential_` itself,
+    so a torch change that broke it would fail a test, not change a writer's text). In chunks, so the float64
+    temporary stays small. On a GPU the stock kernel is already fast and is used as is.
+    """
+    if device.type != "cpu":
+        return torch.empty(shape, dtype=torch.float32, device=device).exponential_(1, generator=generator)
+    total = shape[0] * shape[1]
+    if total <= _EXP_CHUNK:
+        uniform = torch.empty(shape, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
+        return uniform.neg_().log1p_().neg_().to(torch.float32)
+    out = torch.empty(shape, dtype=torch.float32)
+    flat = out.view(-1)
+    for start in range(0, total, _EXP_CHUNK):
+        size = min(_EXP_CHUNK, total - start)
+        uniform = torch.empty(size, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
+        flat[start : start + size].copy_(uniform.neg_().log1p_().neg_())
+    return out
 
 
 def sample_with(probs: torch.Tensor, qs: Sequence[torch.Tensor]) -> torch.Tensor:

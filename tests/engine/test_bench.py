@@ -86,6 +86,20 @@ def test_sampling_without_host_checks_draws_what_multinomial_draws(shape: tuple[
         assert torch.equal(g1.get_state(), g2.get_state())  # and leaves the generator where multinomial does
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 1000])
+def test_cpu_exponential_draws_are_torchs_own_value_for_value(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.denoise as denoise_mod
+
+    monkeypatch.setattr(denoise_mod, "_EXP_CHUNK", chunk)
+    for shape in [(32, 512), (3, 7), (37, 311), (256, 4096)]:
+        for seed in range(4):
+            g1, g2 = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+            expected = torch.empty(shape).exponential_(1, generator=g1)
+            got = denoise_mod.exponential_draws(shape, g2, torch.device("cpu"))
+            assert got.dtype == torch.float32 and torch.equal(got, expected), (shape, seed)
+            assert torch.equal(g1.get_state(), g2.get_state())
+
+
 def test_precomputed_temperatures_equal_the_reference_processor() -> None:
     from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
         LinearTemperatureScheduleLogitsProcessor,
