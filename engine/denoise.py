@@ -24,10 +24,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 from transformers.generation import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-    DiffusionGemmaGenerationMixin,
-    LinearTemperatureScheduleLogitsProcessor,
-)
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationMixin
 
 from engine.api import DenoiseSettings
 

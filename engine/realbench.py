@@ -246,9 +246,11 @@ def run_real_shape(*, layers: int = 2, device: str = "auto", vocab: int | None =
                 dec_pos = torch.arange(prefix, prefix + CANVAS, dtype=torch.int32, device=dev).unsqueeze(0)
                 sc = torch.randn((1, CANVAS, vocab), device=dev).to(model.model.decoder.embed_tokens.weight.dtype)
 
-                def forward() -> None:
-                    model(decoder_input_ids=canvas, self_conditioning_logits=sc, decoder_attention_mask=mapping,
-                          past_key_values=cache, decoder_position_ids=dec_pos)
+                inputs = {"decoder_input_ids": canvas, "self_conditioning_logits": sc,
+                          "decoder_attention_mask": mapping, "past_key_values": cache, "decoder_position_ids": dec_pos}
+
+                def forward(inputs: dict[str, Any] = inputs) -> None:
+                    model(**inputs)
 
                 forward()  # warm-up
                 sync()
@@ -265,7 +267,7 @@ def run_real_shape(*, layers: int = 2, device: str = "auto", vocab: int | None =
                                             vocab, quantize, bandwidth_gbs, peak_tflops, head_s))
                 if log:
                     log(_line(results[-1]))
-                del cache, mapping, sc
+                del forward, inputs, cache, mapping, sc
                 if cuda:
                     torch.cuda.empty_cache()
     finally:
