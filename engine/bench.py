@@ -77,7 +77,9 @@ class ForwardRecorder:
     """Wraps the model's decoder forward (`model.forward`) and encoder forward as instance attributes, so both
     samplers are cut the same way. Records (kind, start, end) per call; on CUDA also events for device time."""
 
-    def __init__(self, model: Any, cuda: bool) -> None:
+    def __init__(self, model: Any, cuda: bool, enabled: bool = True) -> None:
+        # Disabled under --fastpath: a wrapper on `forward` would be compiled into the CUDA graphs of both sides.
+        self.enabled = enabled
         self.model = model
         self.encoder = model.model.encoder
         self.cuda = cuda
@@ -103,6 +105,9 @@ class ForwardRecorder:
 
     @contextmanager
     def installed(self) -> Iterator[ForwardRecorder]:
+        if not self.enabled:
+            yield self
+            return
         with _wrapped_forward(self.model, lambda f: self._wrap("decoder", f)), \
                 _wrapped_forward(self.encoder, lambda f: self._wrap("encoder", f)):
             yield self
@@ -264,8 +269,11 @@ def run_engine(session: Any, case: Case, settings: DenoiseSettings, recorder: Fo
     recorder.reset()
     result = session.run(case.build(settings), on_step=on_step)
     end = time.perf_counter()
-    split = recorder.split(end)
     out = session.last_output
+    if recorder.enabled:
+        split = recorder.split(end)
+    else:  # the loop's own timing: CUDA events around each decoder forward
+        split = {"forward_s": out.forward_seconds, "step_s": sum(s for _, s in out.step_log), "encoder_s": 0.0}
     best = result.candidates[0]
     return Run(
         wall_s=end - start, steps=out.steps, forward_s=split["forward_s"], step_s=split["step_s"],
@@ -291,11 +299,17 @@ def run_reference(model: Any, prompt: Any, max_new: int, settings: DenoiseSettin
     )
     ids = out.sequences[0, prompt.shape[1]:].tolist()
     end = time.perf_counter()
+    ids = _trim(ids, pad)
+    if not recorder.enabled:  # no split: wall time, and forwards from generate()'s own tokens-per-forward
+        tpf = float(out.tokens_per_forward[0]) if out.tokens_per_forward is not None else 0.0
+        forwards = round(len(ids) / tpf) if tpf else 0
+        blocks = max(1, -(-(len(out.sequences[0]) - prompt.shape[1]) // int(model.config.canvas_length)))
+        return Run(wall_s=end - start, steps=forwards, forward_s=0.0, step_s=0.0, encoder_s=0.0, forwards=forwards,
+                   blocks=blocks, new_tokens=len(ids), first_draft_s=0.0, ids=ids)
     split = recorder.split(end)
     decoder_calls = [c for c in recorder.calls if c[0] == "decoder"]
     first = (decoder_calls[0][2] - start) if decoder_calls else 0.0
     blocks = sum(1 for c in recorder.calls if c[0] == "encoder")
-    ids = _trim(ids, pad)
     return Run(
         wall_s=end - start, steps=int(split["steps"]), forward_s=split["forward_s"], step_s=split["step_s"],
         encoder_s=split["encoder_s"], forwards=len(decoder_calls), blocks=blocks, new_tokens=len(ids),
@@ -308,7 +322,7 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
         return statistics.median(values)
 
     steps = med([r.steps for r in runs]) or 1
-    step_ms = med([r.step_s / max(1, r.steps) * 1e3 for r in runs])
+    step_ms = med([r.step_s / max(1, r.steps) * 1e3 for r in runs])  # 0 when not split (reference, --fastpath)
     fwd_ms = med([r.forward_s / max(1, r.steps) * 1e3 for r in runs])
     last = runs[-1]
     draws_ms = med([r.draw_s / max(1, r.steps) * 1e3 for r in runs])
@@ -331,7 +345,7 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
         "step_ms": round(step_ms, 4),
         "forward_ms_per_step": round(fwd_ms, 4),
         "overhead_ms_per_step": round(step_ms - fwd_ms, 4),
-        "overhead_share": round((step_ms - fwd_ms) / step_ms, 4) if step_ms else 0.0,
+        "overhead_share": round((step_ms - fwd_ms) / step_ms, 4) if step_ms else None,
         "encoder_ms": round(med([r.encoder_s for r in runs]) * 1e3, 3),
         "outside_steps_ms": round(med([(r.wall_s - r.step_s - r.encoder_s) for r in runs]) * 1e3, 3),
         **detail,
@@ -359,7 +373,7 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
     pad = session._pad
     cases = cases if cases is not None else default_cases(canvas)
     settings_base = DenoiseSettings(max_steps=max_steps)
-    recorder = ForwardRecorder(model, cuda)
+    recorder = ForwardRecorder(model, cuda, enabled=not fastpath)
     ref_extra: dict[str, Any] = {}
     if fastpath:
         if not cuda:
@@ -429,10 +443,8 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
         "identical_ids_all": all(c["identical_ids"] for c in report_cases if c["identical_ids"] is not None),
         "engine_wall_ms_total": round(eng_total, 3),
         "reference_wall_ms_total": round(ref_total, 3),
-        "draft_overhead_share": round(statistics.median(c["engine"]["overhead_share"] for c in draft), 4)
-        if draft else None,
-        "draft_reference_overhead_share": round(statistics.median(c["reference"]["overhead_share"] for c in draft), 4)
-        if draft else None,
+        "draft_overhead_share": _median_of(draft, "engine", "overhead_share"),
+        "draft_reference_overhead_share": _median_of(draft, "reference", "overhead_share"),
         "draft_overhead_share_excluding_draws": round(
             statistics.median(c["engine"]["overhead_share_excluding_draws"] for c in draft), 4) if draft else None,
         "draft_draws_share": round(statistics.median(
@@ -459,6 +471,15 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
         "summary": summary,
         "engine_vs_reference": round(eng_total / ref_total, 4) if ref_total else None,
     }
+
+
+def _median_of(cases: list[dict[str, Any]], side: str, key: str) -> float | None:
+    values = [c[side][key] for c in cases if c[side].get(key) is not None]
+    return round(statistics.median(values), 4) if values else None
+
+
+def _pct(value: float | None, width: int) -> str:
+    return f"{value * 100:>{width}.1f}" if value is not None else f"{'n/a':>{width}}"
 
 
 def _max_new(session: Any, case: Case, settings: DenoiseSettings, canvas: int) -> int:
@@ -503,8 +524,8 @@ def _row(c: dict[str, Any]) -> str:
     same = {True: "yes", False: "NO", None: "n/a"}[c["identical_ids"]]
     return (f"{c['name']:<18} {e['wall_ms']:>9.1f} {r['wall_ms']:>9.1f} {c['ratio']:>6.3f} "
             f"{e['forwards_per_canvas']:>7.1f} {e['tokens_per_forward']:>7.2f} {e['first_draft_ms']:>7.1f} "
-            f"{e['step_ms']:>8.3f} {e['forward_ms_per_step']:>7.3f} {e['overhead_share'] * 100:>6.1f} "
-            f"{r['overhead_share'] * 100:>9.1f} {e.get('syncs_per_step', float('nan')):>7.2f} "
+            f"{e['step_ms']:>8.3f} {e['forward_ms_per_step']:>7.3f} {_pct(e['overhead_share'], 6)} "
+            f"{_pct(r['overhead_share'], 9)} {e.get('syncs_per_step', float('nan')):>7.2f} "
             f"{r.get('syncs_per_step', float('nan')):>8.2f} {same}")
 
 
@@ -515,7 +536,7 @@ def format_table(report: dict[str, Any]) -> str:
     lines += [_row(c) for c in report["cases"]]
     s = report["summary"]
     same = "yes" if s["identical_ids_all"] else "NO"
-    if s["draft_overhead_share"] is None:
+    if s["draft_overhead_share"] is None or s["draft_reference_overhead_share"] is None:
         lines.append(f"identical ids (draft/rewrite): {same}")
     else:
         lines.append(f"identical ids (draft/rewrite): {same}; draft overhead outside the forward: "

@@ -43,7 +43,9 @@ def plot_steps(report: dict[str, Any], path: str | Path, *, width: int = 900, ro
             y0 = y + 4 + j * 17
             draw.rectangle([left, y0, left + fwd * scale, y0 + 13], fill=FORWARD)
             draw.rectangle([left + fwd * scale, y0, left + step * scale, y0 + 13], fill=OVERHEAD)
-            label = f"{'ours' if side == 'engine' else 'ref '} {step:.2f} ms, {s['overhead_share'] * 100:.0f}% overhead"
+            share = s["overhead_share"]
+            label = (f"{'ours' if side == 'engine' else 'ref '} {step:.2f} ms, {share * 100:.0f}% overhead"
+                     if share is not None else f"{'ours' if side == 'engine' else 'ref '} not split")
             draw.text((left + step * scale + 6, y0), label, fill=INK, font=font)
     ly = height - 26
     draw.rectangle([left, ly, left + 14, ly + 12], fill=FORWARD)

@@ -73,6 +73,32 @@ def test_bench_refuses_the_fast_path_without_cuda(tiny_dir: Path) -> None:
     assert run.returncode == 2 and "CUDA" in run.stderr
 
 
+def test_unwrapped_runs_count_the_same_forwards(session) -> None:
+    """Under --fastpath the forward wrappers are off (they would be compiled into the CUDA graphs); the figures
+    then come from the loop's own timing and from generate()'s tokens per forward."""
+    from engine.bench import ForwardRecorder, default_cases, run_engine, run_reference
+
+    case = next(c for c in default_cases(32) if c.name == "draft-short-1blk")
+    settings = DenoiseSettings(max_steps=5, seed=case.seed)
+    model = session.model
+    runs = {}
+    for enabled in (True, False):
+        recorder = ForwardRecorder(model, False, enabled=enabled)
+        with recorder.installed(), torch.inference_mode():
+            ours = run_engine(session, case, settings, recorder)
+            out = session.last_output
+            prompt = out.sequences[:1, : out.prompt_length]
+            ref = run_reference(model, prompt, 32, settings, case.seed, recorder, session._pad)
+        runs[enabled] = (ours, ref)
+    assert "forward" not in model.__dict__  # nothing left wrapped
+    (ours_w, ref_w), (ours_u, ref_u) = runs[True], runs[False]
+    assert ours_u.forwards == ours_w.forwards and ours_u.ids == ours_w.ids
+    assert 0 < ours_u.forward_s <= ours_u.step_s
+    assert ref_u.ids == ref_w.ids == ours_w.ids
+    if ref_u.new_tokens:
+        assert ref_u.forwards == ref_w.forwards
+
+
 # -- the lean step stays exact ----------------------------------------------------------------------------------
 
 
