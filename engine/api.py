@@ -125,15 +125,41 @@ class Span:
     confidence: float
 
 
-@dataclass(frozen=True)
 class CandidateView:
-    """One alternative as it looks at one denoising step."""
+    """One alternative as it looks at one denoising step.
 
-    spans: tuple[Span, ...]
+    Built either from spans or from a function that makes them: the engine hands out the latter, so the ids of a
+    step are turned into text by whoever looks at them (the GUI only for the steps it paints), not inside the
+    denoising loop. The spans are computed once, on first use.
+    """
+
+    __slots__ = ("_make", "_spans")
+
+    def __init__(self, spans: tuple[Span, ...] | None = None, *, make: Callable[[], tuple[Span, ...]] | None = None):
+        if (spans is None) == (make is None):
+            raise ValueError("give either spans or make")
+        self._spans = spans
+        self._make = make
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        if self._spans is None:
+            assert self._make is not None
+            self._spans, self._make = self._make(), None
+        return self._spans
 
     @property
     def text(self) -> str:
         return "".join(s.text for s in self.spans)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CandidateView) and self.spans == other.spans
+
+    def __hash__(self) -> int:
+        return hash(self.spans)
+
+    def __repr__(self) -> str:
+        return f"CandidateView({self.text!r})"
 
 
 @dataclass(frozen=True)

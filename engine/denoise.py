@@ -45,7 +45,7 @@ class StepState:
     step: int
     argmax: torch.Tensor  # long [B, L] (cpu)
     confidence: torch.Tensor  # float [B, L] (cpu)
-    finished: torch.Tensor  # bool [B] (cpu)
+    finished: list[bool]  # per row: the stopping rule fired
     forward_seconds: float  # the decoder forward alone
     step_seconds: float  # forward + sampling + the copy to the host (delivery to `on_step` comes after)
 
@@ -287,6 +287,7 @@ def denoise(
         blocks_limit = min(blocks_limit, max_blocks)
     embed_dtype = model.model.decoder.embed_tokens.weight.dtype
     timer = ForwardTimer(device)
+    on_host = device.type == "cpu"
 
     input_ids = prompt_ids
     cur_len = prompt_len
@@ -390,17 +391,20 @@ def denoise(
             sc_logits = processed.to(embed_dtype)
             canvas, argmax, conf = new_canvas, new_argmax, new_conf
 
-            # One small device->host copy per step: ids (exact in float32 below 2**24), confidences, flags.
-            packed = torch.cat([argmax.to(torch.float32), conf.to(torch.float32), finished[:, None].to(torch.float32)], 1)
-            host = packed.cpu()
+            if on_host:  # the tensors already are host memory: hand them over as they are
+                host_ids, host_conf, flags = argmax, conf, finished.tolist()
+            else:  # one small device->host copy per step: ids (exact in float32 below 2**24), confidences, flags
+                packed = torch.cat(
+                    [argmax.to(torch.float32), conf.to(torch.float32), finished[:, None].to(torch.float32)], 1
+                ).cpu()
+                host_ids, host_conf = packed[:, :canvas_length].long(), packed[:, canvas_length : 2 * canvas_length]
+                flags = [f != 0.0 for f in packed[:, -1].tolist()]  # plain Python from here
             out.syncs += 1
             sampled_at = time.perf_counter()
             forward_s = timer.seconds()
-            flags = [f != 0.0 for f in host[:, -1].tolist()]  # plain Python from here: no tensor ops on the host
             out.steps += 1
             state = StepState(
-                block, settings.max_steps - cur_step + 1, host[:, :canvas_length].long(),
-                host[:, canvas_length : 2 * canvas_length], host[:, -1].bool(), forward_s, sampled_at - t0,
+                block, settings.max_steps - cur_step + 1, host_ids, host_conf, flags, forward_s, sampled_at - t0
             )
             if on_step is not None:
                 on_step(state)

@@ -12,6 +12,7 @@ import math
 import secrets
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from engine.api import (
     Request,
     Result,
     RewriteRequest,
+    Span,
     Stats,
     StepCallback,
     StepEvent,
@@ -164,40 +166,34 @@ class Session:
 
         rows, frozen, middles = self._rows(request, settings, canvas)
         prompt_ids = torch.tensor([prompt.ids] * rows, dtype=torch.long, device=model.device)
-        text = self._text
-        assert text is not None
         first_draft = [0.0]
-        done_blocks: list[list[int]] = [[] for _ in range(rows)]
+        done_blocks: list[tuple[int, ...]] = [()] * rows  # finished canvases of each row, for multi-block drafts
 
         def emit(state: StepState) -> None:
             if on_step is None:
                 return
-            if state.block > len(done_blocks[0]) // canvas:  # a new block began: remember the previous one
+            if state.block > blocks_seen[0]:  # a new block began: the previous one's last canvas is final
+                blocks_seen[0] = state.block
                 for r in range(rows):
-                    done_blocks[r].extend(last_ids[r])
-            views = []
+                    done_blocks[r] = done_blocks[r] + tuple(last_ids[r].tolist())
             for r in range(rows):
-                ids = state.argmax[r].tolist()
-                conf = state.confidence[r].tolist()
-                last_ids[r] = ids
-                if middles is not None:
-                    ids, conf = ids[: middles[r]], conf[: middles[r]]
-                    keep = [i for i, t in enumerate(ids) if t not in text.special_ids]
-                    ids, conf = [ids[i] for i in keep], [conf[i] for i in keep]
-                else:
-                    ids = text.visible_ids(done_blocks[r] + ids)
-                    conf = ([1.0] * len(done_blocks[r]) + conf)[: len(ids)]
-                views.append(CandidateView(text.spans(ids, conf)))
+                last_ids[r] = state.argmax[r]
+            views = tuple(
+                CandidateView(make=partial(self._view, state.argmax[r], state.confidence[r], done_blocks[r],
+                                           middles[r] if middles is not None else None))
+                for r in range(rows)
+            )
             if not first_draft[0]:
                 first_draft[0] = time.perf_counter() - start
             on_step(
                 StepEvent(
-                    request.request_id, state.step, settings.max_steps, state.block, tuple(views),
+                    request.request_id, state.step, settings.max_steps, state.block, views,
                     time.perf_counter() - start,
                 )
             )
 
-        last_ids: list[list[int]] = [[] for _ in range(rows)]
+        blocks_seen = [0]
+        last_ids: list[torch.Tensor] = [torch.empty(0, dtype=torch.long)] * rows
         out = denoise(
             model, prompt_ids, settings, max_new_tokens=max_new, eos_token_ids=self._eos, pad_token_id=self._pad,
             seed=seed, frozen=frozen, max_blocks=1 if frozen is not None else None, on_step=emit, cancel=cancel,
@@ -214,6 +210,19 @@ class Session:
             blocks=out.blocks,
         )
         return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=prompt.notice)
+
+    def _view(
+        self, ids_t: torch.Tensor, conf_t: torch.Tensor, earlier: tuple[int, ...], middle: int | None
+    ) -> tuple[Span, ...]:
+        """The spans of one row at one step; runs on the consumer's thread, when (and if) it is looked at."""
+        text = self._text
+        assert text is not None
+        ids, conf = ids_t.tolist(), conf_t.tolist()
+        if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
+            pairs = [(t, c) for t, c in zip(ids[:middle], conf[:middle], strict=True) if t not in text.special_ids]
+            return text.spans([t for t, _ in pairs], [c for _, c in pairs])
+        shown = text.visible_ids([*earlier, *ids])
+        return text.spans(shown, ([1.0] * len(earlier) + conf)[: len(shown)])
 
     def _max_new_tokens(self, request: Request, canvas: int) -> int:
         if isinstance(request, DraftRequest):
