@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -267,7 +268,14 @@ def _without_network(cmd: list[str]) -> list[str]:
 @pytest.mark.slow
 @needs_dpkg
 @pytest.mark.skipif(importlib.util.find_spec("PyInstaller") is None, reason="pip install -e '.[packaging]'")
-def test_built_deb_installs_and_passes_its_self_test(tmp_path: Path) -> None:
+def test_built_deb_installs_and_passes_its_self_test() -> None:
+    # Not pytest's tmp_path: on a shared machine another pytest run may prune old tmp_path folders while the
+    # installed app is still running from one.
+    with tempfile.TemporaryDirectory(prefix="letterpress-build-test-") as tmp:
+        _build_install_and_self_test(Path(tmp))
+
+
+def _build_install_and_self_test(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     build = subprocess.run([sys.executable, "packaging/build.py", "--dist", str(dist), "--fast-compression"], cwd=ROOT, env=_env(),
                            capture_output=True, text=True, timeout=1500)
@@ -282,11 +290,11 @@ def test_built_deb_installs_and_passes_its_self_test(tmp_path: Path) -> None:
     subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(root)], check=True)
     shutil.rmtree(dist / "letterpress")  # the installed copy must work on its own
     installed = root / "opt" / "letterpress" / "letterpress"
-    cmd = _without_network([str(installed), "--self-test", *_self_test_model(tmp_path)])
+    cmd = _without_network([str(installed), "--self-test", "--timeout", "300", *_self_test_model(tmp_path)])
     env = _env()
     env.pop("PYTHONPATH")  # nothing from the checkout or the venv may leak into the frozen app
     env["PATH"] = "/usr/bin:/bin"
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=420)
     summary = _summary(run.stdout)
     assert run.returncode == 0 and summary["ok"], (summary, run.stderr[-4000:])
     assert summary["frozen"] is True
