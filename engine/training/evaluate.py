@@ -4,9 +4,12 @@
            held-out passages; the share of generated whitespace-separated words (punctuation stripped) that are
            in Debian's `wamerican` list (/usr/share/dict/american-english).
 - latency: seconds per request for the drafts, and for a few rewrites and infills.
-- denoise: held-out denoising accuracy at noise levels 0.5 and 1.0 (one decoder pass, argmax, scored on the
-           corrupted non-pad canvas positions) against the unigram baseline (always guess the most frequent
-           training token), on the same examples.
+- denoise: held-out denoising accuracy and cross-entropy at noise levels 0.5 and 1.0 (one decoder pass, scored
+           on the corrupted non-pad canvas positions) against the unigram baseline (accuracy: always guess the
+           most frequent training token; cross-entropy: add-one-smoothed training token frequencies), on the
+           same examples; and accuracy over all non-pad canvas positions (noised or not) against the best
+           context-free denoiser (the better of "keep every token" and "always the most frequent token"), which,
+           unlike the corrupted-only comparison, does not credit the baseline with knowing where the noise is.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import random
 import re
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +79,8 @@ def run(model_dir: Path, drafts: int = 50, seed: int = 0, corpus: str = "web", d
     from engine.api import DenoiseSettings, DraftRequest, InfillRequest, RewriteRequest
     from engine.session import Session
     from engine.training.examples import sample_examples
-    from engine.training.train import Hyper, evaluate_batch, load_corpus, unigram_mode
+    from engine.training.objective import collate, denoising_scores
+    from engine.training.train import Hyper, load_corpus, unigram_mode
 
     words = words if words is not None else load_words()
     session = Session()
@@ -90,13 +95,14 @@ def run(model_dir: Path, drafts: int = 50, seed: int = 0, corpus: str = "web", d
     rewrite_s, infill_s, samples = [], [], {}
     for i, (before, middle, after) in enumerate(triples[:5]):
         settings = DenoiseSettings(seed=seed + i)
-        rw = session.run(RewriteRequest(selection=before, instruction="Make it shorter while keeping its meaning.",
+        rw = session.run(RewriteRequest(selection=middle.strip(), instruction="Make it shorter while keeping its meaning.",
                                         settings=settings))
         inf = session.run(InfillRequest(before=before, after=after, settings=settings))
         rewrite_s.append(rw.stats.seconds)
         infill_s.append(inf.stats.seconds)
         if i == 0:
-            samples = {"draft_prompt": before, "draft": texts[0], "rewrite_shorter": rw.text,
+            samples = {"draft_prompt": before, "draft": texts[0], "rewrite_selection": middle.strip(),
+                       "rewrite_shorter": rw.text,
                        "infill_before": before, "infill": inf.text, "infill_after": after}
 
     # Denoising accuracy on held-out examples built the way training builds them.
@@ -107,12 +113,28 @@ def run(model_dir: Path, drafts: int = 50, seed: int = 0, corpus: str = "web", d
     held = sample_examples(held_chapters, tok, int(model.config.canvas_length), hyper.max_prefix,
                            random.Random(seed + 101), denoise_examples)
     mode = unigram_mode(train_chapters, tok, hyper)
+    log_unigram = _unigram_log_probs(train_chapters, tok, hyper)
     denoise: dict[str, float] = {}
     with torch.inference_mode():
         for t in (0.5, 1.0):
-            correct, n, targets = evaluate_batch(model, held, tok.pad_token_id, t)
+            correct = n = 0
+            ce = 0.0
+            targets: list[int] = []
+            whole: Counter[str] = Counter()
+            for i in range(0, len(held), 16):
+                c, k, tgt, s, counts = denoising_scores(model, collate(held[i : i + 16], tok.pad_token_id), t,
+                                                        tok.pad_token_id, seed=i, mode_id=mode)
+                correct, n, ce = correct + c, n + k, ce + s
+                targets.extend(tgt.tolist())
+                whole.update(counts)
+            denoise[f"heldout_acc_all_t{t}"] = round(whole["model"] / max(1, whole["all"]), 4)
+            denoise[f"context_free_acc_all_t{t}"] = round(
+                max(whole["identity"], whole["mode"]) / max(1, whole["all"]), 4
+            )
             denoise[f"heldout_acc_t{t}"] = round(correct / max(1, n), 4)
             denoise[f"unigram_acc_t{t}"] = round(sum(1 for x in targets if x == mode) / max(1, n), 4)
+            denoise[f"heldout_ce_t{t}"] = round(ce / max(1, n), 3)
+            denoise[f"unigram_ce_t{t}"] = round(-sum(float(log_unigram[x]) for x in targets) / max(1, n), 3)
     return {
         "model": str(model_dir),
         "drafts": len(texts),
@@ -125,6 +147,21 @@ def run(model_dir: Path, drafts: int = 50, seed: int = 0, corpus: str = "web", d
         "denoising": denoise,
         "samples": samples,
     }
+
+
+def _unigram_log_probs(chapters, tokenizer, hyper) -> Any:
+    """Add-one-smoothed log-probabilities of non-pad canvas tokens in training examples (the unigram model)."""
+    import torch
+
+    from engine.training.examples import sample_examples
+
+    counts = torch.ones(len(tokenizer))
+    for e in sample_examples(chapters, tokenizer, hyper.canvas_length, hyper.max_prefix,
+                             random.Random(hyper.seed + 7), 1024):
+        for t in e.target:
+            if t != tokenizer.pad_token_id:
+                counts[t] += 1
+    return (counts / counts.sum()).log()
 
 
 def _web_split():

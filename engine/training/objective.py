@@ -120,8 +120,15 @@ def diffusion_loss(
 
 
 @torch.no_grad()
-def denoising_accuracy(model, batch: Batch, t: float, pad_id: int, seed: int = 0) -> tuple[int, int, torch.Tensor]:
-    """(correct, total, targets) over corrupted non-pad positions at noise level t, one pass, no self-conditioning."""
+def denoising_scores(
+    model, batch: Batch, t: float, pad_id: int, seed: int = 0, mode_id: int | None = None
+) -> tuple[int, int, torch.Tensor, float, dict[str, int]]:
+    """(correct, total, targets, summed cross-entropy) over corrupted non-pad positions at noise level t, and
+    counts over all non-pad positions: the model's correct argmaxes, the identity's (keep the noisy canvas) and
+    the unigram mode's (`mode_id`), so the model can be compared with the best context-free denoiser.
+
+    One decoder pass, argmax, no self-conditioning; the corruption is seeded so every model sees the same canvas.
+    """
     generator = torch.Generator().manual_seed(seed)
     vocab = model.config.get_text_config().vocab_size
     b, c = batch.target.shape
@@ -129,6 +136,21 @@ def denoising_accuracy(model, batch: Batch, t: float, pad_id: int, seed: int = 0
     random_ids = torch.randint(0, vocab, (b, c), generator=generator)
     canvas = torch.where(corrupt, random_ids, batch.target)
     cache = encode_prefix(model, batch)
-    predicted = decode(model, batch, canvas, cache).argmax(-1)
+    logits = decode(model, batch, canvas, cache).float()
+    predicted = logits.argmax(-1)
     correct = int(((predicted == batch.target) & corrupt).sum())
-    return correct, int(corrupt.sum()), batch.target[corrupt]
+    ce = F.cross_entropy(logits[corrupt], batch.target[corrupt], reduction="sum") if bool(corrupt.any()) else 0.0
+    content = batch.noisable & (batch.target != pad_id)
+    counts = {
+        "all": int(content.sum()),
+        "model": int(((predicted == batch.target) & content).sum()),
+        "identity": int(((canvas == batch.target) & content).sum()),
+        "mode": int(((batch.target == mode_id) & content).sum()) if mode_id is not None else 0,
+    }
+    return correct, int(corrupt.sum()), batch.target[corrupt], float(ce), counts
+
+
+def denoising_accuracy(model, batch: Batch, t: float, pad_id: int, seed: int = 0) -> tuple[int, int, torch.Tensor]:
+    """(correct, total, targets) over corrupted non-pad positions at noise level t (see `denoising_scores`)."""
+    correct, total, targets, _, _ = denoising_scores(model, batch, t, pad_id, seed)
+    return correct, total, targets
