@@ -135,7 +135,9 @@ SETTINGS: tuple[Setting, ...] = (
             help="How much uncertainty a step may accept; lower is slower and more careful."),
     Setting("denoise.alternatives", int, 3, "Alternatives", 1, 8,
             help="Candidates computed in one batched run (Alt+] / Alt+[ cycle them)."),
-    Setting("draft.length", int, 128, "Draft length (tokens)", 8, 2048),
+    Setting("draft.length", int, 64, "Draft length (tokens)", 8, 2048,
+            help="At least this much; generation runs in whole canvases (256 tokens for DiffusionGemma) and "
+            "stops at the model's end of text."),
     Setting("rewrite.presets", dict, dict(REWRITE_PRESETS), "Rewrite presets"),
     Setting("appearance.theme", str, "system", "Theme", choices=("system", "light", "dark")),
     Setting("appearance.font_family", str, "", "Font", help="Empty: the system's default text font."),

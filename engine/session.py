@@ -150,6 +150,12 @@ class Session:
         settings = request.settings
         canvas = info.canvas_length
         max_new = self._max_new_tokens(request, canvas)
+        if isinstance(request, RewriteRequest) and not request.max_new_tokens:
+            # On a short-context model, give the selection room first and the rewrite what is left (whole canvases).
+            bare = len(prompts.chat_ids(tok, prompts.rewrite_message(request.selection, request.instruction)))
+            room = (info.context_length - bare) // canvas * canvas
+            if room >= canvas:
+                max_new = min(max_new, room)
         budget = info.context_length - math.ceil(max_new / canvas) * canvas
         if budget < 8:
             if isinstance(request, RewriteRequest):
@@ -276,4 +282,16 @@ class Session:
             found.append(Candidate(decoded, tuple(ids), score))
         if middles is not None:  # infill rows are lengths or seeds: best first
             found.sort(key=lambda c: c.confidence, reverse=True)
-        return tuple(found[: max(1, wanted)])
+        return tuple(_distinct_nonempty(found)[: max(1, wanted)])
+
+
+def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
+    """Alternatives worth cycling through: a row that ended at once (empty) or repeats another is dropped, unless
+    nothing else is left."""
+    seen: set[str] = set()
+    kept = []
+    for cand in found:
+        if cand.text.strip() and cand.text not in seen:
+            seen.add(cand.text)
+            kept.append(cand)
+    return kept or found[:1]

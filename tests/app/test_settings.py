@@ -122,7 +122,7 @@ def test_env_var_points_the_config_folder_elsewhere(tmp_path, monkeypatch):
     assert settings.config_dir() == tmp_path / "cfg"
     assert settings.recovery_dir() == tmp_path / "data" / "recovery"
     s = Settings()
-    s.set("draft.length", 64)
+    s.set("draft.length", 96)
     assert (tmp_path / "cfg" / "settings.toml").is_file()
 
 

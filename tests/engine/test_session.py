@@ -192,3 +192,12 @@ def test_tiny_checkpoint_has_a_small_vision_tower(tiny_dir: Path) -> None:
     model = DiffusionGemmaForBlockDiffusion(config)
     vision = sum(p.numel() for p in model.model.encoder.vision_tower.parameters())
     assert vision < 10_000  # the default config would build a full-size Gemma 4 vision tower
+
+
+def test_alternatives_skip_empty_and_repeated_rows() -> None:
+    from engine.api import Candidate
+    from engine.session import _distinct_nonempty
+
+    rows = [Candidate("", (5,), 0.9), Candidate(" a", (1,), 0.5), Candidate(" a", (1,), 0.4), Candidate(" b", (2,), 0.3)]
+    assert [c.text for c in _distinct_nonempty(rows)] == [" a", " b"]
+    assert [c.text for c in _distinct_nonempty([Candidate("", (5,), 0.9)])] == [""]  # never nothing at all
