@@ -606,9 +606,13 @@ def main_bench(argv: list[str]) -> int:
             )
             text = format_table(report)
             if args.plot:
-                from engine.benchplot import plot_steps
+                try:
+                    from engine.benchplot import plot_steps
 
-                plot_steps(report, args.plot)
+                    plot_steps(report, args.plot)
+                except ImportError:
+                    print("error: --plot draws with Pillow: pip install Pillow (the figures above are complete)",
+                          file=sys.stderr)
     except EngineError as exc:
         print(json.dumps({"error": exc.kind, "message": exc.message}) if args.json else f"error: {exc.message}",
               file=sys.stdout if args.json else sys.stderr)
