@@ -225,8 +225,7 @@ class Session:
         assert text is not None
         ids, conf = ids_t.tolist(), conf_t.tolist()
         if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
-            pairs = [(t, c) for t, c in zip(ids[:middle], conf[:middle], strict=True) if t not in text.special_ids]
-            return text.spans([t for t, _ in pairs], [c for _, c in pairs])
+            return text.spans(*_middle(text, ids, conf, middle))
         shown = text.visible_ids([*earlier, *ids])
         return text.spans(shown, ([1.0] * len(earlier) + conf)[: len(shown)])
 
@@ -269,9 +268,7 @@ class Session:
             ids = generated[r].tolist()
             conf = out.confidence[r].tolist()
             if middles is not None:
-                pairs = [(t, c) for t, c in zip(ids[: middles[r]], conf[: middles[r]]) if t not in text.special_ids]
-                ids = [t for t, _ in pairs]
-                conf = [c for _, c in pairs]
+                ids, conf = _middle(text, ids, conf, middles[r])
                 shown = ids
             else:
                 while ids and ids[-1] == self._pad:
@@ -295,3 +292,9 @@ def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
             seen.add(cand.text)
             kept.append(cand)
     return kept or found[:1]
+
+
+def _middle(text: TokenText, ids: list[int], conf: list[float], middle: int) -> tuple[list[int], list[float]]:
+    """An infill row's suggestion: its middle slots without special tokens (a row may end its middle early)."""
+    kept = [(t, c) for t, c in zip(ids[:middle], conf[:middle], strict=True) if t not in text.special_ids]
+    return [t for t, _ in kept], [c for _, c in kept]
