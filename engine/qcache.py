@@ -31,7 +31,7 @@ from torch import nn
 
 from engine.api import LoadCancelledError, ModelIncompleteError, ProgressCallback
 from engine.quantize import FORMAT_VERSION
-from engine.tensorfile import PlannedTensor, TensorFileError, TensorFileReader, TensorFileWriter
+from engine.tensorfile import PlannedTensor, TensorFileError, TensorFileWriter
 
 log = logging.getLogger(__name__)
 

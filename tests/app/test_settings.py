@@ -136,7 +136,7 @@ def test_every_declared_default_passes_its_own_check():
 
 
 def test_dialog_edits_and_applies_all_at_once(tmp_path, qtbot):
-    from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QSpinBox
+    from PySide6.QtWidgets import QComboBox, QSpinBox
 
     from app.settings_dialog import PresetTable, SettingsDialog
 

@@ -3,7 +3,6 @@ network connection patched to fail and to record the attempt. None may happen.""
 
 from __future__ import annotations
 
-import os
 import socket
 
 import pytest
