@@ -132,8 +132,12 @@ def test_escape_partial_accept_and_typing_during_denoising(qtbot, window):
 
 
 def test_ui_event_loop_never_stalls_during_generation(qtbot, window, record_property):
-    """A 5 ms QTimer probe runs while the tiny model generates; the longest gap is the UI's worst stall."""
-    window.settings.update({"draft.length": 256, "denoise.steps": 48})  # several seconds of CPU work
+    """A 5 ms QTimer probe runs while the tiny model generates; the longest gap is the UI's worst stall.
+
+    Drafts are repeated until the probe has watched at least a second of generation, so a fast machine
+    (where one draft takes a fraction of a second) still measures a real stretch of engine work.
+    """
+    window.settings.update({"draft.length": 256, "denoise.steps": 48})
     set_text(window, "The quick brown fox jumps over the lazy dog. " * 20)
     gaps: list[float] = []
     clock = QElapsedTimer()
@@ -148,15 +152,23 @@ def test_ui_event_loop_never_stalls_during_generation(qtbot, window, record_prop
     probe.timeout.connect(tick)
     clock.start()
     probe.start()
-    started = time.perf_counter()
-    window.actionDraft.trigger()
-    qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=120_000)
+    generation = 0.0
+    drafts = 0
+    while generation < 1.0 and drafts < 100:
+        started = time.perf_counter()
+        window.actionDraft.trigger()
+        qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=120_000)
+        generation += time.perf_counter() - started
+        drafts += 1
+        assert ghost_state(window) == "ready"
+        qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
+        qtbot.waitUntil(lambda: ghost_state(window) == "idle", timeout=10_000)
     probe.stop()
-    generation = time.perf_counter() - started
     worst = max(gaps[1:]) - 5.0
     record_property("ui_worst_stall_ms", round(worst, 1))
     record_property("generation_seconds", round(generation, 2))
-    print(f"\nUI worst stall {worst:.1f} ms over {generation:.2f} s of generation ({len(gaps)} probe ticks)")
-    assert ghost_state(window) == "ready"
-    assert len(gaps) > 100, "the probe must have run through a real stretch of generation"
+    print(f"\nUI worst stall {worst:.1f} ms over {generation:.2f} s of generation in {drafts} drafts "
+          f"({len(gaps)} probe ticks)")
+    assert generation >= 1.0, "the probe must have run through a real stretch of generation"
+    assert len(gaps) > 100, "the probe ticked all through the generation"
     assert worst < 50.0, f"the UI stalled for {worst:.1f} ms while the engine ran"
