@@ -7,7 +7,9 @@ It calls the model's encoder and decoder exactly the way `DiffusionGemmaGenerati
 - frozen positions: canvas slots holding known tokens (infill's "after" text). They are written into the
   decoder input every step, never sampled, accepted, re-noised, nor counted by the stopping criteria;
 - live steps: after every step, only the argmax ids and per-token confidences leave the device, packed into
-  one small tensor (one synchronisation per step), and go to `on_step`;
+  one small tensor (one synchronisation per step), and go to `on_step`. On the CPU, where every tensor already
+  is host memory, the loop reads them directly and decides when to stop in plain Python; `device_code_path()`
+  runs the device path there instead, to count its synchronisations;
 - cancellation: a `threading.Event` checked after every step;
 - K candidates in one batch, each row drawing from its own `torch.Generator` (seed, seed+1, ...).
 """
@@ -15,9 +17,12 @@ It calls the model's encoder and decoder exactly the way `DiffusionGemmaGenerati
 from __future__ import annotations
 
 import math
+import struct
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +104,24 @@ class ForwardTimer:
         return self._e0.elapsed_time(self._e1) / 1000.0 if self.cuda else self._t1 - self._t0
 
 
+_DEVICE_PATH: ContextVar[bool] = ContextVar("letterpress_device_code_path", default=False)
+
+
+@contextmanager
+def device_code_path() -> Iterator[None]:
+    """Run the loop's device code path even on the CPU (in this thread, for the duration).
+
+    The benchmark counts host/device synchronisations with a dispatch mode that sees every read of a tensor's
+    value; on the CPU the loop's host shortcuts read values freely (they are no synchronisation there), so the
+    count that says what a GPU would do is taken on the path a GPU runs.
+    """
+    token = _DEVICE_PATH.set(True)
+    try:
+        yield
+    finally:
+        _DEVICE_PATH.reset(token)
+
+
 def make_generators(seed: int, count: int, device: torch.device) -> list[torch.Generator]:
     """One generator per candidate; seed `s` for row 0 reproduces `torch.manual_seed(s)` + `generate()`."""
     gens = []
@@ -160,14 +183,54 @@ def exponential_draws(shape: tuple[int, int], generator: torch.Generator, device
     total = shape[0] * shape[1]
     if total <= _EXP_CHUNK:
         uniform = torch.empty(shape, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
-        return uniform.neg_().log1p_().neg_().to(torch.float32)
+        return exponential_from_uniform(uniform)
     out = torch.empty(shape, dtype=torch.float32)
     flat = out.view(-1)
     for start in range(0, total, _EXP_CHUNK):
         size = min(_EXP_CHUNK, total - start)
         uniform = torch.empty(size, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
-        flat[start : start + size].copy_(uniform.neg_().log1p_().neg_())
+        flat[start : start + size].copy_(exponential_from_uniform(uniform))
     return out
+
+
+def exponential_from_uniform(uniform: torch.Tensor) -> torch.Tensor:
+    """Exp(1) variates, float32, from float64 uniforms in [0, 1) the way torch's CPU `exponential_` turns them
+    (`-log1p(-u)` in double precision, then rounded); `uniform` is overwritten."""
+    return uniform.neg_().log1p_().neg_().to(torch.float32)
+
+
+# Up to this many B x L x V uniforms per step (32 MiB of float64) the CPU loop keeps them and turns into Exp(1)
+# variates only the rows it accepts (see `sample_accepted`); beyond it, it draws in chunks as above.
+_SELECTIVE_LIMIT = 1 << 22
+
+
+def uniform_draws(gens: Sequence[torch.Generator], shape: tuple[int, int, int]) -> torch.Tensor:
+    """The uniforms behind one step's Exp(1) variates ([B x L, V] float64, row block b from generator b): the
+    same generator calls, in the same order, as `_draw_step` makes on the CPU."""
+    batch, length, vocab = shape
+    uniforms = torch.empty((batch * length, vocab), dtype=torch.float64)
+    if len(gens) == 1:
+        return uniforms.uniform_(0.0, 1.0, generator=gens[0])
+    for b, g in enumerate(gens):
+        uniforms[b * length : (b + 1) * length].uniform_(0.0, 1.0, generator=g)
+    return uniforms
+
+
+def sample_accepted(
+    probs: torch.Tensor, uniforms: torch.Tensor, accepted: torch.Tensor, noise: torch.Tensor
+) -> torch.Tensor:
+    """`renoise(sample_with(probs, Exp(uniforms)), accepted, noise)`, computing the samples of accepted slots only.
+
+    A sample survives only where it is accepted, usually a few slots of a canvas, and each slot's sample depends
+    on its own row of probabilities and variates alone; so the logarithm (the dearest part of a draw after the
+    Mersenne Twister), the division and the argmax run over those rows instead of all of them. The uniforms are
+    still drawn for every row: the generator must advance exactly as the reference's does. `noise` is overwritten.
+    """
+    vocab = probs.shape[-1]
+    slots = accepted.view(-1).nonzero().squeeze(1)
+    q = exponential_from_uniform(uniforms.index_select(0, slots))
+    picked = torch.argmax(probs.view(-1, vocab).index_select(0, slots).div_(q), dim=-1)
+    return noise.view(-1).index_copy_(0, slots, picked).view_as(noise)
 
 
 def sample_with(probs: torch.Tensor, qs: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -191,9 +254,16 @@ def token_entropy(logits: torch.Tensor) -> torch.Tensor:
     decoder's logits are soft-capped (tanh x 30, then divided by a temperature >= t_min > 0), so they are always
     finite and the clamp is the identity. The product is taken in place: the same elementwise multiply.
     """
-    normalized = logits - logits.logsumexp(dim=-1, keepdim=True)
+    normalized = logits - _finite_logsumexp(logits)
     probs = torch.softmax(normalized, dim=-1)
     return normalized.mul_(probs).sum(-1).neg_()
+
+
+def _finite_logsumexp(logits: torch.Tensor) -> torch.Tensor:
+    """`logits.logsumexp(-1, keepdim=True)` for finite logits: ATen's own kernels in ATen's order (amax, subtract,
+    exp, sum, log, add the max back), without the step that zeroes an infinite max, which cannot occur here."""
+    maxes = torch.amax(logits, dim=-1, keepdim=True)
+    return (logits - maxes).exp_().sum(-1, keepdim=True).log_().add_(maxes)
 
 
 def temperature_schedule(settings: DenoiseSettings, device: torch.device) -> torch.Tensor:
@@ -229,11 +299,17 @@ def renoise(
 
 class StableConfident:
     """The reference stopping rule (argmax canvas stable for `threshold` steps and mean entropy below
-    `confidence`), computed over free slots only."""
+    `confidence`), computed over free slots only.
+
+    `__call__` answers with a device tensor (no synchronisation); `rows_done` answers in plain Python for tensors
+    that already live in host memory, with the same comparisons (the mean is the same float32 kernel, compared
+    with the float32 threshold as torch compares it) but three kernels instead of seven.
+    """
 
     def __init__(self, threshold: int, confidence: float) -> None:
         self.threshold = threshold
         self.confidence = confidence
+        self._confidence32 = struct.unpack("f", struct.pack("f", confidence))[0]
         self.history: list[torch.Tensor] = []  # the last `threshold` argmax canvases, oldest first
 
     def __call__(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
@@ -248,12 +324,34 @@ class StableConfident:
             for past in self.history[1:]:
                 stable = stable & (past == argmax).all(dim=-1)
             self.history = [*self.history[1:], argmax]
-        if frozen is None:
-            mean_entropy = torch.mean(entropy, dim=-1)
+        return stable & (self._mean_entropy(entropy, frozen) < self.confidence)
+
+    def rows_done(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> list[bool]:
+        """`self(argmax, entropy, frozen).tolist()` for host tensors."""
+        rows = argmax.shape[0]
+        if self.threshold == 0:
+            stable = [True] * rows
         else:
-            free = (~frozen).to(entropy.dtype)
-            mean_entropy = (entropy * free).sum(-1) / free.sum(-1).clamp_min(1)
-        return stable & (mean_entropy < self.confidence)
+            seen = self.history  # empty at first sight: nothing to be stable against
+            if rows == 1:
+                stable = [len(seen) == self.threshold and all(torch.equal(past, argmax) for past in seen)]
+            else:
+                stable = [
+                    len(seen) == self.threshold and all(torch.equal(past[r], argmax[r]) for past in seen)
+                    for r in range(rows)
+                ]
+            self.history = [*seen, argmax][-self.threshold :]
+        if not any(stable):  # the canvas moved: not done, whatever the entropy (the usual case early on)
+            return stable
+        means = self._mean_entropy(entropy, frozen).tolist()
+        return [s and m < self._confidence32 for s, m in zip(stable, means)]
+
+    @staticmethod
+    def _mean_entropy(entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
+        if frozen is None:
+            return torch.mean(entropy, dim=-1)
+        free = (~frozen).to(entropy.dtype)
+        return (entropy * free).sum(-1) / free.sum(-1).clamp_min(1)
 
 
 def denoise(
@@ -290,7 +388,9 @@ def denoise(
         blocks_limit = min(blocks_limit, max_blocks)
     embed_dtype = model.model.decoder.embed_tokens.weight.dtype
     timer = ForwardTimer(device)
-    on_host = device.type == "cpu"
+    on_host = device.type == "cpu" and not _DEVICE_PATH.get()
+    # On the CPU, sample only the accepted slots (no data-dependent shapes on a device: they would synchronise).
+    selective = on_host and batch * canvas_length * vocab <= _SELECTIVE_LIMIT
 
     input_ids = prompt_ids
     cur_len = prompt_len
@@ -348,6 +448,7 @@ def denoise(
             decoder_attention_mask=decoder_attention_mask,
         )
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
+        flags = [False] * batch
         stopper = StableConfident(settings.stability_threshold, settings.confidence_threshold)
         argmax = canvas
         conf = torch.zeros(batch, canvas_length, device=device)
@@ -366,27 +467,42 @@ def denoise(
             processed = logits / temperatures[cur_step - 1]
             probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
             drawn_at = time.perf_counter()
-            qs, noise = _draw_step(gens, (batch, canvas_length, vocab), device)
+            if selective:
+                uniforms = uniform_draws(gens, (batch, canvas_length, vocab))
+                noise = _randint(vocab, (batch, canvas_length), gens, device)
+            else:
+                qs, noise = _draw_step(gens, (batch, canvas_length, vocab), device)
             out.draw_seconds += time.perf_counter() - drawn_at
-            sampled = sample_with(probs, qs)
             new_argmax = torch.argmax(processed, dim=-1)
             entropy = token_entropy(processed)
             if fmask is not None:
-                sampled = torch.where(fmask, fids, sampled)
                 new_argmax = torch.where(fmask, fids, new_argmax)
             accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
-            new_canvas = renoise(sampled, accepted_mask, noise, fmask, fids)
-            # The probability of the shown (argmax) token: a gather of B x L values instead of a max over the
-            # vocabulary (display only; frozen slots show their pinned token's probability, as before).
-            new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
+            if selective:
+                new_canvas = sample_accepted(probs, uniforms, accepted_mask, noise)
+                if fmask is not None:
+                    new_canvas = torch.where(fmask, fids, new_canvas)
+            else:
+                new_canvas = renoise(sample_with(probs, qs), accepted_mask, noise, fmask, fids)
+            # The probability of the shown (argmax) token, for display: the largest probability (softmax keeps the
+            # order), or at frozen slots the pinned token's.
+            if fmask is None:
+                new_conf = torch.amax(probs, dim=-1)
+            else:
+                new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
             if any_finished:
+                if on_host:
+                    finished = torch.tensor(flags)
                 keep = finished[:, None]
                 new_argmax = torch.where(keep, argmax, new_argmax)
                 new_canvas = torch.where(keep, canvas, new_canvas)
                 new_conf = torch.where(keep, conf, new_conf)
                 processed = torch.where(finished[:, None, None], sc_logits, processed)
                 entropy = token_entropy(processed)
-            finished = finished | stopper(new_argmax, entropy, fmask)
+            if on_host:  # the stopping rule in plain Python: four fewer kernels per step
+                flags = [f or done for f, done in zip(flags, stopper.rows_done(new_argmax, entropy, fmask))]
+            else:
+                finished = finished | stopper(new_argmax, entropy, fmask)
             if fmask is not None:
                 if pinned is None:
                     pinned = _pinned_logits(processed, fids)
@@ -395,7 +511,7 @@ def denoise(
             canvas, argmax, conf = new_canvas, new_argmax, new_conf
 
             if on_host:  # the tensors already are host memory: hand them over as they are
-                host_ids, host_conf, flags = argmax, conf, finished.tolist()
+                host_ids, host_conf = argmax, conf
             else:  # one small device->host copy per step: ids (exact in float32 below 2**24), confidences, flags
                 packed = torch.cat(
                     [argmax.to(torch.float32), conf.to(torch.float32), finished[:, None].to(torch.float32)], 1

@@ -181,11 +181,11 @@ class Session:
             if state.block > blocks_seen[0]:  # a new block began: the previous one's last canvas is final
                 blocks_seen[0] = state.block
                 for r in range(rows):
-                    done_blocks[r] = done_blocks[r] + tuple(last_ids[r].tolist())
-            for r in range(rows):
-                last_ids[r] = state.argmax[r]
+                    done_blocks[r] = done_blocks[r] + tuple(last_ids[0][r].tolist())
+            last_ids[0] = state.argmax
+            # Rows are picked out of the step's tensors only when a view is looked at (most steps are not painted).
             views = tuple(
-                CandidateView(make=partial(self._view, state.argmax[r], state.confidence[r], done_blocks[r],
+                CandidateView(make=partial(self._view, state.argmax, state.confidence, r, done_blocks[r],
                                            middles[r] if middles is not None else None))
                 for r in range(rows)
             )
@@ -199,7 +199,7 @@ class Session:
             )
 
         blocks_seen = [0]
-        last_ids: list[torch.Tensor] = [torch.empty(0, dtype=torch.long)] * rows
+        last_ids: list[torch.Tensor] = [torch.empty(rows, 0, dtype=torch.long)]  # the latest step's [rows, L] ids
         out = denoise(
             model, prompt_ids, settings, max_new_tokens=max_new, eos_token_ids=self._eos, pad_token_id=self._pad,
             seed=seed, frozen=frozen, max_blocks=1 if frozen is not None else None, on_step=emit, cancel=cancel,
@@ -218,12 +218,12 @@ class Session:
         return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=prompt.notice)
 
     def _view(
-        self, ids_t: torch.Tensor, conf_t: torch.Tensor, earlier: tuple[int, ...], middle: int | None
+        self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None
     ) -> tuple[Span, ...]:
         """The spans of one row at one step; runs on the consumer's thread, when (and if) it is looked at."""
         text = self._text
         assert text is not None
-        ids, conf = ids_t.tolist(), conf_t.tolist()
+        ids, conf = ids_t[row].tolist(), conf_t[row].tolist()
         if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
             return text.spans(*_middle(text, ids, conf, middle))
         shown = text.visible_ids([*earlier, *ids])

@@ -126,6 +126,28 @@ def test_cpu_exponential_draws_are_torchs_own_value_for_value(chunk: int, monkey
             assert torch.equal(g1.get_state(), g2.get_state())
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_sampling_only_the_accepted_slots_gives_the_full_samplers_canvas(rows: int) -> None:
+    """The CPU loop turns only the accepted rows' uniforms into Exp(1) variates and samples them; the canvas and
+    the generators must end exactly as with every row sampled (ties between probabilities included)."""
+    import engine.denoise as denoise_mod
+
+    cpu, shape = torch.device("cpu"), (rows, 16, 64)
+    for seed in range(20):
+        logits = torch.randn(*shape) * (1 + seed)
+        logits[..., :8] = logits[..., 8:16]  # exact ties between columns
+        probs = torch.softmax(logits, dim=-1)
+        accepted = torch.rand(rows, 16) < (seed % 5) / 4  # from none to all
+        g1 = [torch.Generator().manual_seed(seed + k) for k in range(rows)]
+        g2 = [torch.Generator().manual_seed(seed + k) for k in range(rows)]
+        qs, noise = denoise_mod._draw_step(g1, shape, cpu)
+        expected = denoise_mod.renoise(denoise_mod.sample_with(probs, qs), accepted, noise)
+        uniforms = denoise_mod.uniform_draws(g2, shape)
+        got = denoise_mod.sample_accepted(probs, uniforms, accepted, denoise_mod._randint(64, (rows, 16), g2, cpu))
+        assert torch.equal(got, expected), seed
+        assert all(torch.equal(a.get_state(), b.get_state()) for a, b in zip(g1, g2))
+
+
 def test_precomputed_temperatures_equal_the_reference_processor() -> None:
     from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
         LinearTemperatureScheduleLogitsProcessor,

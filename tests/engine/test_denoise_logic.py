@@ -11,8 +11,10 @@ from engine.api import DenoiseSettings
 from engine.denoise import Frozen, StableConfident, accept_mask, denoise, renoise, token_entropy
 
 
-def test_entropy_matches_categorical() -> None:
-    logits = torch.randn(2, 7, 50) * 3
+@pytest.mark.parametrize("scale", [0.01, 3.0, 75.0])
+def test_entropy_matches_categorical(scale) -> None:
+    logits = torch.randn(2, 7, 50) * scale
+    logits[0, 0] = 0.0  # a flat row
     assert torch.equal(token_entropy(logits), torch.distributions.Categorical(logits=logits).entropy())
 
 
@@ -51,6 +53,30 @@ def test_stopping_ignores_frozen_slots() -> None:
     entropy = torch.tensor([[0.01, 9.0]])  # the frozen slot's entropy must not count
     stop(torch.tensor([[5, 6]]), entropy, frozen)
     assert stop(torch.tensor([[5, 6]]), entropy, frozen).item()
+
+
+@pytest.mark.parametrize("threshold", [0, 1, 2, 3])
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("with_frozen", [False, True])
+def test_host_stopping_rule_agrees_with_the_tensor_rule(threshold, rows, with_frozen) -> None:
+    """The CPU loop asks `rows_done`; it must fire on exactly the steps the tensor rule (the reference's) fires."""
+    gen = torch.Generator().manual_seed(threshold * 10 + rows)
+    frozen = torch.rand(rows, 8, generator=gen) < 0.3 if with_frozen else None
+    tensor_rule = StableConfident(threshold, confidence=0.005)
+    host_rule = StableConfident(threshold, confidence=0.005)
+    ids = torch.randint(0, 3, (rows, 8), generator=gen)
+    fired = 0
+    for step in range(60):
+        if step % 4:  # mostly stable canvases, so that the stability branch is exercised both ways
+            ids = torch.where(torch.rand(rows, 8, generator=gen) < 0.05, torch.randint(0, 3, (rows, 8)), ids)
+        # entropies straddling the threshold, including the float32 neighbours of 0.005 itself
+        entropy = torch.full((rows, 8), 0.005) * torch.tensor([0.5, 1.0, 1.0 + 1e-7, 2.0])[step % 4]
+        if step % 7 == 0:
+            entropy = torch.nextafter(entropy, torch.zeros_like(entropy))
+        expected = tensor_rule(ids, entropy, frozen).tolist()
+        assert host_rule.rows_done(ids, entropy, frozen) == expected, step
+        fired += sum(expected)
+    assert fired, "the rule never fired: the test would not notice a host rule that never stops"
 
 
 def _prompt(session, text: str = "It was the best of times", rows: int = 1) -> torch.Tensor:
