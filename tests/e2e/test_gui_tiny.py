@@ -64,6 +64,7 @@ def run_to_ready(qtbot, win, trigger):
 
 def test_draft_updates_over_steps_accepts_as_one_undo_step(qtbot, window):
     text = "The harbour was quiet in the morning. "
+    window.settings.update({"denoise.steps": 48})  # enough steps to be painted apart on a fast machine too
     set_text(window, text)
     seen = run_to_ready(qtbot, window, window.actionDraft.trigger)
     assert len(seen) >= 2, "the ghost text should change while it denoises"
