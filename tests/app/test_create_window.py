@@ -6,12 +6,10 @@ import pytest
 
 import app
 from app import __main__ as entry
-from tests.helpers.gui import ghost_state, isolate_user_dirs
+from tests.helpers.gui import ghost_state
 
 
-@pytest.fixture(autouse=True)
-def _user_dirs(monkeypatch, tmp_path):
-    isolate_user_dirs(monkeypatch, tmp_path)
+pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
 def test_fake_engine_window_loads_and_drafts(qtbot):

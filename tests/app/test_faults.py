@@ -12,21 +12,12 @@ from PySide6.QtCore import Qt
 
 from engine.api import GenerationError, OutOfMemoryError
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, isolate_user_dirs, set_text
+from tests.helpers.gui import build_window, ghost_state, set_text
 
 MIXED = "서울의 아침. 東京の夜。 北京的春天。 Emoji 👩🏽‍💻🎉 and שלום עולם / مرحبا بالعالم.\n"
 
 
-@pytest.fixture(autouse=True)
-def _user_dirs(monkeypatch, tmp_path):
-    isolate_user_dirs(monkeypatch, tmp_path)
-
-
-@pytest.fixture
-def settings(tmp_path):
-    from app.settings import Settings
-
-    return Settings(tmp_path / "config")
+pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
 def with_services(window, settings):

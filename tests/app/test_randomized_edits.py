@@ -16,15 +16,13 @@ from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, isolate_user_dirs
+from tests.helpers.gui import build_window, ghost_state, ghost_text
 
 SUGGESTIONS = [" alpha beta\ngamma delta", " 한국어 문장 👋🏽 done", " שלום and more\nnext line here"]
 WORDS = ["the ", "sea ", "Boat", ". ", "\n", "바다 ", "海", "🎉", "مرحبا ", "x"]
 
 
-@pytest.fixture(autouse=True)
-def _user_dirs(monkeypatch, tmp_path):
-    isolate_user_dirs(monkeypatch, tmp_path)
+pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
 def type_text(editor, text: str) -> None:

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QApplication
 from app.theme import apply_theme
 from engine.api import GenerationError
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, isolate_user_dirs, set_text
+from tests.helpers.gui import build_window, ghost_state, set_text
 
 DOC = (
     "The harbour\n\n"
@@ -33,9 +33,7 @@ REWRITE = "Nobody in the village could agree on what the weather would do next."
 INFILL = "Then, all at once, the wind turned and the water went dark."
 
 
-@pytest.fixture(autouse=True)
-def _user_dirs(monkeypatch, tmp_path):
-    isolate_user_dirs(monkeypatch, tmp_path)
+pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
 @pytest.fixture

@@ -8,21 +8,12 @@ from PySide6.QtGui import QAction
 
 from engine.api import GenerationError, ModelIncompleteError
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, isolate_user_dirs, record_ghost_texts, set_text
+from tests.helpers.gui import build_window, ghost_state, ghost_text, record_ghost_texts, set_text
 
 DOC = "The first paragraph ends here.\n\nThe last paragraph starts here."
 
 
-@pytest.fixture(autouse=True)
-def _user_dirs(monkeypatch, tmp_path):
-    isolate_user_dirs(monkeypatch, tmp_path)
-
-
-@pytest.fixture
-def settings(tmp_path):
-    from app.settings import Settings
-
-    return Settings(config_dir=tmp_path / "config")
+pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
 def wait_ready(qtbot, window, timeout=10_000):
