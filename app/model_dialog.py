@@ -2,7 +2,7 @@
 
 A folder can be typed, browsed to, or picked from DiffusionGemma checkpoints found in the Hugging Face cache
 (`HF_HUB_CACHE`, `HF_HOME/hub`, `~/.cache/huggingface/hub`; hub layout `models--org--name/snapshots/<rev>/`).
-Checking a folder (validation by `engine.loader`, the memory estimate by `engine.fit`) runs on a worker thread:
+Checking a folder (validation by `engine.weights.loader`, the memory estimate by `engine.weights.fit`) runs on a worker thread:
 those modules may import torch, which the UI thread never waits for. Loading goes through the window's engine
 host, whose signals drive the progress bar; Cancel stops the load between tensors.
 """
@@ -148,7 +148,7 @@ class Inspection:
 
 def inspect_folder(folder: str, device: str = "auto") -> Inspection:
     """Validate `folder` and estimate its memory fit; never raises (everything becomes text)."""
-    from engine.loader import validate_checkpoint
+    from engine.weights.loader import validate_checkpoint
 
     try:
         ckpt = validate_checkpoint(folder)
@@ -165,10 +165,10 @@ FIT_PRECISIONS = ("nf4", "bf16", "fp32")
 
 
 def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str]:
-    """`engine.fit`'s estimate for each precision against the free memory of the device ("auto": the first
+    """`engine.weights.fit`'s estimate for each precision against the free memory of the device ("auto": the first
     CUDA device if there is one, else the CPU). Returns (rows, device label, note); never raises."""
     try:
-        from engine import fit
+        from engine.weights import fit
     except ImportError:
         return (), device, "No memory estimate is available in this build."
     try:

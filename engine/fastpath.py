@@ -7,7 +7,7 @@ Status: written without a GPU to measure on, so it is behind a switch and OFF by
 it the default. What is checked on the CPU: the grouped experts forward gives the per-expert loop's result, and
 the batched stack dequantization is bit-identical to dequantizing expert by expert.
 
-Why a grouped experts forward: `nf4_experts_forward` (engine.quantize) walks the hit experts one by one; with a
+Why a grouped experts forward: `nf4_experts_forward` (engine.weights.quantize) walks the hit experts one by one; with a
 256-token canvas nearly all 128 experts of every layer are hit, so each layer issues ~256 4-bit matmuls, and for
 multi-token inputs bitsandbytes' `matmul_4bit` dequantizes the expert to a bf16 temporary and then multiplies: ~1,000
 kernel launches per layer, ~30,000 per forward. Here each stack (gate_up, down) is dequantized in ONE kernel into
@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.quantize import NESTED_BLOCKSIZE, NF4_BLOCKSIZE, NF4Weight
+from engine.weights.quantize import NESTED_BLOCKSIZE, NF4_BLOCKSIZE, NF4Weight
 
 log = logging.getLogger(__name__)
 

@@ -103,7 +103,7 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
     """(params by kind, bytes by dtype, quantized-part bytes, its bf16 size, 4-bit fraction of linear+experts)."""
     from torch import nn
 
-    from engine.quantize import NF4Weight, is_experts, text_stacks
+    from engine.weights.quantize import NF4Weight, is_experts, text_stacks
 
     kinds = {"experts": 0, "linear": 0, "embedding": 0, "other": 0}
     by_dtype: dict[str, int] = {}
@@ -166,7 +166,7 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
 
 
 def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bool = True) -> InspectReport:
-    from engine.fit import devices_found, estimate
+    from engine.weights.fit import devices_found, estimate
 
     import gc
     import os
@@ -177,9 +177,9 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
     import transformers  # noqa: F401
     from transformers import DiffusionGemmaForBlockDiffusion  # noqa: F401
 
-    from engine.loader import load_model
+    from engine.weights.loader import load_model
 
-    from engine.loader import validate_checkpoint
+    from engine.weights.loader import validate_checkpoint
 
     config = validate_checkpoint(model_dir).config  # a missing or broken folder is reported before anything else
     if not use_cache:

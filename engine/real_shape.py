@@ -74,8 +74,8 @@ def make_real_shape(out_dir: str | Path, *, layers: int = 1, vocab_size: int = 4
     from transformers import DiffusionGemmaConfig
     from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationConfig
 
-    from engine.stream_load import build_skeleton_from_config
-    from engine.tensorfile import PlannedTensor, TensorFileWriter
+    from engine.weights.stream_load import build_skeleton_from_config
+    from engine.weights.tensorfile import PlannedTensor, TensorFileWriter
     from engine.tiny import SAMPLE_TEXT, _resolved, generation_defaults, train_tokenizer
 
     out = Path(out_dir)

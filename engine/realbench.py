@@ -45,9 +45,9 @@ def build_model(layers: int, vocab: int, device: str, quantize: str = "nf4", see
     from torch import nn
     from transformers import DiffusionGemmaConfig
 
-    from engine.quantize import EXPERTS_IMPLEMENTATION, NF4Weight, register_experts_implementation
+    from engine.weights.quantize import EXPERTS_IMPLEMENTATION, NF4Weight, register_experts_implementation
     from engine.real_shape import real_config_dict
-    from engine.stream_load import build_skeleton_from_config
+    from engine.weights.stream_load import build_skeleton_from_config
 
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     config = DiffusionGemmaConfig(**real_config_dict(layers, vocab))
@@ -132,7 +132,7 @@ class _LayerTimer:
 
 def roofline(prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tflops: float | None) -> dict[str, Any]:
     """Bytes read and FLOPs of one canvas forward of the full 26B-A4B after `prefix` tokens, and the time floors."""
-    from engine.fit import _attention_shape, _layer_types, kv_cache_bytes, param_counts, weight_bytes
+    from engine.weights.fit import _attention_shape, _layer_types, kv_cache_bytes, param_counts, weight_bytes
     from engine.real_shape import real_config_dict
 
     config = real_config_dict(REAL_LAYERS, REAL_VOCAB)
@@ -189,7 +189,7 @@ def run_real_shape(*, layers: int = 2, device: str = "auto", vocab: int | None =
     import torch
     from transformers import DynamicCache
 
-    from engine.loader import resolve_device
+    from engine.weights.loader import resolve_device
     from engine.real_shape import layer_types
 
     dev, _ = resolve_device(device)  # type: ignore[arg-type]

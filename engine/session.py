@@ -44,7 +44,7 @@ from engine.api import (
 )
 from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
 from engine.display import TokenText
-from engine.loader import LoadedModel, load_model
+from engine.weights.loader import LoadedModel, load_model
 
 log = logging.getLogger(__name__)
 

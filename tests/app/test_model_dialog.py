@@ -187,7 +187,7 @@ def test_fit_badges_are_shown_per_precision(tmp_path, qtbot, host):
 
 
 def test_real_fit_estimate_gives_a_verdict_per_precision(tmp_path):
-    """With the real model's shapes and a CPU, the 26B checkpoint's numbers come from engine.fit."""
+    """With the real model's shapes and a CPU, the 26B checkpoint's numbers come from engine.weights.fit."""
     folder = fake_checkpoint(tmp_path / "m")
     config = {"model_type": "diffusion_gemma", "canvas_length": 256, "text_config": {
         "hidden_size": 2816, "intermediate_size": 2112, "num_hidden_layers": 30, "num_attention_heads": 16,

@@ -183,7 +183,7 @@ def test_static_cache_path_reproduces_generate_with_a_static_cache(session) -> N
 
 def test_batched_stack_dequantization_is_bit_identical() -> None:
     from engine.fastpath import dequantize_stack
-    from engine.quantize import NF4Weight
+    from engine.weights.quantize import NF4Weight
 
     stack = NF4Weight((256, 128), 3, device="cpu", dtype=torch.float32)  # 512 blocks per expert: batched path
     for e in range(3):
@@ -194,8 +194,8 @@ def test_batched_stack_dequantization_is_bit_identical() -> None:
 
 def test_grouped_experts_forward_gives_the_loops_tokens(tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.fastpath import grouped_nf4_experts_forward, use_grouped_experts
-    from engine.loader import load_model
-    from engine.quantize import nf4_experts_forward
+    from engine.weights.loader import load_model
+    from engine.weights.quantize import nf4_experts_forward
 
     monkeypatch.setenv("LETTERPRESS_QCACHE", "off")
     model = load_model(tiny_dir, device="cpu", quantization="nf4").model

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import fit
+from engine.weights import fit
 from engine.real_shape import real_config_dict
 
 CARD_24GB = 24 * 1024**3 - 1024**3  # a 24 GB card with ~1 GB taken by the desktop and the driver
@@ -16,7 +16,7 @@ CARD_24GB = 24 * 1024**3 - 1024**3  # a 24 GB card with ~1 GB taken by the deskt
 def _skeleton_params(config: dict) -> int:
     from transformers import DiffusionGemmaConfig
 
-    from engine.stream_load import build_skeleton_from_config
+    from engine.weights.stream_load import build_skeleton_from_config
 
     model = build_skeleton_from_config(DiffusionGemmaConfig(**config), torch.bfloat16)
     return sum(p.numel() for p in model.parameters())  # parameters() counts shared ones once
@@ -66,7 +66,7 @@ def test_verdict_thresholds() -> None:
 
 def test_load_that_cannot_fit_is_refused_with_numbers(tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.api import WontFitError
-    from engine.loader import load_model
+    from engine.weights.loader import load_model
 
     monkeypatch.setattr(fit, "host_memory", lambda: fit.DeviceMemory("cpu", "host RAM", 10**6, 10**6))
     with pytest.raises(WontFitError) as err:

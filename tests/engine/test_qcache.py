@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import qcache
+from engine.weights import qcache
 from engine.api import LoadProgress
-from engine.loader import load_model
+from engine.weights.loader import load_model
 
 
 def _logits(model) -> torch.Tensor:

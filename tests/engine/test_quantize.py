@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from engine.api import LoadCancelledError, LoadProgress
-from engine.loader import load_model
-from engine.quantize import NF4Linear, NF4Weight, is_experts, nf4_modules, text_stacks, unquantized_text_weights
+from engine.weights.loader import load_model
+from engine.weights.quantize import NF4Linear, NF4Weight, is_experts, nf4_modules, text_stacks, unquantized_text_weights
 
 # Tolerances (float32 on CPU):
 FORWARD_ATOL = 1e-4  # NF4 forward vs a full-precision forward on the very same (dequantized) weights

@@ -39,7 +39,7 @@ def _log(out: Path) -> list[dict]:
 
 
 def test_a_short_run_exports_a_loadable_model_with_its_recipe(tmp_path: Path) -> None:
-    from engine.loader import load_model
+    from engine.weights.loader import load_model
 
     run(tmp_path, TINY, log_every=1, eval_every=100, quiet=True)
 

@@ -22,8 +22,8 @@ import torch
 from torch import nn
 
 from engine.api import LoadCancelledError, LoadProgress, ModelIncompleteError, ProgressCallback
-from engine.quantize import NF4Weight, convert_to_nf4, register_experts_implementation
-from engine.tensorfile import TensorEntry, TensorFileReader
+from engine.weights.quantize import NF4Weight, convert_to_nf4, register_experts_implementation
+from engine.weights.tensorfile import TensorEntry, TensorFileReader
 
 # Letterpress is text-only: the vision tower and its projection are never loaded (they are ~1 GB in bf16 on the
 # 26B-A4B). Their checkpoint tensors are skipped.
@@ -295,57 +295,6 @@ def _finish(model: nn.Module, device: str) -> None:
     model.eval()
     model.requires_grad_(False)
     if any(isinstance(m, NF4Weight) for m in model.modules()):
-        from engine.quantize import EXPERTS_IMPLEMENTATION
+        from engine.weights.quantize import EXPERTS_IMPLEMENTATION
 
         model.set_experts_implementation(EXPERTS_IMPLEMENTATION)
-
-
-def load_weights(
-    model_dir: Path,
-    weight_files: tuple[Path, ...] | list[Path],
-    device: str,
-    dtype: torch.dtype,
-    *,
-    nf4: bool,
-    on_progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
-    use_cache: bool | None = None,
-) -> tuple[nn.Module, str]:
-    """The whole weight load: from the quantized cache when it is valid, else from the checkpoint (then written to
-    the cache). Returns the model and a notice for the writer (empty when there is nothing to say)."""
-    from engine import qcache
-
-    files = list(weight_files)
-    if use_cache is None:
-        import os
-
-        use_cache = os.environ.get("LETTERPRESS_QCACHE", "on") != "off"
-    if not nf4:
-        model = build_skeleton(model_dir, dtype, nf4=False)
-        stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)
-        return model, ""
-    slot = qcache.slot_for(model_dir, files, dtype) if use_cache else None
-    notice = ""
-    if slot is not None and slot.manifest.is_file():
-        model = build_skeleton(model_dir, dtype, nf4=True)
-        reason = qcache.load_from_cache(slot, model, device, dtype, on_progress=on_progress, cancel=cancel)
-        if not reason:
-            return model, ""
-        del model
-        _free(device)
-        notice = f"The quantized cache was rebuilt: {reason}."
-    model = build_skeleton(model_dir, dtype, nf4=True)
-    stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel, stage="quantizing")
-    if slot is not None:
-        why = qcache.save_to_cache(slot, model, model_dir)
-        if why:
-            notice = (notice + " " if notice else "") + f"The 4-bit weights were not cached: {why}."
-    return model, notice
-
-
-def _free(device: str) -> None:
-    import gc
-
-    gc.collect()
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()

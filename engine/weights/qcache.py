@@ -30,8 +30,8 @@ import torch
 from torch import nn
 
 from engine.api import LoadCancelledError, ModelIncompleteError, ProgressCallback
-from engine.quantize import FORMAT_VERSION
-from engine.tensorfile import PlannedTensor, TensorFileError, TensorFileWriter
+from engine.weights.quantize import FORMAT_VERSION
+from engine.weights.tensorfile import PlannedTensor, TensorFileError, TensorFileWriter
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ def load_from_cache(
 ) -> str:
     """Fill the NF4 skeleton `model` from the cache; returns "" on success, else why the cache was rejected
     (it is then deleted, and the caller quantizes from the checkpoint with a fresh skeleton)."""
-    from engine.stream_load import CacheCorruptError, stream_into
+    from engine.weights.stream_load import CacheCorruptError, stream_into
 
     manifest, reason = read_manifest(slot)
     if manifest is None:

@@ -10,7 +10,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.api import (
     Device,
@@ -23,6 +23,10 @@ from engine.api import (
     Quantization,
     UnsupportedModelError,
 )
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -150,7 +154,7 @@ def choose_quantization(quantization: Quantization, device: str, config: dict[st
         return quantization
     if device != "cuda":
         return "none"
-    from engine.fit import estimate_for_device
+    from engine.weights.fit import estimate_for_device
 
     return "none" if estimate_for_device(config, "bf16", "cuda").verdict == "fits" else "nf4"
 
@@ -165,7 +169,7 @@ def load_model(
 ) -> LoadedModel:
     """Load the checkpoint for inference (eval mode, no grad) on the chosen device.
 
-    Weights are streamed tensor by tensor (see `engine.stream_load`): "none" keeps full precision (float32 on the
+    Weights are streamed tensor by tensor (see `engine.weights.stream_load`): "none" keeps full precision (float32 on the
     CPU, bf16 on CUDA), "nf4" quantizes every linear and expert matrix of the text stack to 4 bits (cached after
     the first load). A load that the fit estimate says cannot fit is refused before it starts.
     """
@@ -173,8 +177,7 @@ def load_model(
     from transformers import AutoTokenizer
 
     from engine.api import OutOfMemoryError, WontFitError
-    from engine.fit import estimate_for_device
-    from engine.stream_load import load_weights
+    from engine.weights.fit import estimate_for_device
 
     ckpt = validate_checkpoint(model_dir)
     dev, notice = resolve_device(device)
@@ -223,7 +226,7 @@ def load_model(
 
 def _logical_parameters(model: Any) -> int:
     """Weights the model stands for (an NF4 matrix counts as its unpacked size; shared weights once)."""
-    from engine.quantize import NF4Weight
+    from engine.weights.quantize import NF4Weight
 
     seen: set[int] = set()
     total = 0
@@ -238,3 +241,55 @@ def _logical_parameters(model: Any) -> int:
                 seen.add(id(p))
                 total += p.numel()
     return total
+
+
+def load_weights(
+    model_dir: Path,
+    weight_files: tuple[Path, ...] | list[Path],
+    device: str,
+    dtype: torch.dtype,
+    *,
+    nf4: bool,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    use_cache: bool | None = None,
+) -> tuple[nn.Module, str]:
+    """The whole weight load: from the quantized cache when it is valid, else from the checkpoint (then written to
+    the cache). Returns the model and a notice for the writer (empty when there is nothing to say)."""
+    from engine.weights import qcache
+    from engine.weights.stream_load import build_skeleton, stream_into
+
+    files = list(weight_files)
+    if use_cache is None:
+        use_cache = os.environ.get("LETTERPRESS_QCACHE", "on") != "off"
+    if not nf4:
+        model = build_skeleton(model_dir, dtype, nf4=False)
+        stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)
+        return model, ""
+    slot = qcache.slot_for(model_dir, files, dtype) if use_cache else None
+    notice = ""
+    if slot is not None and slot.manifest.is_file():
+        model = build_skeleton(model_dir, dtype, nf4=True)
+        reason = qcache.load_from_cache(slot, model, device, dtype, on_progress=on_progress, cancel=cancel)
+        if not reason:
+            return model, ""
+        del model
+        _free(device)
+        notice = f"The quantized cache was rebuilt: {reason}."
+    model = build_skeleton(model_dir, dtype, nf4=True)
+    stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel, stage="quantizing")
+    if slot is not None:
+        why = qcache.save_to_cache(slot, model, model_dir)
+        if why:
+            notice = (notice + " " if notice else "") + f"The 4-bit weights were not cached: {why}."
+    return model, notice
+
+
+def _free(device: str) -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
