@@ -35,7 +35,7 @@ def _read(path: str | None) -> str:
 
 
 def cmd_make_tiny(args: argparse.Namespace) -> int:
-    from engine.tiny import make_tiny
+    from engine.tools.tiny import make_tiny
 
     out = make_tiny(args.dir, seed=args.seed, canvas_length=args.canvas_length)
     print(f"wrote a tiny DiffusionGemma checkpoint to {out}")
@@ -197,9 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (
-        ("inspect", "engine.inspect_report", "main_inspect", "load a checkpoint as the app would and report memory"),
-        ("bench", "engine.bench", "main_bench", "benchmark the engine against model.generate()"),
-        ("make-real-shape", "engine.real_shape", "main_make_real_shape", "write a checkpoint with 26B-A4B shapes"),
+        ("inspect", "engine.tools.inspect_report", "main_inspect", "load a checkpoint as the app would and report memory"),
+        ("bench", "engine.tools.bench", "main_bench", "benchmark the engine against model.generate()"),
+        ("make-real-shape", "engine.tools.real_shape", "main_make_real_shape", "write a checkpoint with 26B-A4B shapes"),
     ):
         p = sub.add_parser(name, help=help_text, add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)

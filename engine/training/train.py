@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from engine.tiny import save_checkpoint, tiny_config, train_tokenizer
+from engine.tools.tiny import save_checkpoint, tiny_config, train_tokenizer
 from engine.training import corpus as corpus_mod
 from engine.training.examples import Example, sample_examples
 from engine.training.objective import collate, denoising_accuracy, diffusion_loss

@@ -169,7 +169,7 @@ def test_read_only_file_cannot_be_overwritten_and_save_as_is_offered(qtbot, tmp_
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from engine.tiny import make_tiny
+    from engine.tools.tiny import make_tiny
 
     return make_tiny(tmp_path_factory.mktemp("tiny") / "model")
 

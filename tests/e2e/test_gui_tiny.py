@@ -29,7 +29,7 @@ length = 32
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from engine.tiny import make_tiny
+    from engine.tools.tiny import make_tiny
 
     return make_tiny(tmp_path_factory.mktemp("tiny") / "model")
 

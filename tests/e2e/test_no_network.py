@@ -34,7 +34,7 @@ def test_draft_rewrite_and_infill_run_without_any_network(no_network, tmp_path, 
     enforce_offline()  # what the app does at start-up
     from engine.api import DenoiseSettings, DraftRequest, InfillRequest, RewriteRequest
     from engine.session import Session
-    from engine.tiny import make_tiny
+    from engine.tools.tiny import make_tiny
 
     model = make_tiny(tmp_path / "tiny")
     session = Session()

@@ -12,7 +12,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine.tiny import make_tiny
+    from engine.tools.tiny import make_tiny
 
     return make_tiny(tmp_path_factory.mktemp("tiny") / "ckpt", seed=0, canvas_length=32)
 

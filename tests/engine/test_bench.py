@@ -76,7 +76,7 @@ def test_bench_refuses_the_fast_path_without_cuda(tiny_dir: Path) -> None:
 def test_unwrapped_runs_count_the_same_forwards(session) -> None:
     """Under --fastpath the forward wrappers are off (they would be compiled into the CUDA graphs); the figures
     then come from the loop's own timing and from generate()'s tokens per forward."""
-    from engine.bench import ForwardRecorder, default_cases, run_engine, run_reference
+    from engine.tools.bench import ForwardRecorder, default_cases, run_engine, run_reference
 
     case = next(c for c in default_cases(32) if c.name == "draft-short-1blk")
     settings = DenoiseSettings(max_steps=5, seed=case.seed)
@@ -222,7 +222,7 @@ def test_grouped_experts_forward_gives_the_loops_tokens(tiny_dir: Path, monkeypa
 
 
 def test_real_shape_bench_runs_on_cpu_and_extrapolates_with_its_arithmetic() -> None:
-    from engine.realbench import run_real_shape
+    from engine.tools.realbench import run_real_shape
 
     report = run_real_shape(layers=2, device="cpu", vocab=512, prefixes=[8], iters=1, bandwidth_gbs=50,
                             peak_tflops=1)
@@ -253,7 +253,7 @@ def test_real_shape_cli_prints_the_roofline_arithmetic() -> None:
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_bench_eager_keeps_identical_ids_and_small_overhead(tiny_dir: Path) -> None:
-    from engine.bench import bench_model, default_cases
+    from engine.tools.bench import bench_model, default_cases
 
     cases = [c for c in default_cases(32) if c.name == "draft-short-1blk"]
     report = bench_model(tiny_dir, device="cuda", repeats=3, cases=cases)
@@ -264,7 +264,7 @@ def test_gpu_bench_eager_keeps_identical_ids_and_small_overhead(tiny_dir: Path) 
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_fast_path_runs_and_reports(tiny_dir: Path) -> None:
-    from engine.bench import bench_model, default_cases
+    from engine.tools.bench import bench_model, default_cases
 
     cases = [c for c in default_cases(32) if c.name == "draft-short-1blk"]
     report = bench_model(tiny_dir, device="cuda", repeats=2, cases=cases, fastpath=True)
@@ -274,7 +274,7 @@ def test_gpu_fast_path_runs_and_reports(tiny_dir: Path) -> None:
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_real_shape_two_layers_against_the_roofline() -> None:
-    from engine.realbench import run_real_shape
+    from engine.tools.realbench import run_real_shape
 
     report = run_real_shape(layers=2, device="cuda", prefixes=[2048], iters=2, experts="grouped")
     entry = report["prefixes"][0]

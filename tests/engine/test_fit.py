@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine.weights import fit
-from engine.real_shape import real_config_dict
+from engine.tools.real_shape import real_config_dict
 
 CARD_24GB = 24 * 1024**3 - 1024**3  # a 24 GB card with ~1 GB taken by the desktop and the driver
 

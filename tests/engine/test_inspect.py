@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _inspect(model: Path, *extra: str, env: dict[str, str] | None = None) -> dict:
-    code = "import sys; from engine.inspect_report import main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
+    code = "import sys; from engine.tools.inspect_report import main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
     run = subprocess.run(
         [sys.executable, "-c", code, "--model", str(model), "--device", "cpu", "--json", *extra],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
@@ -38,7 +38,7 @@ def test_inspect_reports_counts_bytes_and_fits(tiny_dir: Path, tmp_path: Path) -
 
 
 def test_inspect_reports_errors_as_json(tmp_path: Path) -> None:
-    code = "import sys; from engine.inspect_report import main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
+    code = "import sys; from engine.tools.inspect_report import main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
     run = subprocess.run([sys.executable, "-c", code, "--model", str(tmp_path / "nope"), "--json"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and json.loads(run.stdout)["error"] == "model_not_found"
@@ -47,7 +47,7 @@ def test_inspect_reports_errors_as_json(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_real_shape_layer_is_under_30_percent_of_bf16_and_loads_within_1_5x(tmp_path: Path) -> None:
     """One layer with the exact 26B-A4B shapes (128 experts of 704, hidden 2816), vocabulary 4096."""
-    from engine.real_shape import make_real_shape
+    from engine.tools.real_shape import make_real_shape
 
     model = make_real_shape(tmp_path / "real1", layers=1, vocab_size=4096)
     report = _inspect(model, "--quantize", "nf4", "--no-cache")

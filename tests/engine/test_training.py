@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from engine.prompts import chat_ids, draft_message
-from engine.tiny import tiny_config, train_tokenizer
+from engine.tools.tiny import tiny_config, train_tokenizer
 from engine.training import corpus, examples
 from engine.training.evaluate import word_stats
 from engine.training.objective import collate, diffusion_loss, noise

@@ -76,7 +76,7 @@ def test_engine_and_app_run_with_every_excluded_module_hidden(tmp_path: Path) ->
     model with the real Session, run a draft, a rewrite and an infill and import every app module. An exclude
     that the running app needs fails here in seconds instead of in a five-minute build."""
     tiny = tmp_path / "tiny"
-    subprocess.run([sys.executable, "-c", f"from engine.tiny import make_tiny; make_tiny({str(tiny)!r})"],
+    subprocess.run([sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
                    check=True, cwd=ROOT, env=_env(), timeout=300)
     script = f"""
 import importlib, json, pkgutil, sys
@@ -252,7 +252,7 @@ def _self_test_model(tmp_path: Path) -> list[str]:
     if DEMO_MODEL.is_dir():
         return []
     tiny = tmp_path / "tiny"
-    subprocess.run([sys.executable, "-c", f"from engine.tiny import make_tiny; make_tiny({str(tiny)!r})"],
+    subprocess.run([sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
                    check=True, cwd=ROOT, env=_env(), timeout=300)
     return ["--model", str(tiny)]
 

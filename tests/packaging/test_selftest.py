@@ -77,7 +77,7 @@ print(report.network)
 @pytest.mark.slow
 def test_self_test_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
     tiny = tmp_path / "tiny"
-    subprocess.run([sys.executable, "-c", f"from engine.tiny import make_tiny; make_tiny({str(tiny)!r})"],
+    subprocess.run([sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
                    check=True, cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=300)
     code, summary, stderr = _run(["--model", str(tiny), "--device", "cpu"], tmp_path, timeout=600)
     assert code == 0 and summary["ok"], (summary, stderr[-3000:])

@@ -1,6 +1,6 @@
 """`python -m engine bench --real-shape --layers N`: how fast is one canvas forward of the 26B-A4B, really?
 
-It builds N decoder layers with the exact 26B-A4B shapes (engine.real_shape's config) straight on the device, with
+It builds N decoder layers with the exact 26B-A4B shapes (engine.tools.real_shape's config) straight on the device, with
 random weights stored as the app stores them (NF4 via `NF4Weight.store`, every expert of a stack holding the same
 random codes: the kernels' cost does not depend on the values, and quantizing 256 matrices per layer would dominate
 a short GPU lease). For each prefix length (2K and 8K by default) it encodes the prefix into the KV cache, then
@@ -46,7 +46,7 @@ def build_model(layers: int, vocab: int, device: str, quantize: str = "nf4", see
     from transformers import DiffusionGemmaConfig
 
     from engine.weights.quantize import EXPERTS_IMPLEMENTATION, NF4Weight, register_experts_implementation
-    from engine.real_shape import real_config_dict
+    from engine.tools.real_shape import real_config_dict
     from engine.weights.stream_load import build_skeleton_from_config
 
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -133,7 +133,7 @@ class _LayerTimer:
 def roofline(prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tflops: float | None) -> dict[str, Any]:
     """Bytes read and FLOPs of one canvas forward of the full 26B-A4B after `prefix` tokens, and the time floors."""
     from engine.weights.fit import _attention_shape, _layer_types, kv_cache_bytes, param_counts, weight_bytes
-    from engine.real_shape import real_config_dict
+    from engine.tools.real_shape import real_config_dict
 
     config = real_config_dict(REAL_LAYERS, REAL_VOCAB)
     text = config["text_config"]
@@ -190,7 +190,7 @@ def run_real_shape(*, layers: int = 2, device: str = "auto", vocab: int | None =
     from transformers import DynamicCache
 
     from engine.weights.loader import resolve_device
-    from engine.real_shape import layer_types
+    from engine.tools.real_shape import layer_types
 
     dev, _ = resolve_device(device)  # type: ignore[arg-type]
     cuda = dev == "cuda"

@@ -46,7 +46,7 @@ def layer_types(layers: int) -> list[str]:
 
 def real_config_dict(layers: int = 30, vocab_size: int = 262144) -> dict[str, Any]:
     """A config.json-shaped dict of the real model (default) or of a cut-down one (fewer layers, small vocab)."""
-    from engine.tiny import tiny_vision_config
+    from engine.tools.tiny import tiny_vision_config
 
     text = dict(REAL_TEXT_CONFIG, num_hidden_layers=layers, vocab_size=vocab_size, layer_types=layer_types(layers))
     return {
@@ -76,7 +76,7 @@ def make_real_shape(out_dir: str | Path, *, layers: int = 1, vocab_size: int = 4
 
     from engine.weights.stream_load import build_skeleton_from_config
     from engine.weights.tensorfile import PlannedTensor, TensorFileWriter
-    from engine.tiny import SAMPLE_TEXT, _resolved, generation_defaults, train_tokenizer
+    from engine.tools.tiny import SAMPLE_TEXT, _resolved, generation_defaults, train_tokenizer
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

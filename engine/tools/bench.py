@@ -11,7 +11,7 @@ reference's) is the last key of `--json`.
 
 `--real-shape --layers N` builds N decoder layers with the exact 26B-A4B shapes (random weights, NF4 as the app
 stores them), times one 256-token canvas forward after 2K and 8K prefixes, extrapolates to 30 layers and prints
-it next to the device's roofline; see `engine.realbench`.
+it next to the device's roofline; see `engine.tools.realbench`.
 """
 
 from __future__ import annotations
@@ -587,7 +587,7 @@ def main_bench(argv: list[str]) -> int:
 
     try:
         if args.real_shape:
-            from engine.realbench import format_real_shape, run_real_shape
+            from engine.tools.realbench import format_real_shape, run_real_shape
 
             report = run_real_shape(
                 layers=args.layers, device=args.device, vocab=args.vocab,
@@ -611,7 +611,7 @@ def main_bench(argv: list[str]) -> int:
             text = format_table(report)
             if args.plot:
                 try:
-                    from engine.benchplot import plot_steps
+                    from engine.tools.benchplot import plot_steps
 
                     plot_steps(report, args.plot)
                 except ImportError:
