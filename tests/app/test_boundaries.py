@@ -43,6 +43,75 @@ def test_engine_never_imports_qt_anywhere():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+RUNTIME_PATH = ("api", "prompts", "infill", "denoise", "fastpath", "display", "session", "fake", "__main__")
+ROOMS = ("weights", "tools", "training")
+
+
+def engine_imports(path: Path) -> set[str]:
+    """Every `engine...` module a file imports, anywhere in it (lazy imports count), relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "engine"}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            if base.split(".")[0] == "engine":
+                found.add(base)
+                found |= {f"{base}.{a.name}" for a in node.names}
+    return found
+
+
+def test_the_engine_rooms_are_the_documented_ones():
+    top = {p.stem for p in (ROOT / "engine").glob("*.py")} - {"__init__"}
+    packages = {p.name for p in (ROOT / "engine").iterdir() if (p / "__init__.py").is_file()}
+    assert top == set(RUNTIME_PATH)
+    assert packages == set(ROOMS)
+    for room in ("", *ROOMS):
+        doc = ast.get_docstring(ast.parse((ROOT / "engine" / room / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "import" in doc, f"engine/{room} says what it is for and what it may import"
+
+
+def test_the_runtime_path_imports_nothing_from_tools_or_training():
+    offenders = {}
+    for name in RUNTIME_PATH:
+        bad = {m for m in engine_imports(ROOT / "engine" / f"{name}.py")
+               if m.startswith(("engine.tools", "engine.training"))}
+        if name == "__main__":
+            bad = set()  # the command line dispatches to the tools (lazily, by name), by design
+        if bad:
+            offenders[name] = sorted(bad)
+    for path in (ROOT / "engine" / "weights").rglob("*.py"):
+        bad = {m for m in engine_imports(path) if m.startswith(("engine.tools", "engine.training"))}
+        if bad:
+            offenders[str(path.relative_to(ROOT))] = sorted(bad)
+    assert offenders == {}
+
+
+def test_weights_import_no_cycle_and_only_the_api_from_outside():
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / "engine" / "weights").glob("*.py"):
+        name = f"engine.weights.{path.stem}"
+        deps = engine_imports(path)
+        outside = {m for m in deps if not m.startswith(("engine.weights", "engine.api"))}
+        assert outside <= {"engine"}, f"{name} imports {sorted(outside)}"
+        graph[name] = {m for m in deps if m in {f"engine.weights.{p.stem}" for p in path.parent.glob("*.py")}}
+        graph[name].discard(name)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and (seen.add(nxt) or reaches(nxt, goal, seen))):
+                return True
+        return False
+
+    cycles = sorted(n for n in graph if reaches(n, n, set()))
+    assert cycles == []
+
+
 def _run(code: str, tmp_path: Path) -> dict:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
     for name in ("CONFIG", "DATA", "LOG"):
@@ -86,13 +155,14 @@ def test_importing_engine_modules_never_loads_qt(tmp_path):
     code = """
 import importlib, json, pkgutil, sys
 import engine
-names = [m.name for m in pkgutil.iter_modules(engine.__path__, "engine.") if m.name != "engine.__main__"]
+names = [m.name for m in pkgutil.walk_packages(engine.__path__, "engine.")
+         if not m.name.endswith("__main__") and not m.name.startswith("engine.training")]
 for name in names:
     importlib.import_module(name)
 print(json.dumps({"modules": names, "qt": sorted(m for m in sys.modules if m.split(".")[0] in %r)}))
 """ % (sorted(QT),)
     report = _run(code, tmp_path)
-    assert "engine.fake" in report["modules"]
+    assert {"engine.fake", "engine.weights.loader", "engine.tools.bench"} <= set(report["modules"])
     assert report["qt"] == []
 
 
