@@ -23,6 +23,7 @@ from PySide6.QtGui import QTextCursor
 from app.editor import Editor
 from app.engine_host import EngineHost
 from app.ghost import GhostContent, GhostPainter, Layout
+from app.joins import join, units
 from engine.api import (
     REWRITE_PRESETS,
     DenoiseSettings,
@@ -63,9 +64,21 @@ class _Suggestion:
     max_steps: int = 0
     error: str = ""
     first_visible: float | None = None
+    wanted: int = 0  # alternatives asked for (the badge's count never exceeds it)
+    original: str = ""  # what the region held when the request was made
+    accepted: str = ""  # the prefix of the alternative accepted so far (the region now holds it, joined)
+    trail: int = 0  # UTF-16 units of join whitespace after the accepted text, inside the region
+
+    def full(self) -> tuple[int, int]:
+        """The document range this suggestion owns: the original, or what was accepted in its place."""
+        return self.start.position(), self.end.position()
 
     def region(self) -> tuple[int, int]:
-        return self.start.position(), self.end.position()
+        """Where the ghost is drawn: the original (struck through), or right after the accepted words."""
+        if self.accepted:
+            anchor = max(self.start.position(), self.end.position() - self.trail)
+            return anchor, anchor
+        return self.full()
 
     @property
     def spans(self) -> tuple[Span, ...]:
@@ -203,7 +216,8 @@ class Assistant(QObject):
         start.setKeepPositionOnInsert(False)  # typing just before the region stays before it
         end.setKeepPositionOnInsert(True)  # typing just after the region stays after it
         self._sug = _Suggestion(
-            request.request_id, kind, layout, start, end, self._probe(s, e), (s, e), time.perf_counter()
+            request.request_id, kind, layout, start, end, self._probe(s, e), (s, e), time.perf_counter(),
+            wanted=max(1, request.settings.candidates), original=self._text(s, e),
         )
         self.host.submit(request)
         if e > s:  # show the original dimmed and struck through, not hidden under the selection colour
@@ -263,7 +277,7 @@ class Assistant(QObject):
         sug = self._current(event.request_id)
         if sug is None or not event.candidates:
             return
-        sug.alternatives = [c.spans for c in event.candidates]
+        sug.alternatives = _offered([c.spans for c in event.candidates], sug.wanted)
         sug.index = min(sug.index, len(sug.alternatives) - 1)
         sug.step, sug.max_steps = event.step, event.max_steps
         if sug.first_visible is None and sug.text.strip():
@@ -321,7 +335,7 @@ class Assistant(QObject):
         sug = self._sug
         if sug is None or self._muted:
             return
-        s, e = sug.region()
+        s, e = sug.full()
         old_s, old_e = sug.last
         touches = pos <= old_e and pos + removed >= old_s
         if s > e or (touches and self._probe(s, e) != sug.probe):
@@ -334,6 +348,13 @@ class Assistant(QObject):
             self._show()
 
     def _accept(self, part: Literal["all", "word", "line"]) -> bool:
+        """Accept all, the next word or the next visual line of the visible alternative, as one undo step.
+
+        The region (the original of a rewrite or infill, or the draft's anchor) is replaced by the accepted
+        prefix joined to the writer's text (`app.joins`); what is left stays as ghost text right after it. So
+        the document only ever holds the original, or the original's region replaced by a prefix of the
+        alternative: never both side by side.
+        """
         sug = self._sug
         if sug is None or not self.suggestion_visible:
             return False
@@ -347,41 +368,59 @@ class Assistant(QObject):
             match = _WORD.match(text)
             chunk = match.group(0) if match else text
         else:
-            newline = text.find("\n", 1 if text.startswith("\n") else 0)
-            chunk = text if newline < 0 else text[: newline + 1]
+            chunk = text[: self.ghost.first_line_length(sug.spans)] or text
         complete = chunk == text
-        s, e = sug.region()
+        accepted = sug.accepted + chunk
+        s, e = sug.full()
+        joined = join(self._char_before(s), accepted, self._char_after(e), original=sug.original,
+                      complete=complete)
+        new = joined.text
+        old = self._text(s, e)
+        keep_head = keep_tail = 0
+        if sug.accepted:  # the region is already ours: change only what differs (the new words, the join)
+            while keep_head < min(len(old), len(new)) and old[keep_head] == new[keep_head]:
+                keep_head += 1
+            limit = min(len(old), len(new)) - keep_head
+            while keep_tail < limit and old[-1 - keep_tail] == new[-1 - keep_tail]:
+                keep_tail += 1
+        head_u, tail_u = units(old[:keep_head]), units(old[len(old) - keep_tail:])
         cursor = QTextCursor(self.editor.document())
         self._muted = True
         try:
             cursor.beginEditBlock()
-            if sug.layout == "inline":
-                cursor.setPosition(e)
-            elif complete:
-                cursor.setPosition(s)
-                cursor.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
-            else:
-                cursor.setPosition(s)
-            cursor.insertText(chunk)
+            cursor.setPosition(s + head_u)
+            cursor.setPosition(e - tail_u, QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertText(new[keep_head: len(new) - keep_tail])
             cursor.endEditBlock()
         finally:
             self._muted = False
-        self.editor.setTextCursor(cursor)
+        sug.start.setPosition(s)
+        sug.end.setPosition(s + units(new))
+        caret = QTextCursor(self.editor.document())
+        caret.setPosition(s + units(joined.lead + joined.core))
+        self.editor.setTextCursor(caret)
         if complete:
             self._drop(cancel=False)
             self.message.emit("Suggestion accepted (Ctrl+Z undoes it).")
             return True
-        # Partial: keep the rest of this alternative, anchored after what was just inserted.
+        # Partial: the rest of this alternative stays as ghost text right after the accepted words.
         sug.alternatives = [_drop_prefix(sug.spans, len(chunk))]
         sug.index = 0
-        if sug.layout == "inline":
-            sug.start.setPosition(cursor.position())
-            sug.end.setPosition(cursor.position())
-        sug.last = sug.region()
+        sug.accepted = accepted
+        sug.trail = units(joined.trail)
+        sug.layout = "inline"
+        sug.last = sug.full()
         sug.probe = self._probe(*sug.last)
         self._set_state("ready")
         self._show()
         return True
+
+    def _char_before(self, pos: int) -> str:
+        return self._text(max(0, pos - 2), pos)[-1:] if pos > 0 else ""
+
+    def _char_after(self, pos: int) -> str:
+        last = self.editor.document().characterCount() - 1
+        return self._text(pos, min(last, pos + 2))[:1] if pos < last else ""
 
     def _cycle(self, delta: int) -> bool:
         sug = self._sug
@@ -439,6 +478,19 @@ def _plain(selected: str) -> str:
     if text and "\ud800" <= text[-1] <= "\udfff":
         text = text[:-1]
     return text
+
+
+def _offered(rows: list[tuple[Span, ...]], wanted: int) -> list[tuple[Span, ...]]:
+    """The rows worth cycling through while denoising, as the finished result will offer them: rows with
+    text, no repeats, at most `wanted` (an infill searches more lengths than it returns)."""
+    seen: set[str] = set()
+    kept: list[tuple[Span, ...]] = []
+    for spans in rows:
+        text = "".join(s.text for s in spans)
+        if text.strip() and text not in seen:
+            seen.add(text)
+            kept.append(spans)
+    return (kept or rows[:1])[: max(1, wanted)]
 
 
 def _drop_prefix(spans: tuple[Span, ...], n: int) -> tuple[Span, ...]:

@@ -63,6 +63,7 @@ class Editor(QPlainTextEdit):
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setTabChangesFocus(False)
         self.document().setDocumentMargin(24)
+        document.clearUndoRedoStacks()  # the margin is a frame-format edit; it is not the writer's to undo
         self.setFont(default_font())
         self.setCenterOnScroll(False)
         self.priority_actions: list[QAction] = []
@@ -107,6 +108,48 @@ class Editor(QPlainTextEdit):
                     paint(painter)
             finally:
                 painter.end()
+
+    # -- undo / redo -------------------------------------------------------------------------------------------
+
+    def undo(self) -> None:
+        """Undo, leaving the caret at the end of the restored text (Qt leaves it where the edit block's cursor
+        was created, which for programmatic edits is the start of the document)."""
+        self._undo_redo(super().undo)
+
+    def redo(self) -> None:
+        """Redo, leaving the caret at the end of the re-inserted text."""
+        self._undo_redo(super().redo)
+
+    def _undo_redo(self, step: Callable[[], None]) -> None:
+        changes: list[tuple[int, int, int]] = []
+        record = lambda pos, removed, added: changes.append((pos, removed, added))  # noqa: E731
+        doc = self.document()
+        doc.contentsChange.connect(record)
+        try:
+            step()
+        finally:
+            doc.contentsChange.disconnect(record)
+        if changes:
+            pos, _removed, added = changes[-1]
+            cursor = QTextCursor(doc)
+            cursor.setPosition(max(0, min(pos + added, doc.characterCount() - 1)))
+            self.setTextCursor(cursor)
+            self.ensureCursorVisible()
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        # The text control's own Ctrl+Z/Ctrl+Shift+Z bypass undo()/redo(); route them through, so the caret lands
+        # where the writer expects whichever way undo is asked for.
+        if e.matches(QKeySequence.StandardKey.Undo):
+            if self.isUndoRedoEnabled() and not self.isReadOnly():
+                self.undo()
+            e.accept()
+            return
+        if e.matches(QKeySequence.StandardKey.Redo):
+            if self.isUndoRedoEnabled() and not self.isReadOnly():
+                self.redo()
+            e.accept()
+            return
+        super().keyPressEvent(e)
 
     def event(self, e: QEvent) -> bool:
         # Text widgets claim Tab, Ctrl+Right etc. before shortcuts run; let enabled priority actions have them.

@@ -19,12 +19,15 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit
 
+from app.contrast import contrast, min_alpha, over
 from app.editor import Editor
 from engine.api import Span
 
 Layout = Literal["inline", "below"]
 FRAME_MS = 16
 CARD_PAD = 6.0
+TINT_ALPHA = 22  # the ghost's background wash (out of 255)
+TOP_ALPHA = 0.80  # ink of a settled, confident word (the writer's own text is fully opaque)
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,18 @@ class GhostContent:
     spans: tuple[Span, ...]
     badge: str = ""
     error: str = ""
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    font: QFont
+    fm: QFontMetricsF
+    left: float
+    right: float
+    x0: float
+    y0: float
+    card: bool
+    paragraph_bottom: float
 
 
 @dataclass(frozen=True)
@@ -106,6 +121,65 @@ class GhostPainter(QObject):
         selection.format = fmt
         self.editor.setExtraSelections([selection])
 
+    # -- colour ------------------------------------------------------------------------------------------------------
+
+    def ghost_background(self) -> QColor:
+        """What ghost words are painted on: the editor's base with the accent wash over it."""
+        pal = self.editor.palette()
+        return over(pal.color(QPalette.ColorRole.Highlight), TINT_ALPHA / 255, pal.color(QPalette.ColorRole.Base))
+
+    def alpha_range(self) -> tuple[float, float]:
+        """Ink alpha of the least and the most confident word: the floor is the faintest ink that still
+        reaches `MIN_CONTRAST` on this palette's ghost background (computed, so every theme stays readable)."""
+        ink = self.editor.palette().color(QPalette.ColorRole.Text)
+        floor = min(1.0, min_alpha(ink, self.ghost_background()) + 2 / 255)  # the painter rounds alpha to 8 bits
+        return floor, max(TOP_ALPHA, floor)
+
+    def faintest_contrast(self) -> float:
+        """Contrast ratio of a zero-confidence ghost word against its background (what the writer must read)."""
+        ink = QColor(self.editor.palette().color(QPalette.ColorRole.Text))
+        ink.setAlphaF(self.alpha_range()[0])
+        bg = self.ghost_background()
+        return contrast(over(ink, ink.alphaF(), bg), bg)
+
+    # -- geometry ----------------------------------------------------------------------------------------------------
+
+    def _geometry(self, content: GhostContent) -> _Geometry:
+        """Where the ghost's first line starts and how wide its lines may run (shared by paint and line accept)."""
+        editor = self.editor
+        _start, end = self.region()
+        font = QFont(editor.font())
+        font.setItalic(True)
+        fm = QFontMetricsF(font)
+        margin = editor.document().documentMargin()
+        left = editor.contentOffset().x() + margin
+        right = editor.viewport().width() - margin
+        anchor = editor.rect_for_position(end)
+        paragraph_bottom = float(editor.rect_for_position(editor.paragraph_end(end)).bottom())
+        at_end = editor.paragraph_end(end) == end
+        card = not (content.layout == "inline" and at_end and not content.error)
+        if card:
+            x0, y0 = left, paragraph_bottom + 2 + CARD_PAD
+        else:
+            x0, y0 = float(anchor.left() + 1), float(anchor.top())
+        return _Geometry(font, fm, left, right, x0, y0, card, paragraph_bottom)
+
+    def first_line_length(self, spans: Sequence[Span]) -> int:
+        """How many characters of `spans` the first line on screen shows, as the ghost is wrapped now (the
+        text "accept next line" takes); the whole text when it is not shown or fits on one line."""
+        text = "".join(s.text for s in spans)
+        content = self.content
+        if content is None or not self.editor.isVisible() or self.editor.viewport().width() <= 0:
+            newline = text.find("\n")
+            return len(text) if newline < 0 else newline + 1
+        g = self._geometry(content)
+        ends: list[int] = []
+        _layout(spans, g.fm, g.x0, g.y0, g.left, g.right, ends)
+        for end in ends:  # a line that is only a line break is taken with the line after it
+            if text[:end].strip():
+                return end
+        return len(text)
+
     # -- painting ----------------------------------------------------------------------------------------------------
 
     def paint(self, painter: QPainter) -> None:
@@ -115,21 +189,11 @@ class GhostPainter(QObject):
         self.paints += 1
         editor = self.editor
         start, end = self.region()
-        font = QFont(editor.font())
-        font.setItalic(True)
-        fm = QFontMetricsF(font)
-        margin = editor.document().documentMargin()
-        left = editor.contentOffset().x() + margin
-        right = editor.viewport().width() - margin
+        g = self._geometry(content)
+        font, fm, left, right, x0, y0, card = g.font, g.fm, g.left, g.right, g.x0, g.y0, g.card
         line_h = fm.lineSpacing()
         anchor = editor.rect_for_position(end)
-        paragraph_bottom = float(editor.rect_for_position(editor.paragraph_end(end)).bottom())
-        at_end = editor.paragraph_end(end) == end
-        card = not (content.layout == "inline" and at_end and not content.error)
-        if card:
-            x0, y0 = left, paragraph_bottom + 2 + CARD_PAD
-        else:
-            x0, y0 = float(anchor.left() + 1), float(anchor.top())
+        paragraph_bottom = g.paragraph_bottom
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = editor.palette()
         accent = pal.color(QPalette.ColorRole.Highlight)
@@ -141,7 +205,7 @@ class GhostPainter(QObject):
         if card and content.layout == "inline":  # where the text will go, when the card sits below
             painter.fillRect(QRectF(anchor.left() - 1, anchor.top(), 2.5, anchor.height()), accent)
         tint = QColor(accent)
-        tint.setAlpha(22)
+        tint.setAlpha(TINT_ALPHA)
         if card and lines:
             top = lines[0][1] - CARD_PAD
             bottom = lines[-1][1] + line_h + CARD_PAD
@@ -153,9 +217,10 @@ class GhostPainter(QObject):
                 painter.fillRect(QRectF(lx - 2, ly, max(rx - lx, fm.averageCharWidth()) + 4, line_h), tint)
         painter.setFont(font)
         ink = pal.color(QPalette.ColorRole.Text)
+        floor, top = self.alpha_range()
         for p in pieces:
             color = QColor(ink)
-            color.setAlphaF(0.22 + 0.58 * max(0.0, min(1.0, p.confidence)))
+            color.setAlphaF(floor + (top - floor) * max(0.0, min(1.0, p.confidence)))
             painter.setPen(color)
             painter.drawText(QPointF(p.x, p.y + fm.ascent()), p.text)
         bottom = (lines[-1][1] if lines else y0) + line_h + (CARD_PAD if card else 0)
@@ -215,36 +280,46 @@ def _blend(pal: QPalette, amount: float) -> QColor:
 
 
 def _layout(
-    spans: Sequence[Span], fm: QFontMetricsF, x0: float, y0: float, left: float, right: float
+    spans: Sequence[Span], fm: QFontMetricsF, x0: float, y0: float, left: float, right: float,
+    ends: list[int] | None = None,
 ) -> tuple[list[_Piece], list[tuple[float, float, float]]]:
     """Place the spans word by word from (x0, y0), wrapping at `right` back to `left`.
 
-    Returns the pieces to draw and, per line, (left x, top y, right x) of the ink.
+    Returns the pieces to draw and, per line, (left x, top y, right x) of the ink. When `ends` is given, it
+    receives for each line but the last the number of characters of the text shown up to that line's end
+    (a line broken by a newline includes it; at a wrap, the space the wrap swallows belongs to the next line).
     """
     line_h = fm.lineSpacing()
     x, y = x0, y0
     line_left = x0
+    consumed = 0
     pieces: list[_Piece] = []
     lines: list[tuple[float, float, float]] = []
 
-    def newline() -> None:
+    def newline(at: int) -> None:
         nonlocal x, y, line_left
         lines.append((line_left, y, x))
+        if ends is not None:
+            ends.append(at)
         x, y, line_left = left, y + line_h, left
 
     for span in spans:
         for chunk in _chunks(span.text):
             if chunk == "\n":
-                newline()
+                consumed += 1
+                newline(consumed)
                 continue
             width = fm.horizontalAdvance(chunk)
             if x + width > right and x > line_left + 0.5:
-                newline()
-                chunk = chunk.lstrip()
+                newline(consumed)
+                chunk_shown = chunk.lstrip()
+                consumed += len(chunk) - len(chunk_shown)
+                chunk = chunk_shown
                 width = fm.horizontalAdvance(chunk)
             if chunk:
                 pieces.append(_Piece(x, y, chunk, span.confidence))
                 x += width
+                consumed += len(chunk)
     lines.append((line_left, y, x))
     return pieces, lines
 

@@ -174,10 +174,10 @@ class MainWindow(QMainWindow):
         self.actionQuit = self._action("actionQuit", "&Quit", self.close, [QKeySequence.StandardKey.Quit])
         for act in (self.actionUndo, self.actionRedo):
             act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the editor handles its own keys
-        e.undoAvailable.connect(self.actionUndo.setEnabled)
-        e.redoAvailable.connect(self.actionRedo.setEnabled)
-        self.actionUndo.setEnabled(False)
-        self.actionRedo.setEnabled(False)
+        doc = e.document()
+        for signal in (doc.undoAvailable, doc.redoAvailable, doc.undoCommandAdded, doc.contentsChanged):
+            signal.connect(self._sync_undo_actions)
+        self._sync_undo_actions()
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -243,6 +243,13 @@ class MainWindow(QMainWindow):
         self.wordsLabel = QLabel("0 words", self, objectName="wordCount")
         for w in (self.modelLabel, self.loadBar, self.deviceLabel, self.statsLabel, self.wordsLabel):
             bar.addPermanentWidget(w)
+
+    def _sync_undo_actions(self, *_args: object) -> None:
+        """Undo/Redo are enabled exactly when Ctrl+Z / Ctrl+Shift+Z would change the document."""
+        doc = self.editor.document()
+        on = doc.isUndoRedoEnabled() and not self.editor.isReadOnly()
+        self.actionUndo.setEnabled(on and doc.isUndoAvailable())
+        self.actionRedo.setEnabled(on and doc.isRedoAvailable())
 
     def _update_actions(self) -> None:
         a = self.assistant

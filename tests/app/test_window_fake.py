@@ -181,13 +181,14 @@ def test_undo_after_a_partial_accept_removes_the_stale_suggestion(qtbot):
     assert ghost_state(window) == "idle" and not window.actionAcceptSuggestion.isEnabled()
 
 
-def test_partial_accept_of_a_rewrite_keeps_the_original_until_complete(qtbot):
+def test_partial_accept_of_a_rewrite_replaces_the_original_and_never_interleaves(qtbot):
     window = build_window(qtbot, FakeEngine(texts=["Short one."], steps=2))
     set_text(window, "A long winded sentence.", select=(0, 23))
     window.actionRewrite.trigger()
     wait_ready(qtbot, window)
     window.actionAcceptWord.trigger()
-    assert window.editor.toPlainText() == "ShortA long winded sentence."
+    assert window.editor.toPlainText() == "Short"
+    assert ghost_text(window) == " one."
     window.actionAcceptWord.trigger()
     assert window.editor.toPlainText() == "Short one."
     assert ghost_state(window) == "idle"
