@@ -12,7 +12,7 @@ import time
 import pytest
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 
-from tests.helpers.gui import ghost_state, ghost_text, isolate_user_dirs, record_ghost_texts, set_text
+from tests.helpers.gui import ghost_state, ghost_text, is_joined, isolate_user_dirs, record_ghost_texts, set_text
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +71,7 @@ def test_draft_updates_over_steps_accepts_as_one_undo_step(qtbot, window):
     suggestion = ghost_text(window)
     assert window.editor.toPlainText() == text
     qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
-    assert window.editor.toPlainText() == text + suggestion
+    assert is_joined(window.editor.toPlainText(), text, suggestion, "")
     window.editor.undo()
     assert window.editor.toPlainText() == text
     assert ghost_state(window) == "idle"
@@ -93,7 +93,7 @@ def test_rewrite_and_alternatives(qtbot, window):
         assert ghost_text(window) == first
     suggestion = ghost_text(window)
     window.actionAcceptSuggestion.trigger()
-    assert window.editor.toPlainText() == text[:start] + suggestion
+    assert is_joined(window.editor.toPlainText(), text[:start], suggestion, "")
     window.editor.undo()
     assert window.editor.toPlainText() == text
 
@@ -104,7 +104,7 @@ def test_infill_keeps_the_text_after_the_gap(qtbot, window):
     run_to_ready(qtbot, window, window.actionInfill.trigger)
     middle = ghost_text(window)
     window.actionAcceptSuggestion.trigger()
-    assert window.editor.toPlainText() == before + middle + after
+    assert is_joined(window.editor.toPlainText(), before, middle, after)
 
 
 def test_escape_partial_accept_and_typing_during_denoising(qtbot, window):
@@ -126,10 +126,35 @@ def test_escape_partial_accept_and_typing_during_denoising(qtbot, window):
     if ghost_state(window) == "ready":
         suggestion = ghost_text(window)
         window.actionAcceptWord.trigger()
-        accepted = window.editor.toPlainText()[len("Typed. " + text):]
-        assert accepted and suggestion.startswith(accepted)
+        assert is_joined(window.editor.toPlainText(), "Typed. " + text, suggestion, "", whole=False)
         window.editor.undo()
     assert window.editor.toPlainText() == "Typed. " + text
+
+
+def test_rewrite_partial_accepts_esc_and_undo_with_the_real_engine(qtbot, window):
+    """The trial's case on a real checkpoint: rewrite, Ctrl+Right twice, Esc; the original is never beside the
+    accepted words, each accept is one undo step, and undoing them all restores the text byte for byte."""
+    text = "It was morning. He counted the boats that had come back in the night. The sea was calm."
+    s = text.index("He counted")
+    e = text.index(" The sea")
+    set_text(window, text, select=(s, e))
+    run_to_ready(qtbot, window, window.actionRewrite.trigger)
+    suggestion = ghost_text(window)
+    states = [text]
+    for _ in range(2):
+        if not window.assistant.suggestion_visible:
+            break
+        qtbot.keyClick(window.editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+        doc = window.editor.toPlainText()
+        assert is_joined(doc, text[:s], suggestion, text[e:], whole=False), doc
+        assert text[s:e] not in doc
+        states.append(doc)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
+    assert window.editor.toPlainText() == states[-1] and ghost_state(window) == "idle"
+    for expected in reversed(states[:-1]):
+        qtbot.keyClick(window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        assert window.editor.toPlainText() == expected
+    assert window.editor.textCursor().position() == e, "the caret ends at the restored sentence's end"
 
 
 def test_ui_event_loop_never_stalls_during_generation(qtbot, window, record_property):

@@ -47,6 +47,17 @@ def set_text(window: Any, text: str, *, cursor: int | None = None, select: tuple
     editor.setTextCursor(c)
 
 
+def is_joined(doc: str, before: str, suggestion: str, after: str, *, whole: bool = True) -> bool:
+    """`doc` is `before` + (all of / a prefix of) `suggestion` + `after`, where only the whitespace at the two
+    joins may differ from the suggestion's (the assistant fixes doubled spaces and glued words there)."""
+    if not (doc.startswith(before) and doc.endswith(after) and len(doc) >= len(before) + len(after)):
+        return False
+    middle = doc[len(before): len(doc) - len(after)].strip()
+    if whole:
+        return middle == suggestion.strip()
+    return bool(middle) and suggestion.lstrip().startswith(middle)
+
+
 def ghost_state(window: Any) -> str:
     return str(window.editor.property("ghostState"))
 
