@@ -96,6 +96,7 @@ class Assistant(QObject):
     stateChanged = Signal(str)
     finishedStats = Signal(object, float)  # Stats, seconds from request to first visible draft
     message = Signal(str)  # a line for the status bar
+    activityChanged = Signal(str)  # what runs now ("Rewriting: …"), "" when nothing runs
 
     def __init__(self, editor: Editor, host: EngineHost, settings: Any | None = None) -> None:
         super().__init__(editor)
@@ -107,6 +108,7 @@ class Assistant(QObject):
         self._sug: _Suggestion | None = None
         self._state: GhostState = "idle"
         self._muted = False
+        self.activity = ""
         self._publish()
         host.stepped.connect(self._on_step)
         host.finished.connect(self._on_finished)
@@ -155,7 +157,8 @@ class Assistant(QObject):
             before=before, instruction=instruction, after=after, max_new_tokens=self._draft_length(),
             settings=self._denoise(),
         )
-        return self._start(request, "draft", pos, pos, "inline")
+        return self._start(request, "draft", pos, pos, "inline",
+                           f"Drafting: {_brief(instruction)}…" if instruction.strip() else "Drafting…")
 
     def rewrite(self, instruction: str) -> int | None:
         """Rewrite the selection following `instruction` (a preset's text or the writer's own)."""
@@ -169,7 +172,7 @@ class Assistant(QObject):
             selection=self._text(s, e), instruction=instruction or self.presets().get("grammar", ""),
             before=before, after=after, settings=self._denoise(),
         )
-        return self._start(request, "rewrite", s, e, "below")
+        return self._start(request, "rewrite", s, e, "below", f"Rewriting: {_brief(request.instruction)}…")
 
     def infill(self, instruction: str = "") -> int | None:
         """Fill the selection (replacing it) or the gap at the cursor so it joins the text around it."""
@@ -177,7 +180,9 @@ class Assistant(QObject):
         s, e = cursor.selectionStart(), cursor.selectionEnd()
         before, after = self._context(s, e)
         request = InfillRequest(before=before, after=after, instruction=instruction, settings=self._denoise())
-        return self._start(request, "infill", s, e, "below" if e > s else "inline")
+        what = "Filling in the selection" if e > s else "Filling the gap"
+        return self._start(request, "infill", s, e, "below" if e > s else "inline",
+                           f"{what}: {_brief(instruction)}…" if instruction.strip() else f"{what}…")
 
     # -- accept / dismiss / alternatives ------------------------------------------------------------------------------
 
@@ -206,7 +211,7 @@ class Assistant(QObject):
 
     # -- internals: requests ---------------------------------------------------------------------------------------
 
-    def _start(self, request: Request, kind: Kind, s: int, e: int, layout: Layout) -> int:
+    def _start(self, request: Request, kind: Kind, s: int, e: int, layout: Layout, activity: str = "") -> int:
         if self._sug is not None:
             self._drop(cancel=True, publish=False)
         doc = self.editor.document()
@@ -225,6 +230,8 @@ class Assistant(QObject):
             cursor.clearSelection()
             self.editor.setTextCursor(cursor)
         self._set_state("denoising")
+        self.activity = activity
+        self.activityChanged.emit(activity)
         self._show()
         log.debug("%s request %s submitted", kind, request.request_id)
         return request.request_id
@@ -443,6 +450,9 @@ class Assistant(QObject):
     def _set_state(self, state: GhostState) -> None:
         changed = state != self._state
         self._state = state
+        if state != "denoising" and self.activity:
+            self.activity = ""
+            self.activityChanged.emit("")
         self._publish()
         if changed:
             self.stateChanged.emit(state)
@@ -478,6 +488,11 @@ def _plain(selected: str) -> str:
     if text and "\ud800" <= text[-1] <= "\udfff":
         text = text[:-1]
     return text
+
+
+def _brief(instruction: str) -> str:
+    """An instruction as the status bar names it: one line, without its closing full stop."""
+    return " ".join(instruction.split()).rstrip(".…")
 
 
 def _offered(rows: list[tuple[Span, ...]], wanted: int) -> list[tuple[Span, ...]]:

@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction, QFont, QFontDatabase, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPlainTextDocumentLayout,
     QPlainTextEdit,
@@ -216,15 +217,24 @@ class Editor(QPlainTextEdit):
 
     # -- find / replace ----------------------------------------------------------------------------------------------
 
-    def find_text(self, text: str, *, backward: bool = False, case_sensitive: bool = False, wrap: bool = True) -> bool:
-        """Select the next match after the cursor (wrapping around once); False when there is none."""
-        if not text:
-            return False
+    @staticmethod
+    def _flags(*, backward: bool = False, case_sensitive: bool = False,
+               whole_word: bool = False) -> QTextDocument.FindFlag:
         flags = QTextDocument.FindFlag(0)
         if backward:
             flags |= QTextDocument.FindFlag.FindBackward
         if case_sensitive:
             flags |= QTextDocument.FindFlag.FindCaseSensitively
+        if whole_word:
+            flags |= QTextDocument.FindFlag.FindWholeWords
+        return flags
+
+    def find_text(self, text: str, *, backward: bool = False, case_sensitive: bool = False, wrap: bool = True,
+                  whole_word: bool = False) -> bool:
+        """Select the next match after the cursor (wrapping around once); False when there is none."""
+        if not text:
+            return False
+        flags = self._flags(backward=backward, case_sensitive=case_sensitive, whole_word=whole_word)
         if self.find(text, flags):
             return True
         if not wrap:
@@ -238,20 +248,29 @@ class Editor(QPlainTextEdit):
         self.setTextCursor(saved)
         return False
 
-    def replace_selection(self, text: str, replacement: str, *, case_sensitive: bool = False) -> bool:
+    def _is_match(self, cursor: QTextCursor, text: str, *, case_sensitive: bool, whole_word: bool) -> bool:
+        """Whether the selection of `cursor` is exactly a match the same search would find."""
+        if not cursor.hasSelection():
+            return False
+        found = self.document().find(text, cursor.selectionStart(),
+                                     self._flags(case_sensitive=case_sensitive, whole_word=whole_word))
+        return (not found.isNull() and found.selectionStart() == cursor.selectionStart()
+                and found.selectionEnd() == cursor.selectionEnd())
+
+    def replace_selection(self, text: str, replacement: str, *, case_sensitive: bool = False,
+                          whole_word: bool = False) -> bool:
         """Replace the selected match (if the selection is one) and find the next; one undo step per replace."""
         cursor = self.textCursor()
-        selected = cursor.selectedText()
-        same = selected == text if case_sensitive else selected.casefold() == text.casefold()
-        if cursor.hasSelection() and same:
+        if self._is_match(cursor, text, case_sensitive=case_sensitive, whole_word=whole_word):
             cursor.insertText(replacement)
-        return self.find_text(text, case_sensitive=case_sensitive)
+        return self.find_text(text, case_sensitive=case_sensitive, whole_word=whole_word)
 
-    def replace_all(self, text: str, replacement: str, *, case_sensitive: bool = False) -> int:
+    def replace_all(self, text: str, replacement: str, *, case_sensitive: bool = False,
+                    whole_word: bool = False) -> int:
         """Replace every match as one undo step; returns how many were replaced."""
         if not text:
             return 0
-        flags = QTextDocument.FindFlag.FindCaseSensitively if case_sensitive else QTextDocument.FindFlag(0)
+        flags = self._flags(case_sensitive=case_sensitive, whole_word=whole_word)
         doc = self.document()
         count = 0
         edit = QTextCursor(doc)
@@ -274,7 +293,10 @@ def default_font() -> QFont:
 
 
 class FindBar(QWidget):
-    """Find / replace strip shown under the editor (Ctrl+F, Ctrl+H); Esc hides it."""
+    """Find / replace strip shown under the editor (Ctrl+F, Ctrl+H); Esc hides it.
+
+    "Match case" and "Whole word" apply to find, replace and replace all; the result line says how many were
+    replaced (or that nothing matched)."""
 
     def __init__(self, editor: Editor, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -282,21 +304,25 @@ class FindBar(QWidget):
         self.editor = editor
         self.find_edit = QLineEdit(self, placeholderText="Find", objectName="findEdit")
         self.replace_edit = QLineEdit(self, placeholderText="Replace with", objectName="replaceEdit")
-        self.case = QCheckBox("Match case", self)
+        self.case = QCheckBox("Match case", self, objectName="findMatchCase")
+        self.whole = QCheckBox("Whole word", self, objectName="findWholeWord")
+        self.result = QLabel(self, objectName="findResult")
         prev_btn = QPushButton("Previous", self)
         next_btn = QPushButton("Next", self)
-        replace_btn = QPushButton("Replace", self)
-        all_btn = QPushButton("Replace all", self)
+        self.replace_btn = QPushButton("Replace", self, objectName="findReplace")
+        self.all_btn = QPushButton("Replace all", self, objectName="findReplaceAll")
         close = QToolButton(self, text="×", autoRaise=True)
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 4, 8, 4)
-        for w in (self.find_edit, prev_btn, next_btn, self.replace_edit, replace_btn, all_btn, self.case, close):
+        for w in (self.find_edit, prev_btn, next_btn, self.replace_edit, self.replace_btn, self.all_btn, self.case,
+                  self.whole, self.result, close):
             row.addWidget(w)
         self.find_edit.returnPressed.connect(self.find_next)
+        self.find_edit.textChanged.connect(lambda _t: self.result.clear())
         next_btn.clicked.connect(self.find_next)
         prev_btn.clicked.connect(self.find_previous)
-        replace_btn.clicked.connect(self._replace)
-        all_btn.clicked.connect(self._replace_all)
+        self.replace_btn.clicked.connect(self._replace)
+        self.all_btn.clicked.connect(self._replace_all)
         close.clicked.connect(self.close_bar)
         self.hide()
 
@@ -304,7 +330,9 @@ class FindBar(QWidget):
         selected = self.editor.textCursor().selectedText()
         if selected and "\u2029" not in selected:
             self.find_edit.setText(selected)
-        self.replace_edit.setVisible(replace)
+        for w in (self.replace_edit, self.replace_btn, self.all_btn):
+            w.setVisible(replace)
+        self.result.clear()
         self.show()
         self.find_edit.setFocus()
         self.find_edit.selectAll()
@@ -319,25 +347,29 @@ class FindBar(QWidget):
             return
         super().keyPressEvent(e)
 
+    def _options(self) -> dict[str, bool]:
+        return {"case_sensitive": self.case.isChecked(), "whole_word": self.whole.isChecked()}
+
     def find_next(self) -> bool:
-        return self._report(self.editor.find_text(self.find_edit.text(), case_sensitive=self.case.isChecked()))
+        return self._report(self.editor.find_text(self.find_edit.text(), **self._options()))
 
     def find_previous(self) -> bool:
-        return self._report(
-            self.editor.find_text(self.find_edit.text(), backward=True, case_sensitive=self.case.isChecked())
-        )
+        return self._report(self.editor.find_text(self.find_edit.text(), backward=True, **self._options()))
 
     def _replace(self) -> None:
-        self._report(
-            self.editor.replace_selection(
-                self.find_edit.text(), self.replace_edit.text(), case_sensitive=self.case.isChecked()
-            )
-        )
+        self._report(self.editor.replace_selection(self.find_edit.text(), self.replace_edit.text(), **self._options()))
 
-    def _replace_all(self) -> None:
-        n = self.editor.replace_all(self.find_edit.text(), self.replace_edit.text(), case_sensitive=self.case.isChecked())
-        self.find_edit.setToolTip(f"{n} replaced")
+    def replace_all(self) -> int:
+        """Replace every match; the result line says how many."""
+        n = self.editor.replace_all(self.find_edit.text(), self.replace_edit.text(), **self._options())
+        self.result.setText("No matches" if n == 0 else f"{n} replaced")
+        self.find_edit.setToolTip(self.result.text())
+        return n
+
+    _replace_all = replace_all
 
     def _report(self, found: bool) -> bool:
         self.find_edit.setStyleSheet("" if found or not self.find_edit.text() else "background: #f4c7c3; color: black;")
+        if not found and self.find_edit.text():
+            self.result.setText("No matches")
         return found

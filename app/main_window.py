@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QInputDialog,
     QLabel,
     QMainWindow,
     QMenu,
+    QApplication,
     QProgressBar,
     QToolButton,
     QVBoxLayout,
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 from app.assist import Assistant
 from app.editor import Editor, FindBar
 from app.engine_host import EngineHost
+from app.status import MessageBar, stats_text
 from engine.api import EngineError, LoadProgress, ModelInfo, Stats
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,7 @@ class MainWindow(QMainWindow):
 
         self.assistant.changed.connect(self._update_actions)
         self.assistant.message.connect(self.show_message)
+        self.assistant.activityChanged.connect(self._on_activity)
         self.assistant.finishedStats.connect(self._on_stats)
         self.editor.wordCountChanged.connect(self._on_word_count)
         host.loadStarted.connect(self._on_load_started)
@@ -92,6 +95,9 @@ class MainWindow(QMainWindow):
         host.loadFailed.connect(self._on_load_failed)
         if settings is not None and hasattr(settings, "changed"):
             settings.changed.connect(self._on_setting_changed)
+            from app import keys
+
+            keys.follow(self, settings)  # the assistant's keys as the writer bound them in Settings
         self._update_actions()
         if self.model_dir:
             self.load_model(self.model_dir)
@@ -172,6 +178,16 @@ class MainWindow(QMainWindow):
         self.actionCommandPalette = self._action("actionCommandPalette", "Command &palette…", self.command_palette,
                                                  ["Ctrl+Shift+P"])
         self.actionQuit = self._action("actionQuit", "&Quit", self.close, [QKeySequence.StandardKey.Quit])
+        themes = QActionGroup(self)
+        self.theme_actions: list[QAction] = []
+        current = self.settings["appearance.theme"] if self.settings is not None else "system"
+        for theme, label in (("system", "&System"), ("light", "&Light"), ("dark", "&Dark")):
+            act = self._action(f"actionTheme_{theme}", label, lambda t=theme: self.set_theme(t),
+                               tip=f"Use the {theme} colour theme" if theme != "system" else "Follow the system")
+            act.setCheckable(True)
+            act.setChecked(theme == current)
+            themes.addAction(act)
+            self.theme_actions.append(act)
         for act in (self.actionUndo, self.actionRedo):
             act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the editor handles its own keys
         doc = e.document()
@@ -193,6 +209,9 @@ class MainWindow(QMainWindow):
         self.menuView.setObjectName("menuView")
         self.menuView.addActions([self.actionZoomIn, self.actionZoomOut, self.actionZoomReset])
         self.menuView.addSeparator()
+        self.menuTheme = self.menuView.addMenu("&Theme")
+        self.menuTheme.setObjectName("menuTheme")
+        self.menuTheme.addActions(self.theme_actions)
         self.menuView.addAction(self.actionCommandPalette)
         self.menuAssist = bar.addMenu("&Assist")
         self.menuAssist.setObjectName("menuAssist")
@@ -231,7 +250,8 @@ class MainWindow(QMainWindow):
         self.toolbarAssist = tools
 
     def _build_status_bar(self) -> None:
-        bar = self.statusBar()
+        bar = MessageBar(self)  # long messages end at a word with "…", the whole text in the tooltip
+        self.setStatusBar(bar)
         self.modelLabel = QLabel(self, objectName="modelStatus")
         self.loadBar = QProgressBar(self, objectName="loadProgress")
         self.loadBar.setRange(0, 100)
@@ -274,26 +294,36 @@ class MainWindow(QMainWindow):
                 self.assistant.draft(text.strip())
 
     def palette_commands(self) -> dict[str, QAction]:
-        """Every enabled menu command by its label (what the command palette offers)."""
-        commands: dict[str, QAction] = {}
+        """Every menu command that can run now, by its menu path (the palette lists the others greyed)."""
+        from app.palette import menu_commands
 
-        def walk(menu: QMenu, prefix: str) -> None:
-            for act in menu.actions():
-                if act.menu() is not None:
-                    walk(act.menu(), f"{prefix}{act.text().replace('&', '')} ▸ ")
-                elif act.text() and act.isEnabled() and act is not self.actionCommandPalette:
-                    commands[prefix + act.text().replace("&", "").rstrip("…")] = act
-
-        for top in self.menuBar().actions():
-            if top.menu() is not None:
-                walk(top.menu(), f"{top.text().replace('&', '')} ▸ ")
-        return commands
+        return {c.label: c.action for c in menu_commands(self.menuBar(), (self.actionCommandPalette,)) if c.enabled}
 
     def command_palette(self) -> None:
-        commands = self.palette_commands()
-        name, ok = QInputDialog.getItem(self, "Command palette", "Run a command:", sorted(commands), 0, False)
-        if ok and name in commands:
-            commands[name].trigger()
+        """Open the filter-as-you-type palette over every menu command (app.palette)."""
+        from app.palette import CommandPalette, menu_commands
+
+        dialog = CommandPalette(menu_commands(self.menuBar(), (self.actionCommandPalette,)), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.palette_dialog = dialog
+        dialog.open()
+        dialog.filter.setFocus()
+
+    def set_theme(self, theme: str) -> None:
+        """Switch the colour theme now (and remember it, when there are settings)."""
+        from app.theme import apply_theme
+
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            apply_theme(app, theme)  # type: ignore[arg-type]
+        if self.settings is not None:
+            try:
+                self.settings.set("appearance.theme", theme)
+            except (ValueError, KeyError):
+                log.exception("theme setting refused")
+        for act in self.theme_actions:
+            act.setChecked(act.objectName() == f"actionTheme_{theme}")
+        self.assistant.ghost.flush()
 
     def choose_model_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Choose a DiffusionGemma model folder", self.model_dir or "")
@@ -307,6 +337,15 @@ class MainWindow(QMainWindow):
 
     def show_message(self, text: str, ms: int = 8000) -> None:
         self.statusBar().showMessage(text, ms)
+
+    @Slot(str)
+    def _on_activity(self, text: str) -> None:
+        """What the assistant runs stays in the status bar while it runs ("Rewriting: Make it shorter…")."""
+        if text:
+            self._activity = text
+            self.show_message(text, 0)
+        elif self.statusBar().currentMessage() == getattr(self, "_activity", None):
+            self.statusBar().clearMessage()
 
     # -- status ----------------------------------------------------------------------------------------------------
 
@@ -345,16 +384,16 @@ class MainWindow(QMainWindow):
 
     @Slot(object, float)
     def _on_stats(self, stats: Stats, first_visible: float) -> None:
-        self.statsLabel.setText(
-            f"{stats.steps} steps · {stats.tokens_per_forward:.1f} tok/fwd · {stats.tokens_per_second:.0f} tok/s · "
-            f"first draft {first_visible:.2f} s"
-        )
+        self.statsLabel.setText(stats_text(stats, first_visible))
 
     @Slot(int)
     def _on_word_count(self, words: int) -> None:
         self.wordsLabel.setText(f"{words:,} word{'s' if words != 1 else ''}")
 
     def _on_setting_changed(self, key: str, value: object) -> None:
+        if key == "appearance.theme":
+            for act in self.theme_actions:
+                act.setChecked(act.objectName() == f"actionTheme_{value}")
         if key in ("model.device", "model.quantization", "model.folder"):
             self.device = self.settings["model.device"]
             self.quantization = self.settings["model.quantization"]

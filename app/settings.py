@@ -15,7 +15,7 @@ import logging
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,7 @@ class Setting:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     help: str = ""
+    kind: str = ""  # "key": a key binding (one key combination in Qt's portable text, "" for none)
 
     def check(self, value: Any) -> str:
         """Why `value` is not acceptable for this setting ("" when it is)."""
@@ -101,6 +102,8 @@ class Setting:
                 return "must be text"
             if self.choices and value not in self.choices:
                 return f"must be one of {', '.join(self.choices)}"
+            if self.kind == "key":
+                return key_problem(value)
         elif self.type is dict:
             if not isinstance(value, Mapping) or not value:
                 return "must be a non-empty table of name = instruction"
@@ -116,7 +119,10 @@ class Setting:
         return ""
 
     def coerce(self, value: Any) -> Any:
-        """The stored form: ints given for floats become floats; tables become plain dicts."""
+        """The stored form: ints given for floats become floats; tables become plain dicts; keys are written
+        the way Qt spells them ("ctrl+r" -> "Ctrl+R")."""
+        if self.kind == "key":
+            return normal_key(value)
         if self.type is float:
             return float(value)
         if self.type is dict:
@@ -144,6 +150,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("appearance.font_size", int, 12, "Font size", 6, 72),
     Setting("documents.autosave_seconds", int, 5, "Autosave every (seconds)", 1, 600),
     Setting("privacy.log_document_text", bool, False, "Write document text to the log (debugging only)"),
+    *(Setting(f"keys.{name}", str, key, label, kind="key", help=help_) for name, key, label, help_ in (
+        ("accept", "Tab", "Accept suggestion", "Only while a suggestion is shown; otherwise the key types."),
+        ("accept_word", "Ctrl+Right", "Accept next word", "Only while a suggestion is shown."),
+        ("accept_line", "Shift+Tab", "Accept next line", "Only while a suggestion is shown."),
+        ("dismiss", "Esc", "Dismiss suggestion", "Only while a suggestion is shown or running."),
+        ("next_alternative", "Alt+]", "Next alternative", "Only while a suggestion is shown."),
+        ("previous_alternative", "Alt+[", "Previous alternative", "Only while a suggestion is shown."),
+        ("draft", "Ctrl+Return", "Draft at cursor", ""),
+        ("rewrite", "Ctrl+R", "Rewrite selection", ""),
+        ("infill", "Ctrl+Shift+I", "Infill selection or gap", ""),
+    )),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -214,7 +231,7 @@ class Settings(QObject):
             if why:
                 raise ValueError(f"{setting.label} {why}.")
             merged[key] = setting.coerce(value)
-        why = _cross_check(merged)
+        why = _cross_check(merged, [k for k in changes if merged[k] != self._values[k]])
         if why:
             raise ValueError(why)
         changed = [k for k in changes if merged[k] != self._values[k]]
@@ -266,10 +283,69 @@ class Settings(QObject):
             log.warning("settings: %s", problem)
 
 
-def _cross_check(values: Mapping[str, Any]) -> str:
+# Keys the app binds for itself: an assistant key may not take one of them (the other command would stop working).
+RESERVED_KEYS: dict[str, str] = {
+    "Ctrl+Z": "Undo", "Ctrl+Shift+Z": "Redo", "Ctrl+Y": "Redo", "Ctrl+F": "Find", "Ctrl+H": "Find and replace",
+    "Ctrl+Shift+P": "Command palette", "Ctrl+Shift+R": "Custom instruction", "Ctrl+Q": "Quit", "Ctrl+S": "Save",
+    "Ctrl+Shift+S": "Save as", "Ctrl+O": "Open", "Ctrl+N": "New", "Ctrl++": "Zoom in", "Ctrl+=": "Zoom in",
+    "Ctrl+-": "Zoom out", "Ctrl+0": "Actual size", "Ctrl+,": "Settings", "Ctrl+A": "Select all", "Ctrl+C": "Copy",
+    "Ctrl+V": "Paste", "Ctrl+X": "Cut", "Return": "New line", "Enter": "New line", "Backspace": "Delete",
+    "Del": "Delete",
+}
+# Two spellings of one key press (Shift+Tab arrives as Backtab; the keypad's Enter beside Return).
+KEY_TWINS: dict[str, str] = {"Shift+Backtab": "Shift+Tab", "Backtab": "Shift+Tab", "Ctrl+Enter": "Ctrl+Return"}
+
+
+def normal_key(text: str) -> str:
+    """A key combination as Qt writes it in portable text ("" stays "": no key)."""
+    if not text.strip():
+        return ""
+    from PySide6.QtGui import QKeySequence
+
+    seq = QKeySequence.fromString(text.strip(), QKeySequence.SequenceFormat.PortableText)
+    return seq.toString(QKeySequence.SequenceFormat.PortableText) if seq.count() == 1 else text.strip()
+
+
+def key_problem(text: str) -> str:
+    """Why `text` cannot be an assistant key ("" when it can)."""
+    if not text.strip():
+        return ""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QKeySequence
+
+    seq = QKeySequence.fromString(text.strip(), QKeySequence.SequenceFormat.PortableText)
+    if seq.count() != 1 or seq[0].key() == Qt.Key.Key_unknown or not seq.toString():
+        return "must be one key combination such as Ctrl+R or Alt+]"
+    combo = seq[0]
+    mods = combo.keyboardModifiers() & ~(Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier)
+    key = int(combo.key())
+    if not mods and 0x20 <= key <= 0x10FFFF and chr(key).isprintable():
+        return "must use Ctrl or Alt: a plain character key would type instead"
+    return ""
+
+
+def key_clash(values: Mapping[str, Any], changed: Iterable[str] = ()) -> str:
+    """A sentence naming the first clash between assistant keys, or with a key the app keeps ("" when none).
+    Keys in `changed` (what the writer just set) are checked last, so the sentence names the one they chose."""
+    owner: dict[str, str] = {}
+    fresh = set(changed)
+    for s in sorted((s for s in SETTINGS if s.kind == "key"), key=lambda s: s.key in fresh):
+        key = normal_key(str(values.get(s.key, "")))
+        if not key:
+            continue
+        key = KEY_TWINS.get(key, key)
+        if key in RESERVED_KEYS:
+            return f"{key} is already the key for {RESERVED_KEYS[key]}; choose another key for {s.label}."
+        if key in owner:
+            return f"{key} is already the key for {owner[key]}; choose another key for {s.label}."
+        owner[key] = s.label
+    return ""
+
+
+def _cross_check(values: Mapping[str, Any], changed: Iterable[str] = ()) -> str:
     if not values["denoise.t_min"] < values["denoise.t_max"]:
         return "The end temperature must be lower than the start temperature."
-    return ""
+    return key_clash(values, changed)
 
 
 def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -295,11 +371,17 @@ def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 problems.append(f"{key} = {value!r} {why}; using the default {setting.default!r}.")
                 continue
             values[key] = setting.coerce(value)
-    why = _cross_check(values)
-    if why:
-        problems.append(f"{why} Using the default temperatures.")
+    if not values["denoise.t_min"] < values["denoise.t_max"]:
+        problems.append("The end temperature must be lower than the start temperature. Using the default "
+                        "temperatures.")
         values["denoise.t_min"] = BY_KEY["denoise.t_min"].default
         values["denoise.t_max"] = BY_KEY["denoise.t_max"].default
+    why = key_clash(values)
+    if why:
+        problems.append(f"{why} Using the default assistant keys.")
+        for s in SETTINGS:
+            if s.kind == "key":
+                values[s.key] = s.default
     return values, problems
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -22,9 +23,11 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
+    QKeySequenceEdit,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -32,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.settings import BY_KEY, SETTINGS, Setting, Settings, defaults
+from app.settings import BY_KEY, SETTINGS, Setting, Settings, defaults, key_clash, key_problem
 
 SECTION_TITLES = {
     "model": "Model",
@@ -42,7 +45,9 @@ SECTION_TITLES = {
     "appearance": "Appearance",
     "documents": "Documents",
     "privacy": "Privacy",
+    "keys": "Assistant keys",
 }
+SCREEN_MARGIN = 60  # pixels of the screen's height the dialog leaves free (title bar, panels)
 SYSTEM_FONT = "System default"
 
 
@@ -97,13 +102,25 @@ class SettingsDialog(QDialog):
         self.problems.setWordWrap(True)
         self.problems.setStyleSheet("color: #b3261e;")
         layout.addWidget(self.problems)
+        # Every section in one scrolling page; the problems line and the buttons stay outside it, always visible,
+        # so the dialog fits a small (800-pixel-high) screen.
+        self.scroll = QScrollArea(self)
+        self.scroll.setObjectName("settingsScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        page = QWidget()
+        page.setObjectName("settingsPage")
+        page_layout = QVBoxLayout(page)
+        self.scroll.setWidget(page)
+        layout.addWidget(self.scroll, 1)
         sections: dict[str, QFormLayout] = {}
         for s in SETTINGS:
             section = s.key.split(".")[0]
             if section not in sections:
                 box = QGroupBox(SECTION_TITLES.get(section, section.title()))
+                box.setObjectName(f"section:{section}")
                 sections[section] = QFormLayout(box)
-                layout.addWidget(box)
+                page_layout.addWidget(box)
             widget = self._make_input(s)
             widget.setObjectName(f"setting:{s.key}")
             if s.help:
@@ -127,8 +144,34 @@ class SettingsDialog(QDialog):
         buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults).clicked.connect(self.restore_defaults)
         layout.addWidget(buttons)
+        self.buttons = buttons
         self.load(settings.values())
         self._show_problems(settings.problems)
+        for key, widget in self.inputs.items():
+            if isinstance(widget, QKeySequenceEdit):
+                widget.keySequenceChanged.connect(lambda _seq, k=key: self._check_keys(k))
+        self._fit_screen()
+
+    def _fit_screen(self) -> None:
+        """As wide as the page wants, as high as the screen allows (the page scrolls, the buttons stay)."""
+        page = self.scroll.widget()
+        width = page.sizeHint().width() + self.scroll.verticalScrollBar().sizeHint().width() + 40
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry().height() - SCREEN_MARGIN if screen is not None else 740
+        room = min(room, 800 - SCREEN_MARGIN)  # also on a big screen: a dialog, not a wall
+        height = min(room, page.sizeHint().height() + self.buttons.sizeHint().height() + 60)
+        self.resize(width, height)
+
+    def _check_keys(self, changed: str) -> None:
+        """Say at once when a key just chosen is not usable or clashes (OK refuses it with the same words)."""
+        widget = self.inputs[changed]
+        assert isinstance(widget, QKeySequenceEdit)
+        value = _get_widget(BY_KEY[changed], widget)
+        why = key_problem(value)
+        if why:
+            self._show_problems([f"{BY_KEY[changed].label} {why}."])
+            return
+        self._show_problems([key_clash(self.collected(), [changed])] if key_clash(self.collected(), [changed]) else [])
 
     # -- values <-> widgets ----------------------------------------------------------------------------------
 
@@ -163,6 +206,11 @@ class SettingsDialog(QDialog):
     # -- widgets ---------------------------------------------------------------------------------------------
 
     def _make_input(self, s: Setting) -> QWidget:
+        if s.kind == "key":
+            edit = QKeySequenceEdit()
+            edit.setMaximumSequenceLength(1)
+            edit.setClearButtonEnabled(True)
+            return edit
         if s.type is bool:
             return QCheckBox(s.label)
         if s.type is int:
@@ -225,7 +273,9 @@ class SettingsDialog(QDialog):
 
 
 def _set_widget(s: Setting, w: QWidget, value: Any) -> None:
-    if isinstance(w, QCheckBox):
+    if isinstance(w, QKeySequenceEdit):
+        w.setKeySequence(QKeySequence.fromString(str(value), QKeySequence.SequenceFormat.PortableText))
+    elif isinstance(w, QCheckBox):
         w.setChecked(bool(value))
     elif isinstance(w, (QSpinBox, QDoubleSpinBox)):
         w.setValue(value)
@@ -241,6 +291,9 @@ def _set_widget(s: Setting, w: QWidget, value: Any) -> None:
 
 
 def _get_widget(s: Setting, w: QWidget) -> Any:
+    if isinstance(w, QKeySequenceEdit):
+        text = w.keySequence().toString(QKeySequence.SequenceFormat.PortableText)
+        return {"Backtab": "Shift+Tab", "Shift+Backtab": "Shift+Tab"}.get(text, text)
     if isinstance(w, QCheckBox):
         return w.isChecked()
     if isinstance(w, (QSpinBox, QDoubleSpinBox)):

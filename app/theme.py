@@ -60,7 +60,8 @@ def apply_theme(app: QApplication, theme: Theme = "system") -> bool:
     app.setPalette(palette(dark))
     sheet = STYLES / ("dark.qss" if dark else "light.qss")
     base = STYLES / "base.qss"
-    app.setStyleSheet("\n".join(p.read_text(encoding="utf-8") for p in (base, sheet) if p.is_file()))
+    sheets = "\n".join(p.read_text(encoding="utf-8") for p in (base, sheet) if p.is_file())
+    app.setStyleSheet(sheets.replace("@STYLES@", STYLES.as_posix()))  # images next to the sheets
     app.setProperty("letterpressTheme", theme)
     if not app.property("letterpressThemeHooked"):
         app.setProperty("letterpressThemeHooked", True)

@@ -187,3 +187,85 @@ def test_dialog_shows_problems_found_in_the_file(tmp_path, qtbot):
     dlg = SettingsDialog(Settings(tmp_path))
     qtbot.addWidget(dlg)
     assert "denoise.steps" in dlg.findChild(QLabel, "settingsProblems").text()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Assistant keys and the dialog's size
+
+
+def test_assistant_keys_are_settings_and_a_clash_is_refused_with_a_sentence(tmp_path):
+    s = Settings(tmp_path)
+    assert s["keys.accept"] == "Tab" and s["keys.rewrite"] == "Ctrl+R"
+    s.set("keys.accept", "ctrl+j")
+    assert s["keys.accept"] == "Ctrl+J" and Settings(tmp_path)["keys.accept"] == "Ctrl+J"
+    with pytest.raises(ValueError) as err:
+        s.set("keys.accept_word", "Ctrl+R")
+    assert str(err.value) == ("Ctrl+R is already the key for Rewrite selection; choose another key for "
+                              "Accept next word.")
+    with pytest.raises(ValueError, match="already the key for Undo"):
+        s.set("keys.dismiss", "Ctrl+Z")
+    with pytest.raises(ValueError, match="would type"):
+        s.set("keys.draft", "x")
+    with pytest.raises(ValueError, match="one key combination"):
+        s.set("keys.draft", "Ctrl+K, Ctrl+D")
+    s.update({"keys.accept": "Ctrl+R", "keys.rewrite": "Ctrl+Alt+R"})  # a swap in one go is fine
+    assert s["keys.accept"] == "Ctrl+R"
+
+
+def test_clashing_keys_in_the_file_fall_back_to_the_default_keys(tmp_path):
+    (tmp_path / "settings.toml").write_text('[keys]\naccept = "Ctrl+R"\n', encoding="utf-8")
+    s = Settings(tmp_path)
+    assert s["keys.accept"] == "Tab" and s["keys.rewrite"] == "Ctrl+R"
+    assert any("already the key" in p for p in s.problems)
+
+
+def test_rebinding_a_key_in_the_dialog_moves_the_window_action(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QKeySequenceEdit, QLabel
+
+    from app.settings_dialog import SettingsDialog
+    from engine.fake import FakeEngine
+    from tests.helpers.gui import build_window, ghost_state, isolate_user_dirs, set_text
+
+    isolate_user_dirs(monkeypatch, tmp_path)
+    s = Settings(tmp_path / "cfg")
+    window = build_window(qtbot, FakeEngine(texts=[" more"], steps=2), settings=s)
+    dlg = SettingsDialog(s, window)
+    qtbot.addWidget(dlg)
+    edit = dlg.findChild(QKeySequenceEdit, "setting:keys.accept")
+    edit.setKeySequence(QKeySequence("Ctrl+R"))
+    assert "already the key for Rewrite selection" in dlg.findChild(QLabel, "settingsProblems").text()
+    assert not dlg.apply() and s["keys.accept"] == "Tab"
+    edit.setKeySequence(QKeySequence("Ctrl+J"))
+    assert dlg.apply()
+    assert window.actionAcceptSuggestion.shortcut().toString() == "Ctrl+J"
+    set_text(window, "Go")
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)  # Tab types again: it is no longer the accept key
+    assert window.editor.toPlainText() == "Go\t"
+    qtbot.keyClick(window.editor, Qt.Key.Key_Backspace)
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
+    qtbot.keyClick(window.editor, Qt.Key.Key_J, Qt.KeyboardModifier.ControlModifier)
+    assert window.editor.toPlainText() == "Go more"
+
+
+def test_settings_dialog_fits_an_800_pixel_screen_with_its_buttons_visible(tmp_path, qtbot):
+    from PySide6.QtWidgets import QDialogButtonBox, QScrollArea
+
+    from app.settings_dialog import SettingsDialog
+
+    dlg = SettingsDialog(Settings(tmp_path))
+    qtbot.addWidget(dlg)
+    dlg.show()
+    qtbot.waitExposed(dlg)
+    assert dlg.frameGeometry().height() <= 800 - 40
+    buttons = dlg.findChild(QDialogButtonBox)
+    assert buttons.isVisible()
+    bottom = buttons.mapTo(dlg, buttons.rect().bottomLeft()).y()
+    assert bottom <= dlg.height(), "the OK/Cancel row is inside the dialog, not scrolled away"
+    scroll = dlg.findChild(QScrollArea, "settingsScroll")
+    assert scroll.widget().sizeHint().height() > scroll.viewport().height(), "the sections scroll"
+    assert not scroll.isAncestorOf(buttons)
