@@ -275,8 +275,11 @@ class MainWindow(QMainWindow):
         a = self.assistant
         visible = a.suggestion_visible
         index, count = a.alternatives
+        # While a request runs the accept keys belong to it even before its first words show, so Tab never
+        # indents or accepts depending on timing (an accept with nothing visible yet does nothing).
+        running = a.state == "denoising"
         for act in (self.actionAcceptSuggestion, self.actionAcceptWord, self.actionAcceptLine):
-            act.setEnabled(visible)
+            act.setEnabled(visible or running)
         self.actionDismissSuggestion.setEnabled(a.active)
         self.actionNextAlternative.setEnabled(visible and count > 1)
         self.actionPreviousAlternative.setEnabled(visible and count > 1)
