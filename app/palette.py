@@ -10,11 +10,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
-from PySide6.QtWidgets import QDialog, QLineEdit, QListWidget, QListWidgetItem, QMenuBar, QMenu, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QDialog,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QMenuBar,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 SEPARATOR = " ▸ "
+KEY_ROLE = Qt.ItemDataRole.UserRole + 1  # the command's key, drawn right-aligned
+
+
+class _KeyDelegate(QStyledItemDelegate):
+    """Draws an item's key right-aligned and dimmed, like a menu's shortcut column."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
+        super().paint(painter, option, index)
+        keys = index.data(KEY_ROLE)
+        if not keys:
+            return
+        painter.save()
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.PlaceholderText
+        painter.setPen(option.palette.color(role))
+        painter.drawText(option.rect.adjusted(0, 0, -8, 0),
+                         int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), keys)
+        painter.restore()
 
 
 @dataclass(frozen=True)
@@ -78,11 +109,12 @@ class CommandPalette(QDialog):
         self.filter.setClearButtonEnabled(True)
         self.list = QListWidget(self, objectName="paletteList")
         self.list.setUniformItemSizes(True)
+        self.list.setItemDelegate(_KeyDelegate(self.list))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.filter)
         layout.addWidget(self.list)
-        self.resize(560, 420)
+        self.resize(560, 360)
         self.filter.textChanged.connect(self.refilter)
         self.filter.returnPressed.connect(self.run_selected)
         self.list.itemActivated.connect(lambda _item: self.run_selected())
@@ -90,7 +122,7 @@ class CommandPalette(QDialog):
         self.refilter("")
 
     def visible_labels(self) -> list[str]:
-        return [self.list.item(i).text().split("\t")[0] for i in range(self.list.count())]
+        return [self.list.item(i).text() for i in range(self.list.count())]
 
     def refilter(self, query: str) -> None:
         """Keep the commands matching `query`, best first, the first runnable one selected."""
@@ -99,8 +131,9 @@ class CommandPalette(QDialog):
         self.list.clear()
         for _s, _i, cmd in ranked:
             keys = cmd.action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-            item = QListWidgetItem(f"{cmd.label}\t{keys}" if keys else cmd.label)
+            item = QListWidgetItem(cmd.label)
             item.setData(Qt.ItemDataRole.UserRole, cmd.label)
+            item.setData(KEY_ROLE, keys)
             if not cmd.enabled:
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled & ~Qt.ItemFlag.ItemIsSelectable)
                 item.setToolTip("Not available right now")

@@ -138,3 +138,60 @@ def test_ghost_text_never_covers_the_writers_text(qtbot):
     window.actionDismissSuggestion.trigger()
     qtbot.waitUntil(lambda: window.editor.rect_for_position(next_para).top() == before, timeout=3000)
     assert not window.editor.document().isModified()
+
+
+def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_dir, tmp_path):
+    """A rewrite partly accepted (original gone, the rest still ghost), the palette filtering, and the dark
+    theme's faint (unsure) ghost words, which keep at least 3:1 contrast."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QPainter
+
+    from app.palette import CommandPalette
+    from app.settings import Settings
+
+    settings = Settings(config_dir=tmp_path / "cfg")
+    sentence = DOC.index("Everybody")
+    window = open_window(qtbot, scripted(DRAFTS, steps=4), settings)
+    set_text(window, DOC, select=(sentence, len(DOC)))
+    window.actionRewrite.trigger()
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
+    for _ in range(4):
+        window.actionAcceptWord.trigger()
+    assert window.editor.toPlainText() == DOC[:sentence] + "Nobody in the village"
+    partial = shoot(qtbot, window, out_dir / "7-rewrite-partly-accepted.png")
+    window.actionDismissSuggestion.trigger()
+
+    window.actionCommandPalette.trigger()
+    palette = window.findChild(CommandPalette, "commandPalette")
+    qtbot.waitExposed(palette)
+    qtbot.keyClicks(palette.filter, "re")
+    assert 1 < len(palette.visible_labels()) < len(palette.commands)
+    window.assistant.ghost.flush()
+    qtbot.wait(50)
+    shot = window.grab()
+    painter = QPainter(shot)
+    at = palette.mapToGlobal(QPoint(0, 0)) - window.mapToGlobal(QPoint(0, 0))
+    if not (0 <= at.x() < window.width() and 0 <= at.y() < window.height()):
+        at = QPoint((window.width() - palette.width()) // 2, 60)
+    painter.drawPixmap(at, palette.grab())
+    painter.end()
+    shot.save(str(out_dir / "8-palette-filtering.png"))
+    palette.reject()
+    window.editor.document().setModified(False)
+    window.close()
+
+    window = open_window(qtbot, scripted(DRAFTS, steps=12, hold_at_step=3), settings, dark=True)
+    para_end = DOC.index("\n\nBy noon")
+    set_text(window, DOC, cursor=para_end)
+    window.actionDraft.trigger()
+    qtbot.waitUntil(lambda: "step 3/12" in window.assistant.ghost.content.badge, timeout=5000)
+    assert min(s.confidence for s in window.assistant.ghost.content.spans) < 0.3, "faint words are on screen"
+    assert window.assistant.ghost.faintest_contrast() >= 3.0
+    dark = shoot(qtbot, window, out_dir / "9-dark-faint-ghost.png")
+    window.host.engine.release.set()
+    window.actionDismissSuggestion.trigger()
+    window.editor.document().setModified(False)
+    window.close()
+    apply_theme(QApplication.instance(), "light")
+    for image in (partial, dark):
+        assert not image.isNull() and image.width() >= 900
