@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFont, QFontDatabase, QKeyEvent, QKeySequence, QPainter, QPaintEvent, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPlainTextDocumentLayout,
     QPlainTextEdit,
     QPushButton,
@@ -136,6 +137,16 @@ class Editor(QPlainTextEdit):
             cursor.setPosition(max(0, min(pos + added, doc.characterCount() - 1)))
             self.setTextCursor(cursor)
             self.ensureCursorVisible()
+
+    def createStandardContextMenu(self, position: QPoint | None = None) -> QMenu:  # noqa: N802 - Qt's name
+        """The standard menu, with its Undo/Redo going through undo()/redo() (the caret lands as with the keys)."""
+        menu = super().createStandardContextMenu() if position is None else super().createStandardContextMenu(position)
+        for action in menu.actions():
+            step = {"edit-undo": self.undo, "edit-redo": self.redo}.get(action.objectName())
+            if step is not None:
+                action.triggered.disconnect()
+                action.triggered.connect(lambda _checked=False, step=step: step())
+        return menu
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
         # The text control's own Ctrl+Z/Ctrl+Shift+Z bypass undo()/redo(); route them through, so the caret lands

@@ -277,3 +277,17 @@ def test_badge_count_is_the_same_while_denoising_and_when_ready(qtbot, settings)
     window.host.engine.release.set()
     wait_ready(qtbot, window)
     assert window.assistant.alternatives[1] == 2 and "1/2" in window.assistant.ghost.content.badge
+
+
+def test_the_context_menus_undo_places_the_caret_like_ctrl_z(qtbot):
+    window = build_window(qtbot, FakeEngine(texts=[" inserted words"], steps=2))
+    select_sentence(window)
+    window.actionRewrite.trigger()
+    wait_ready(qtbot, window)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    menu = window.editor.createStandardContextMenu()
+    undo_item = next(a for a in menu.actions() if a.objectName() == "edit-undo")
+    undo_item.trigger()
+    assert window.editor.toPlainText() == DOC
+    assert window.editor.textCursor().position() == len(BEFORE + SENTENCE)
+    menu.deleteLater()

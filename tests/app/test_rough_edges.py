@@ -214,3 +214,27 @@ def test_replace_one_respects_whole_word(qtbot):
     assert window.editor.textCursor().selectionStart() == len("catalog ")
     bar._replace()
     assert window.editor.toPlainText() == "catalog dog"
+
+
+def test_dark_theme_check_boxes_are_readable_checked_or_not(qtbot):
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QCheckBox
+
+    apply_theme(QApplication.instance(), "dark")
+    try:
+        results = {}
+        for checked in (False, True):
+            box = QCheckBox("Write document text to the log")
+            box.setChecked(checked)
+            qtbot.addWidget(box)
+            box.show()
+            qtbot.waitExposed(box)
+            image = box.grab().toImage()
+            window = box.palette().color(QPalette.ColorRole.Window)
+            # The indicator is the square at the left: its outline or fill must stand out from the window.
+            side = min(image.height(), 22)
+            best = max(contrast(QColor(image.pixel(x, y)), window) for x in range(side) for y in range(image.height()))
+            results[checked] = best
+        assert results[False] >= 3.0 and results[True] >= 3.0, results
+    finally:
+        apply_theme(QApplication.instance(), "light")
