@@ -347,7 +347,10 @@ class Assistant(QObject):
         touches = pos <= old_e and pos + removed >= old_s
         if s > e or (touches and self._probe(s, e) != sug.probe):
             self._drop(cancel=True)
-            self.message.emit("Suggestion cancelled because you edited its text.")
+            if getattr(self.editor, "in_undo_redo", False):
+                self.message.emit("Suggestion closed: undo took back what was accepted of it.")
+            else:
+                self.message.emit("Suggestion cancelled because you edited its text.")
             return
         if (s, e) != sug.last:
             sug.last = (s, e)

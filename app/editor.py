@@ -70,6 +70,7 @@ class Editor(QPlainTextEdit):
         self.setCenterOnScroll(False)
         self.priority_actions: list[QAction] = []
         self.overlay_painters: list[Callable[[QPainter], None]] = []
+        self.in_undo_redo = False  # True while undo()/redo() change the document (listeners can tell why)
         self._zoom = 0
         self._words = 0
         self._count_timer = QTimer(self, singleShot=True, interval=250)
@@ -127,9 +128,11 @@ class Editor(QPlainTextEdit):
         record = lambda pos, removed, added: changes.append((pos, removed, added))  # noqa: E731
         doc = self.document()
         doc.contentsChange.connect(record)
+        self.in_undo_redo = True
         try:
             step()
         finally:
+            self.in_undo_redo = False
             doc.contentsChange.disconnect(record)
         if changes:
             pos, _removed, added = changes[-1]

@@ -170,7 +170,7 @@ class GhostPainter(QObject):
         text = "".join(s.text for s in spans)
         content = self.content
         if content is None or not self.editor.isVisible() or self.editor.viewport().width() <= 0:
-            newline = text.find("\n")
+            newline = text.find("\n", 1 if text.startswith("\n") else 0)  # not on screen: up to a line break
             return len(text) if newline < 0 else newline + 1
         g = self._geometry(content)
         ends: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
+from engine.api import CandidateView, Span
 from engine.fake import FakeEngine
 from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text
 
@@ -291,3 +292,36 @@ def test_the_context_menus_undo_places_the_caret_like_ctrl_z(qtbot):
     assert window.editor.toPlainText() == DOC
     assert window.editor.textCursor().position() == len(BEFORE + SENTENCE)
     menu.deleteLater()
+
+
+def test_badge_count_when_the_engine_computes_more_rows_than_it_offers(qtbot, settings):
+    """An infill searches more lengths (rows) than the alternatives it returns: the badge counts what is offered."""
+
+    class SearchingEngine(FakeEngine):
+        def run(self, request, on_step=None, cancel=None):
+            def wider(event):
+                extra = CandidateView((Span(" a fourth length", 0.5),))  # a row the result will not keep
+                on_step(type(event)(event.request_id, event.step, event.max_steps, event.block,
+                                    (*event.candidates, extra), event.elapsed))
+            return super().run(request, wider if on_step else None, cancel)
+
+    window = build_window(qtbot, SearchingEngine(texts=[" one", " two", " three"], steps=6, hold_at_step=3),
+                          settings=settings)
+    set_text(window, "Count:")
+    window.actionInfill.trigger()
+    qtbot.waitUntil(lambda: "step 3/6" in window.assistant.ghost.content.badge, timeout=5000)
+    assert "1/3" in window.assistant.ghost.content.badge
+    window.host.engine.release.set()
+    wait_ready(qtbot, window)
+    assert "1/3" in window.assistant.ghost.content.badge
+
+
+def test_undoing_a_partial_accept_says_what_happened(qtbot):
+    window = build_window(qtbot, FakeEngine(texts=[SHORTER], steps=2))
+    select_sentence(window)
+    window.actionRewrite.trigger()
+    wait_ready(qtbot, window)
+    ctrl_right(qtbot, window)
+    undo(qtbot, window)
+    assert window.editor.toPlainText() == DOC and ghost_state(window) == "idle"
+    assert "undo took back" in window.statusBar().currentMessage()
