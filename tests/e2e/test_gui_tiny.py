@@ -157,6 +157,18 @@ def test_rewrite_partial_accepts_esc_and_undo_with_the_real_engine(qtbot, window
     assert window.editor.textCursor().position() == e, "the caret ends at the restored sentence's end"
 
 
+def test_random_accept_sequences_with_the_real_engine(qtbot, window):
+    """The randomized accept/Esc/undo/redo sequences (tests/helpers/sequences.py) on the tiny checkpoint: its
+    rows come from the real denoising loop, so what is accepted mid-denoising is what the model showed."""
+    import random
+
+    from tests.helpers.sequences import run_rounds
+
+    total, _accepted, _changed = run_rounds(qtbot, window, random.Random(7), rounds=3, actions=10,
+                                            timeout_ms=120_000)
+    assert total == 30
+
+
 def test_ui_event_loop_never_stalls_during_generation(qtbot, window, record_property):
     """A 5 ms QTimer probe runs while the tiny model generates; the longest gap is the UI's worst stall.
 
