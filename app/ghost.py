@@ -68,6 +68,7 @@ class GhostPainter(QObject):
         self.region: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self.paints = 0
         self._marked: tuple[str, tuple[int, int]] | None = None
+        self._floors: dict[tuple[int, int], float] = {}
         self._timer = QTimer(self, singleShot=True, interval=FRAME_MS)
         self._timer.timeout.connect(self._repaint)
         editor.overlay_painters.append(self.paint)
@@ -132,7 +133,10 @@ class GhostPainter(QObject):
         """Ink alpha of the least and the most confident word: the floor is the faintest ink that still
         reaches `MIN_CONTRAST` on this palette's ghost background (computed, so every theme stays readable)."""
         ink = self.editor.palette().color(QPalette.ColorRole.Text)
-        floor = min(1.0, min_alpha(ink, self.ghost_background()) + 2 / 255)  # the painter rounds alpha to 8 bits
+        key = (ink.rgba(), self.ghost_background().rgba())
+        if key not in self._floors:  # once per palette, not per paint
+            self._floors[key] = min(1.0, min_alpha(ink, self.ghost_background()) + 2 / 255)  # alpha is 8-bit
+        floor = self._floors[key]
         return floor, max(TOP_ALPHA, floor)
 
     def faintest_contrast(self) -> float:

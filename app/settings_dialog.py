@@ -171,7 +171,8 @@ class SettingsDialog(QDialog):
         if why:
             self._show_problems([f"{BY_KEY[changed].label} {why}."])
             return
-        self._show_problems([key_clash(self.collected(), [changed])] if key_clash(self.collected(), [changed]) else [])
+        clash = key_clash(self.collected(), [changed])
+        self._show_problems([clash] if clash else [])
 
     # -- values <-> widgets ----------------------------------------------------------------------------------
 
