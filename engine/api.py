@@ -196,6 +196,8 @@ class Stats:
     first_draft_seconds: float = 0.0
     steps: int = 0
     blocks: int = 0
+    prompt_tokens: int = 0  # tokens in the prompt
+    reused_tokens: int = 0  # of which came from the prefix cache (not encoded again)
 
     @property
     def tokens_per_forward(self) -> float:

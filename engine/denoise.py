@@ -32,6 +32,7 @@ from transformers.generation import EosTokenCriteria, MaxLengthCriteria, Stoppin
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationMixin
 
 from engine.api import DenoiseSettings
+from engine.prefix_cache import PrefillStats, PrefixCache, prefill_prompt
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class DenoiseOutput:
     syncs: int = 0
     first_step_seconds: float = 0.0
     step_log: list[tuple[float, float]] = field(default_factory=list)  # (decoder forward s, whole step s)
+    prefill: PrefillStats = field(default_factory=PrefillStats)  # the prompt's encode: reused / encoded tokens
 
 
 StepHook = Callable[[StepState], None]
@@ -369,12 +371,16 @@ def denoise(
     on_decoder_input: InputHook | None = None,
     cancel: threading.Event | None = None,
     fast: Any = None,
+    prefix: PrefixCache | None = None,
+    document: str = "",
 ) -> DenoiseOutput:
     """Generate canvases after `prompt_ids` ([B, P], identical rows for K candidates) until EOS or the limit.
 
     `max_new_tokens` is rounded up to whole canvases, as in the reference. `fast` is an
     `engine.fastpath.FastPath` (static cache, compiled steps); by default it is used only on CUDA when switched on
     (`LETTERPRESS_FASTPATH=1`), and the plain eager path, which matches `generate()` token for token, otherwise.
+    On the plain path the prompt is encoded once for all rows, in chunks, resumed from `prefix` (the encoder
+    caches of `document`'s earlier prompts) when given; see `engine.prefix_cache`.
     """
     start = time.perf_counter()
     config = model.config
@@ -422,17 +428,21 @@ def denoise(
     is_prefill = True
     for block in range(blocks_limit):
         new_ids = input_ids if is_prefill else input_ids[:, -canvas_length:]
-        new_ids = new_ids.clone(memory_format=torch.contiguous_format)
-        encoder = model.model.encoder
-        dummy = torch.empty((batch, new_ids.shape[1], 0), dtype=model.dtype, device=device)
-        encoder_masks = encoder.create_masks_for_generate(
-            config=config, inputs_embeds=dummy, attention_mask=attention_mask, past_key_values=cache,
-            position_ids=encoder_position_ids, mm_token_type_ids=None,
-        )
-        encode = fast.encoder(is_prefill) if fast is not None else encoder
-        cache = encode(
-            input_ids=new_ids, attention_mask=encoder_masks, past_key_values=cache, position_ids=encoder_position_ids
-        ).past_key_values
+        if is_prefill and fast is None:  # prefill once for the K rows, chunked, reusing a stored prefix
+            cache, out.prefill = prefill_prompt(model, new_ids, prefix=prefix, document=document)
+        else:
+            new_ids = new_ids.clone(memory_format=torch.contiguous_format)
+            encoder = model.model.encoder
+            dummy = torch.empty((batch, new_ids.shape[1], 0), dtype=model.dtype, device=device)
+            encoder_masks = encoder.create_masks_for_generate(
+                config=config, inputs_embeds=dummy, attention_mask=attention_mask, past_key_values=cache,
+                position_ids=encoder_position_ids, mm_token_type_ids=None,
+            )
+            encode = fast.encoder(is_prefill) if fast is not None else encoder
+            cache = encode(
+                input_ids=new_ids, attention_mask=encoder_masks, past_key_values=cache,
+                position_ids=encoder_position_ids,
+            ).past_key_values
         is_prefill = False
 
         block_frozen = frozen if block == 0 else None

@@ -44,6 +44,7 @@ from engine.api import (
 )
 from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
 from engine.display import TokenText
+from engine.prefix_cache import PrefixCache
 from engine.weights.loader import LoadedModel, load_model
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ class Session:
         self._eos: list[int] = []
         self._pad = 0
         self.last_output: DenoiseOutput | None = None  # for benchmarks and tests
+        # Encoder caches of the last prompts per document (prefix reuse); made at load, freed at unload and OOM.
+        self.prefix_cache: PrefixCache | None = None
 
     # -- Engine protocol ------------------------------------------------------------------------------------
 
@@ -100,12 +103,14 @@ class Session:
         self._eos = list(eos) if isinstance(eos, (list, tuple)) else [int(eos)]
         self._pad = int(gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0))
         self._text = TokenText(tok, stop_ids={*self._eos, self._pad})
+        self.prefix_cache = PrefixCache(prefix_cache_bytes())
         return loaded.info
 
     def unload(self) -> None:
         if self._loaded is not None:
             self._loaded = None
             self._text = None
+            self.prefix_cache = None
             self._free_memory()
 
     def run(
@@ -118,6 +123,8 @@ class Session:
         except EngineError:
             raise
         except torch.cuda.OutOfMemoryError as exc:
+            if self.prefix_cache is not None:
+                self.prefix_cache.clear()
             self._free_memory()
             raise OutOfMemoryError(
                 "The GPU ran out of memory for this request. Try fewer alternatives, a shorter selection, or close "
@@ -203,6 +210,7 @@ class Session:
         out = denoise(
             model, prompt_ids, settings, max_new_tokens=max_new, eos_token_ids=self._eos, pad_token_id=self._pad,
             seed=seed, frozen=frozen, max_blocks=1 if frozen is not None else None, on_step=emit, cancel=cancel,
+            prefix=self.prefix_cache, document=getattr(request, "document", ""),
         )
         self.last_output = out
         candidates = self._candidates(out, middles, settings.candidates)
@@ -214,6 +222,8 @@ class Session:
             first_draft_seconds=first_draft[0] or out.first_step_seconds,
             steps=out.steps,
             blocks=out.blocks,
+            prompt_tokens=out.prefill.prompt_tokens,
+            reused_tokens=out.prefill.reused_tokens,
         )
         return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=prompt.notice)
 
@@ -280,6 +290,17 @@ class Session:
         if middles is not None:  # infill rows are lengths or seeds: best first
             found.sort(key=lambda c: c.confidence, reverse=True)
         return tuple(_distinct_nonempty(found)[: max(1, wanted)])
+
+
+def prefix_cache_bytes() -> int:
+    """The prefix cache's memory bound: `LETTERPRESS_PREFIX_CACHE_MB` (0 turns reuse off), 1 GiB by default."""
+    import os
+
+    try:
+        mb = float(os.environ.get("LETTERPRESS_PREFIX_CACHE_MB", "1024"))
+    except ValueError:
+        mb = 1024.0
+    return max(0, int(mb * (1 << 20)))
 
 
 def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
