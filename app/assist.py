@@ -11,9 +11,11 @@ accept) cancels and removes the suggestion; the writer's text is never overwritt
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,7 +44,6 @@ log = logging.getLogger(__name__)
 
 GhostState = Literal["idle", "denoising", "ready", "error"]
 Kind = Literal["draft", "rewrite", "infill"]
-CONTEXT_CHARS = 4000
 PROBE_CHARS = 32
 _WORD = re.compile(r"\s*\S+")
 
@@ -109,6 +110,9 @@ class Assistant(QObject):
         self._state: GhostState = "idle"
         self._muted = False
         self.activity = ""
+        # Set by app.brief: the document brief every request carries, and which document requests come from.
+        self.brief_provider: Callable[[], str] | None = None
+        self.document_provider: Callable[[], str] | None = None
         self._publish()
         host.stepped.connect(self._on_step)
         host.finished.connect(self._on_finished)
@@ -214,6 +218,7 @@ class Assistant(QObject):
     def _start(self, request: Request, kind: Kind, s: int, e: int, layout: Layout, activity: str = "") -> int:
         if self._sug is not None:
             self._drop(cancel=True, publish=False)
+        request = self._with_document(request)
         doc = self.editor.document()
         start, end = QTextCursor(doc), QTextCursor(doc)
         start.setPosition(s)
@@ -253,12 +258,22 @@ class Assistant(QObject):
         return 128
 
     def _context(self, s: int, e: int) -> tuple[str, str]:
-        """The text before and after the region, trimmed to a window (the engine trims tokens further)."""
+        """The whole document before and after the region: the engine sizes it in tokens to the model's context
+        (keeping the document's beginning and the text nearest the region) and its notice says what was left out."""
         last = self.editor.document().characterCount() - 1
-        if s > CONTEXT_CHARS or last - e > CONTEXT_CHARS:  # say so: the writer should know what the model saw
-            self.message.emit(f"The document is longer than the model reads at once; it sees the {CONTEXT_CHARS:,} "
-                              f"characters on each side of the {'selection' if e > s else 'cursor'}.")
-        return self._text(max(0, s - CONTEXT_CHARS), s), self._text(e, min(last, e + CONTEXT_CHARS))
+        return self._text(0, s), self._text(e, last)
+
+    def _with_document(self, request: Request) -> Request:
+        """The request with the document brief and the document's identity (for the engine's prefix cache)."""
+        extra: dict[str, str] = {}
+        for name, provider in (("brief", self.brief_provider), ("document", self.document_provider)):
+            if provider is None:
+                continue
+            try:
+                extra[name] = str(provider())
+            except Exception:  # noqa: BLE001 - a broken brief must not stop the assistant
+                log.exception("%s unavailable", name)
+        return dataclasses.replace(request, **extra) if extra else request
 
     def _text(self, s: int, e: int) -> str:
         cursor = QTextCursor(self.editor.document())

@@ -9,6 +9,7 @@ line is opened and autosaved copies left by a crash are offered for restoring.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ class Services:
     action_model: QAction | None
     action_settings: QAction | None
     kept_for_later: list[RecoveredDocument]
+    brief: Any = None  # app.brief.BriefController
 
 
 def install_services(window: QMainWindow, settings: Settings | None = None, *, files: list[str] | None = None,
@@ -53,6 +55,10 @@ def install_services(window: QMainWindow, settings: Settings | None = None, *, f
     if app is not None:
         app.aboutToQuit.connect(lambda: recovery.shutdown(keep=documents.is_modified()))
     services = Services(documents, recovery, settings, None, None, [])
+    from app.brief import install_brief
+
+    session = Path(getattr(recovery, "file", "") or "").stem or uuid.uuid4().hex
+    services.brief = install_brief(window, documents, Path(recovery.folder), session)
     services.action_model = _add_model_action(window, settings)
     services.action_settings = _add_settings_action(window, settings)
     documents.message.connect(lambda text: _show(window, text))
@@ -81,6 +87,8 @@ def offer(services: Services, window: QMainWindow) -> list[RecoveredDocument]:
             _show(window, f"The recovered text of {doc.name} is kept; it will be offered again at the next start.")
             return False
         documents.restore(doc.text, doc.path)
+        if services.brief is not None:
+            services.brief.adopt_recovered(Path(getattr(doc, "file", "") or ""), doc.path)
         _show(window, f"Restored unsaved text of {doc.name}. Save it to keep it.")
         return True
 

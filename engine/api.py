@@ -77,6 +77,8 @@ class DraftRequest:
     max_new_tokens: int = 128
     settings: DenoiseSettings = field(default_factory=DenoiseSettings)
     request_id: int = field(default_factory=new_request_id)
+    brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
+    document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
     kind: Literal["draft"] = "draft"
 
 
@@ -91,6 +93,8 @@ class RewriteRequest:
     max_new_tokens: int | None = None
     settings: DenoiseSettings = field(default_factory=DenoiseSettings)
     request_id: int = field(default_factory=new_request_id)
+    brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
+    document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
     kind: Literal["rewrite"] = "rewrite"
 
 
@@ -107,6 +111,8 @@ class InfillRequest:
     middle_tokens: int | None = None
     settings: DenoiseSettings = field(default_factory=DenoiseSettings)
     request_id: int = field(default_factory=new_request_id)
+    brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
+    document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
     kind: Literal["infill"] = "infill"
 
 

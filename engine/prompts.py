@@ -8,12 +8,19 @@ Each task is one user turn; the model's turn is what the canvas denoises:
            text after the gap*, which the engine pins into the canvas as frozen tokens (see `engine.infill`), so
            the model reads the ending bidirectionally instead of from the prompt.
 
-Context that does not fit the model's window is trimmed at the far end (the start of `before`, the end of
-`after`), never the selection or the instruction, and the trim is reported as a notice.
+The writer's document brief (style, audience, names, facts), when there is one, opens every message: it is the
+most stable part of a document's prompts, so prefix reuse (`engine.prefix_cache`) keeps it encoded.
+
+The whole document is sent; what does not fit the token budget is trimmed far from the region first: `after`
+loses its end, `before` loses the text between the document's beginning (kept, up to `HEAD_TOKENS`) and the text
+nearest the cursor. The cut falls on a fixed character grid, so while the writer types at the cursor successive
+prompts keep the same leading text (and reuse its encoder cache) until the cut moves on by a grid step. Never the
+selection, the instruction or the brief; the trim is reported as a notice.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +37,9 @@ DRAFT_HEADER = "Continue this text."
 REWRITE_HEADER = "Rewrite this text."
 INFILL_HEADER = "Fill in the gap."
 TRIM_MARK = "…"
+BRIEF_HEADER = "About this document (follow this brief):"
+HEAD_TOKENS = 512  # the document's beginning kept when the middle is trimmed (at most an eighth of the room)
+_CHARS_PER_TOKEN = 16  # generous: text spans at most this many characters per token, to tokenize pieces only
 
 
 @dataclass(frozen=True)
@@ -66,21 +76,30 @@ def chat_ids(tokenizer: Any, message: str) -> list[int]:
     return list(encoded)
 
 
+def with_brief(brief: str, message: str) -> str:
+    """The message with the document brief in front (unchanged when there is none)."""
+    brief = brief.strip()
+    return f"{BRIEF_HEADER}\n{brief}\n\n{message}" if brief else message
+
+
 def build_prompt(tokenizer: Any, request: Request, budget: int) -> Prompt:
     """Token ids for `request`, trimming context so the prompt takes at most `budget` tokens."""
     _check_not_empty(request)
+    brief = getattr(request, "brief", "")
     if isinstance(request, DraftRequest):
-        return _fit(tokenizer, budget, request.before, "", lambda b, a: draft_message(b, request.instruction))
+        return _fit(tokenizer, budget, request.before, "",
+                    lambda b, a: with_brief(brief, draft_message(b, request.instruction)))
     if isinstance(request, RewriteRequest):
         return _fit(
             tokenizer,
             budget,
             request.before,
             request.after,
-            lambda b, a: rewrite_message(request.selection, request.instruction, b, a),
+            lambda b, a: with_brief(brief, rewrite_message(request.selection, request.instruction, b, a)),
         )
     if isinstance(request, InfillRequest):
-        return _fit(tokenizer, budget, request.before, "", lambda b, a: infill_message(b, request.instruction))
+        return _fit(tokenizer, budget, request.before, "",
+                    lambda b, a: with_brief(brief, infill_message(b, request.instruction)))
     raise TypeError(f"unknown request type {type(request).__name__}")
 
 
@@ -96,33 +115,99 @@ def _check_not_empty(request: Request) -> None:
 
 
 def _fit(tokenizer: Any, budget: int, before: str, after: str, render: Any) -> Prompt:
-    """Shrink `before` from its start and `after` from its end until the prompt fits (binary search on chars)."""
-    ids = chat_ids(tokenizer, render(before, after))
-    if len(ids) <= budget:
-        return Prompt(ids)
+    """The prompt with as much context as `budget` allows: see the module docstring for what goes first."""
+    if len(before) + len(after) <= budget * 8:  # could fit (text averages ~4 characters a token): count it
+        ids = chat_ids(tokenizer, render(before, after))
+        if len(ids) <= budget:
+            return Prompt(ids)
     bare = chat_ids(tokenizer, render("", ""))
     if len(bare) > budget:
         raise PromptTooLongError(
-            f"The selection and instruction alone take {len(bare):,} tokens, more than the {budget:,} the model "
-            "can read at once. Select a shorter passage."
+            f"The selection, instruction and document brief alone take {len(bare):,} tokens, more than the "
+            f"{budget:,} the model can read at once. Select a shorter passage (or shorten the brief)."
         )
-    lo, hi = 0, 1.0  # share of the context kept
-    best = bare
-    for _ in range(14):
-        mid = (lo + hi) / 2
-        kept_before = before[len(before) - int(len(before) * mid) :] if before else ""
-        kept_after = after[: int(len(after) * mid)] if after else ""
-        candidate = chat_ids(
-            tokenizer,
-            render(TRIM_MARK + kept_before if kept_before else "", kept_after + TRIM_MARK if kept_after else ""),
-        )
-        if len(candidate) <= budget:
-            lo, best = mid, candidate
-        else:
-            hi = mid
-    kept = int(round(lo * 100))
-    return Prompt(
-        best,
-        notice=f"The document is longer than the model can read at once; it saw the {kept}% of the surrounding "
-        "text nearest to your cursor.",
-    )
+    room = budget - len(bare) - 8  # the trim marks and the joins take a few tokens
+    after_tokens = len(_tokens(tokenizer, after[: room * _CHARS_PER_TOKEN])[0]) if after else 0
+    keep_after = min(after_tokens, room // 2) if before else min(after_tokens, room)
+    keep_before = room - keep_after
+    for _ in range(12):
+        kept_before, head_chars, near_chars = _trim_before(tokenizer, before, keep_before, room)
+        kept_after = _trim_after(tokenizer, after, keep_after)
+        ids = chat_ids(tokenizer, render(kept_before, kept_after))
+        if len(ids) <= budget:
+            break
+        over = len(ids) - budget
+        keep_before = max(0, keep_before - over - max(8, keep_before // 16))
+        keep_after = max(0, keep_after - over // 2 - max(4, keep_after // 16))
+    else:
+        kept_before, kept_after, head_chars, near_chars = "", "", 0, 0
+        ids = bare
+    return Prompt(ids, notice=_notice(before, after, head_chars, near_chars, kept_after))
+
+
+def _tokens(tokenizer: Any, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+
+
+def _trim_before(tokenizer: Any, before: str, keep: int, room: int) -> tuple[str, int, int]:
+    """`before` cut to about `keep` tokens: the document's beginning, a mark, then the text nearest the cursor.
+    Returns the text, and how many characters of the beginning and of the near part it kept."""
+    if keep <= 0 or not before:
+        return "", 0, 0
+    head = min(HEAD_TOKENS, keep // 8)
+    near = keep - head
+    # The near part: tokenize only a tail piece of the document, growing it until it holds `near` tokens.
+    piece = min(len(before), near * 4 + 64)
+    while True:
+        start = len(before) - piece
+        ids, offsets = _tokens(tokenizer, before[start:])
+        if len(ids) > near or start == 0:
+            break
+        piece = min(len(before), piece * 2)
+    if len(ids) <= near and start == 0 and head == 0:
+        return before, 0, len(before)
+    cut = start + (offsets[len(ids) - near][0] if len(ids) > near else 0)
+    grid = max(64, room // 4)  # characters: about a sixteenth of the room in tokens
+    cut = min(len(before), math.ceil(cut / grid) * grid)
+    space = before.find(" ", cut, cut + 64)
+    if space >= 0:
+        cut = space + 1
+    head_end = 0
+    if head:
+        head_ids, head_offsets = _tokens(tokenizer, before[: head * _CHARS_PER_TOKEN])
+        head_end = head_offsets[head][0] if len(head_ids) > head else len(before[: head * _CHARS_PER_TOKEN])
+        space = before.rfind(" ", 0, head_end)
+        head_end = space + 1 if space > 0 else head_end
+        head_end = min(head_end, cut)
+    if head_end >= cut:
+        return before, len(before), 0
+    near_text = before[cut:]
+    if head_end:
+        return f"{before[:head_end]}\n{TRIM_MARK}\n{near_text}", head_end, len(near_text)
+    return TRIM_MARK + near_text, 0, len(near_text)
+
+
+def _trim_after(tokenizer: Any, after: str, keep: int) -> str:
+    """The first `keep` tokens of `after` (the far end goes), with a mark when anything was cut."""
+    if keep <= 0 or not after:
+        return ""
+    ids, offsets = _tokens(tokenizer, after[: (keep + 1) * _CHARS_PER_TOKEN])
+    if len(ids) <= keep and len(after) <= (keep + 1) * _CHARS_PER_TOKEN:
+        return after
+    end = offsets[keep][0] if len(ids) > keep else len(after)
+    return after[:end] + TRIM_MARK
+
+
+def _notice(before: str, after: str, head: int, near: int, kept_after: str) -> str:
+    left_out = len(before) - head - near + max(0, len(after) - len(kept_after.removesuffix(TRIM_MARK)))
+    seen = []
+    if head:
+        seen.append(f"the document's first {head:,} characters")
+    if near:
+        seen.append(f"the {near:,} characters before the cursor")
+    if kept_after:
+        seen.append(f"{len(kept_after.removesuffix(TRIM_MARK)):,} after it")
+    what = ", ".join(seen) if seen else "none of the surrounding text"
+    return (f"The document is longer than the model can read at once: it saw {what}; {left_out:,} characters "
+            "farther from the cursor were left out.")

@@ -159,7 +159,8 @@ class Session:
         max_new = self._max_new_tokens(request, canvas)
         if isinstance(request, RewriteRequest) and not request.max_new_tokens:
             # On a short-context model, give the selection room first and the rewrite what is left (whole canvases).
-            bare = len(prompts.chat_ids(tok, prompts.rewrite_message(request.selection, request.instruction)))
+            bare = len(prompts.chat_ids(tok, prompts.with_brief(
+                request.brief, prompts.rewrite_message(request.selection, request.instruction))))
             room = (info.context_length - bare) // canvas * canvas
             if room >= canvas:
                 max_new = min(max_new, room)
@@ -255,7 +256,10 @@ class Session:
         """How many batch rows, and for infill the pinned layout of each row and its middle length."""
         if not isinstance(request, InfillRequest):
             return settings.candidates, None, None
-        after_ids = self.tokenizer(request.after, add_special_tokens=False)["input_ids"] if request.after else []
+        # Only the first canvas of `after` can be pinned; the app sends the whole rest of the document, so
+        # tokenize a piece that surely holds a canvas of tokens, not all of it.
+        after = request.after[: canvas * 32]
+        after_ids = self.tokenizer(after, add_special_tokens=False)["input_ids"] if after else []
         if request.middle_tokens is not None:
             if not 1 <= request.middle_tokens < canvas:
                 raise PromptTooLongError(

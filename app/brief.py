@@ -1,0 +1,265 @@
+"""The document brief: a short per-document note (style, audience, names, facts to respect) that every assistant
+request for that document carries in its prompt.
+
+It is edited from `Assist ▸ Document brief…` and never written into the document itself: it lives beside the
+recovery data, in `<data>/briefs/<key>.json`, one file per document, written atomically the moment the dialog is
+accepted. The key is the one recovery uses to tell documents apart: a saved document's path (hashed into a file
+name), or for an untitled document the window's recovery session (the stem of its autosave file), so a brief
+comes back after a restart with the file it belongs to, or with the recovered copy of an untitled document.
+Saving an untitled document under a name carries its brief along; discarding it drops the brief.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QPlainTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.atomic import atomic_write_bytes
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MAX_CHARS = 4000  # a brief is a note, not a second document: it takes prompt room from the document itself
+UNTITLED = "untitled-"
+
+
+def path_key(path: str | Path) -> str:
+    """The store key of a saved document: its resolved path, hashed (file names cannot hold every path)."""
+    resolved = str(Path(path).expanduser().resolve())
+    return "path-" + hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:32]
+
+
+def untitled_key(session: str) -> str:
+    """The store key of an untitled document: the recovery session (autosave file stem) of its window."""
+    return UNTITLED + session
+
+
+class BriefStore:
+    """One small JSON file per document brief; unreadable files read as no brief (and are logged), never fatal."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def file(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+    def load(self, key: str) -> str:
+        try:
+            data = json.loads(self.file(key).read_text(encoding="utf-8"))
+            return str(data.get("brief", ""))
+        except FileNotFoundError:
+            return ""
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("ignoring unreadable brief %s: %s", self.file(key).name, exc)
+            return ""
+
+    def save(self, key: str, text: str, path: str | None = None) -> bool:
+        """Write (or, for an empty brief, remove) the brief; False when the disk refused (the caller says so)."""
+        if not text.strip():
+            self.remove(key)
+            return True
+        record = {"version": FORMAT_VERSION, "path": path, "saved_at": time.time(), "brief": text}
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(self.file(key), json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
+        except OSError as exc:
+            log.warning("could not save the document brief: %s", exc.strerror or exc)
+            return False
+        return True
+
+    def remove(self, key: str) -> None:
+        with contextlib.suppress(OSError):
+            self.file(key).unlink()
+
+    def forget_orphans(self, recovery_folder: Path, keep: str) -> None:
+        """Untitled briefs whose recovery copy is gone belong to nothing any more (their window quit cleanly
+        or the copy was discarded): remove them, except `keep` (this window's)."""
+        if not self.folder.is_dir():
+            return
+        for file in self.folder.glob(f"{UNTITLED}*.json"):
+            session = file.stem[len(UNTITLED):]
+            if file.stem != keep and not (recovery_folder / f"{session}.json").exists():
+                with contextlib.suppress(OSError):
+                    file.unlink()
+
+
+class BriefController(QObject):
+    """The current document's brief: follows the document controller (open, new, save as, discard, restore)."""
+
+    changed = Signal(str)  # the brief text
+
+    def __init__(self, store: BriefStore, session: str, documents: QObject | None = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.session = session
+        self.path: str | None = None
+        self._text = ""
+        self._save_as_target: str | None = None
+        if documents is not None:
+            self.connect_document(documents)
+
+    # -- what the assistant and the dialog use ----------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def key(self) -> str:
+        return path_key(self.path) if self.path else untitled_key(self.session)
+
+    def document_id(self) -> str:
+        """Which document requests come from (the engine keeps a few encoder caches per document)."""
+        return self.key
+
+    def set_text(self, text: str) -> bool:
+        """The writer's new brief: kept at once, on disk too. False when it could not be written."""
+        text = text.strip()[:MAX_CHARS]
+        self._text = text
+        ok = self.store.save(self.key, text, self.path)
+        self.changed.emit(text)
+        return ok
+
+    # -- following the document ---------------------------------------------------------------------------------
+
+    def connect_document(self, documents: QObject) -> None:
+        documents.saved.connect(self._on_saved)  # type: ignore[attr-defined]
+        documents.pathChanged.connect(self._on_path_changed)  # type: ignore[attr-defined]
+        documents.discarded.connect(self._on_discarded)  # type: ignore[attr-defined]
+        path = getattr(documents, "path", None)
+        self._switch(str(path) if path else None)
+
+    def adopt_recovered(self, recovered_file: Path, path: str | None) -> None:
+        """A recovered copy was restored: an untitled one brings the brief its old window kept."""
+        if path:
+            return  # keyed by the path: `_on_path_changed` already loaded it
+        old = untitled_key(recovered_file.stem)
+        text = self.store.load(old)
+        if text:
+            self._text = text
+            self.store.save(self.key, text, None)
+            self.store.remove(old)
+            self.changed.emit(text)
+
+    def _on_saved(self, path: str) -> None:
+        if not self.path or path_key(path) != self.key:
+            self._save_as_target = path  # the path change that follows is "save as": the brief goes along
+
+    def _on_path_changed(self, path: str) -> None:
+        target, self._save_as_target = self._save_as_target, None
+        if path and target is not None and path_key(path) == path_key(target):
+            old = self.key
+            self.path = path
+            if self._text:
+                self.store.save(self.key, self._text, path)
+            if old.startswith(UNTITLED):
+                self.store.remove(old)
+            return
+        self._switch(path or None)
+
+    def _on_discarded(self) -> None:
+        if self.path is None:
+            self.store.remove(self.key)
+
+    def _switch(self, path: str | None) -> None:
+        self.path = path
+        if path is None:  # a new untitled document starts without a brief
+            self.store.remove(self.key)
+            self._text = ""
+        else:
+            self._text = self.store.load(self.key)
+        self.changed.emit(self._text)
+
+
+class BriefDialog(QDialog):
+    """A small editor for the current document's brief."""
+
+    def __init__(self, controller: BriefController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.setObjectName("briefDialog")
+        self.setWindowTitle("Document brief")
+        layout = QVBoxLayout(self)
+        intro = QLabel(
+            "A note the assistant reads with every request for this document: style, audience, names, facts to "
+            "respect. It is kept beside the document, not written into it."
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.edit = QPlainTextEdit(self)
+        self.edit.setObjectName("briefEdit")
+        self.edit.setPlaceholderText("e.g. British spelling; for a general audience; the ship is the Maud; "
+                                     "the story is set in 1923.")
+        self.edit.setPlainText(controller.text)
+        layout.addWidget(self.edit)
+        self.count = QLabel(self)
+        self.count.setObjectName("briefCount")
+        layout.addWidget(self.count)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel,
+                                   parent=self)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self.edit.textChanged.connect(self._count)
+        self._count()
+        self.resize(480, 280)
+
+    def _count(self) -> None:
+        n = len(self.edit.toPlainText())
+        over = " (only the first 4,000 are kept)" if n > MAX_CHARS else ""
+        self.count.setText(f"{n:,} characters{over}")
+
+    def accept(self) -> None:
+        if not self.controller.set_text(self.edit.toPlainText()):
+            show = getattr(self.parent(), "show_message", None)
+            if callable(show):
+                show("The document brief could not be saved to disk; it is used until Letterpress quits.")
+        super().accept()
+
+
+def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path, session: str) -> BriefController:
+    """The brief for `window`'s document: `Assist ▸ Document brief…`, storage beside `recovery_folder`, and
+    every assistant request carrying it."""
+    store = BriefStore(recovery_folder.parent / "briefs")
+    store.forget_orphans(recovery_folder, keep=untitled_key(session))
+    controller = BriefController(store, session, documents, parent=window)
+    action = QAction("Document &brief…", window)
+    action.setObjectName("actionDocumentBrief")
+    action.setStatusTip("A note on style, audience, names and facts that every request for this document reads")
+
+    def open_dialog() -> None:
+        dialog = BriefDialog(controller, window)
+        window.brief_dialog = dialog  # type: ignore[attr-defined]
+        dialog.open()
+
+    action.triggered.connect(lambda *_: open_dialog())
+    menu = getattr(window, "menuAssist", None)
+    if not isinstance(menu, QMenu):
+        menu = window.menuBar().addMenu("&Assist")
+    menu.addSeparator()
+    menu.addAction(action)
+    window.addAction(action)
+    assistant = getattr(window, "assistant", None)
+    if assistant is not None:
+        assistant.brief_provider = lambda: controller.text
+        assistant.document_provider = controller.document_id
+    window.brief = controller  # type: ignore[attr-defined]
+    return controller
