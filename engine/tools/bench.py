@@ -566,6 +566,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="CUDA: our fast path vs generate() with a static cache (both compiled)")
     parser.add_argument("--plot", help="write a PNG of time per step (forward vs overhead) here")
     parser.add_argument("--out", help="also write the JSON report to this file")
+    lg = parser.add_argument_group("long-document benchmark (prefix reuse)")
+    lg.add_argument("--long", action="store_true", help="time to first visible step vs document length: first "
+                    "request, repeat, small edit near the end (see engine.tools.longbench)")
+    lg.add_argument("--lengths", default="1024,4096,16384", help="prefix lengths in tokens, comma-separated")
+    lg.add_argument("--candidates", type=int, default=1, help="rows per request (prefill once shares the prompt)")
     rs = parser.add_argument_group("real-shape forward benchmark")
     rs.add_argument("--real-shape", action="store_true", help="time 26B-A4B-shaped layers instead")
     rs.add_argument("--layers", type=int, default=2)
@@ -586,7 +591,19 @@ def main_bench(argv: list[str]) -> int:
     from engine.api import EngineError
 
     try:
-        if args.real_shape:
+        if args.long:
+            from engine.tools.longbench import HEADER as LONG_HEADER
+            from engine.tools.longbench import format_long, run_long
+
+            if not args.json:
+                _stderr(LONG_HEADER)
+            report = run_long(
+                args.model, lengths=tuple(int(n) for n in args.lengths.split(",") if n),
+                repeats=args.repeats if args.repeats != 5 else 3, device="cpu" if args.device == "auto" else args.device,
+                candidates=args.candidates, log=None if args.json else _stderr,
+            )
+            text = format_long(report)
+        elif args.real_shape:
             from engine.tools.realbench import format_real_shape, run_real_shape
 
             report = run_real_shape(

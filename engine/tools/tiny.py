@@ -183,13 +183,15 @@ def _resolved(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def make_tiny(out_dir: str | Path, *, seed: int = 0, canvas_length: int = 32, vocab_size: int = 512) -> Path:
-    """Write a random-weight tiny checkpoint that loads in well under a second on CPU."""
+def make_tiny(out_dir: str | Path, *, seed: int = 0, canvas_length: int = 32, vocab_size: int = 512,
+              max_positions: int = 4096) -> Path:
+    """Write a random-weight tiny checkpoint that loads in well under a second on CPU (`max_positions`: its
+    context length, e.g. 32768 for the long-document benchmark)."""
     import torch
     from transformers import DiffusionGemmaForBlockDiffusion
 
     tokenizer = train_tokenizer(SAMPLE_TEXT, vocab_size=vocab_size)
     torch.manual_seed(seed)
-    config = tiny_config(len(tokenizer), canvas_length=canvas_length)
+    config = tiny_config(len(tokenizer), canvas_length=canvas_length, max_positions=max_positions)
     model = DiffusionGemmaForBlockDiffusion(config).eval()
     return save_checkpoint(model, tokenizer, out_dir)
