@@ -219,3 +219,31 @@ def test_session_reuses_the_prefix_of_a_repeated_request(session) -> None:
 def test_prefix_cache_rejects_nonsense_bounds() -> None:
     with pytest.raises(ValueError):
         PrefixCache(chunk=0)
+
+
+@torch.inference_mode()
+def test_chunked_prefill_keeps_the_encoder_masks_bounded(session) -> None:
+    """Issue 15 item 3: each call's sliding-window mask is chunk x (window - 1 + chunk) at most, however long the
+    prompt; the global mask grows only linearly (chunk x prompt), never prompt x prompt."""
+    model = session.model
+    window = int(model.config.text_config.sliding_window)
+    encoder = model.model.encoder
+    shapes: list[dict[str, tuple[int, ...] | None]] = []
+    original = encoder.forward
+
+    def forward(*args, **kwargs):
+        masks = kwargs["attention_mask"]
+        shapes.append({k: None if v is None else tuple(v.shape) for k, v in masks.items()})
+        return original(*args, **kwargs)
+
+    encoder.forward = forward
+    try:
+        encode_chunked(model, _ids(session, 600, seed=60), chunk=CHUNK)
+    finally:
+        del encoder.forward
+    assert len(shapes) == -(-600 // CHUNK)
+    for s in shapes:
+        sliding = s["sliding_attention"]
+        assert sliding is None or (sliding[-2] <= CHUNK and sliding[-1] <= window - 1 + CHUNK), s
+        full = s["full_attention"]
+        assert full is None or (full[-2] <= CHUNK and full[-1] <= 600), s
