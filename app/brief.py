@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -75,7 +76,8 @@ class BriefStore:
         if not text.strip():
             self.remove(key)
             return True
-        record = {"version": FORMAT_VERSION, "path": path, "saved_at": time.time(), "brief": text}
+        record = {"version": FORMAT_VERSION, "path": path, "saved_at": time.time(), "pid": os.getpid(),
+                  "brief": text}
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self.file(key), json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
@@ -95,9 +97,29 @@ class BriefStore:
             return
         for file in self.folder.glob(f"{UNTITLED}*.json"):
             session = file.stem[len(UNTITLED):]
-            if file.stem != keep and not (recovery_folder / f"{session}.json").exists():
+            if file.stem == keep or (recovery_folder / f"{session}.json").exists():
+                continue
+            try:
+                pid = int(json.loads(file.read_text(encoding="utf-8")).get("pid", 0))
+            except (OSError, ValueError, AttributeError, TypeError):
+                pid = 0
+            if not _alive(pid):  # a window still running may not have autosaved its untitled text yet
                 with contextlib.suppress(OSError):
                     file.unlink()
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # no permission to signal it: it exists
+        return True
+    return True
 
 
 class BriefController(QObject):

@@ -198,12 +198,18 @@ def test_orphaned_untitled_briefs_are_forgotten(tmp_path) -> None:
     store = BriefStore(tmp_path / "briefs")
     (tmp_path / "recovery").mkdir()
     (tmp_path / "recovery" / "alive.json").write_text("{}", encoding="utf-8")
-    for session in ("alive", "gone", "mine"):
+    for session in ("alive", "gone", "running", "mine"):
         store.save(untitled_key(session), "x")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = store.file(untitled_key("gone"))
+    gone.write_text(gone.read_text(encoding="utf-8").replace(f'"pid": {os.getpid()}', f'"pid": {dead.pid}'),
+                    encoding="utf-8")
     store.save(path_key(tmp_path / "a.md"), "kept")
     store.forget_orphans(tmp_path / "recovery", keep=untitled_key("mine"))
+    # "running": no recovery copy yet, but its window (this process) is alive: kept.
     assert sorted(p.stem for p in (tmp_path / "briefs").glob("*.json")) == sorted(
-        [untitled_key("alive"), untitled_key("mine"), path_key(tmp_path / "a.md")])
+        [untitled_key("alive"), untitled_key("running"), untitled_key("mine"), path_key(tmp_path / "a.md")])
 
 
 def test_an_unreadable_brief_reads_as_none(tmp_path) -> None:
