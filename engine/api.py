@@ -314,6 +314,24 @@ class UnsupportedModelError(EngineError):
     kind = "unsupported_model"
 
 
+class NotAModelFolderError(ModelNotFoundError):
+    """The folder exists but holds no model at all (an empty folder, /tmp): choose another one."""
+
+    kind = "not_a_model_folder"
+
+
+class ModelDamagedError(ModelIncompleteError):
+    """A file is there but lies about itself (bad JSON, a header that does not match the data): download it again."""
+
+    kind = "model_damaged"
+
+
+class ModelUnreadableError(ModelNotFoundError):
+    """The operating system refuses to let Letterpress read a file or folder (permissions, I/O error)."""
+
+    kind = "model_unreadable"
+
+
 class ModelNotLoadedError(EngineError):
     kind = "model_not_loaded"
 

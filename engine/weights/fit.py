@@ -22,7 +22,6 @@ What is counted (bytes resident on the device while generating):
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ CUDA_OVERHEAD = int(0.75 * GIB)  # CUDA context + cuBLAS workspace + allocator f
 HOST_OVERHEAD = int(1.0 * GIB)  # Python, torch and transformers themselves
 FITS_SHARE = 0.90  # "fits" leaves >= 10% of the free memory; "tight" uses 90-100% of it
 NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
+NF4_NUMERATOR = 8192 + 256 + 4  # NF4_BYTES_PER_WEIGHT = NF4_NUMERATOR / 16384
 INT8_ROW_SCALE_BYTES = 4
 
 
@@ -97,54 +97,111 @@ def gb(n: float) -> str:
     return f"{n / 1e9:.2f} GB"
 
 
+MAX_VALUE = 2**62  # far above any real config value; keeps every product below float range and 4300 digits
+
+
+def _int(section: dict[str, Any], key: str, default: int | None = None) -> int:
+    """A non-negative whole-number config value, or a typed error that names it (never ValueError/KeyError)."""
+    from engine.api import ModelDamagedError
+
+    value = section.get(key)
+    if value is None:
+        if default is None:
+            raise ModelDamagedError(f"config.json has no '{key}'; download config.json again.")
+        return default
+    if isinstance(value, float) and value.is_integer() and abs(value) < MAX_VALUE:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VALUE:
+        raise ModelDamagedError(f"config.json sets '{key}' to {str(value)[:40]!s}, which is not a size a model can "
+                                "have; download config.json again.")
+    return value
+
+
 def _text(config: dict[str, Any]) -> dict[str, Any]:
-    return config.get("text_config") or config
+    from engine.api import ModelDamagedError
+
+    text = config.get("text_config") or config if isinstance(config, dict) else None
+    if not isinstance(text, dict):
+        raise ModelDamagedError("config.json is not a JSON object with a 'text_config' object; download it again.")
+    return text
 
 
-def _layer_types(text: dict[str, Any]) -> list[str]:
-    layers = int(text["num_hidden_layers"])
+def _default_type(index: int) -> str:
+    return "sliding_attention" if (index + 1) % 6 else "full_attention"
+
+
+def _layer_groups(text: dict[str, Any]) -> dict[tuple[str, int, int, bool], int]:
+    """(layer type, kv heads, head dim, has v_proj) -> number of layers with that shape.
+
+    Computed by counting, not by walking the layers, so the estimate takes constant memory and time however many
+    layers a config claims (only explicit `layer_types` and `per_layer_config` entries, which are bounded by the
+    size of config.json, are looked at one by one)."""
+    layers = _int(text, "num_hidden_layers")
     types = text.get("layer_types")
-    if not types:
-        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
-    return list(types)
+    if types:
+        if not isinstance(types, list):
+            types = []
+        base: dict[str, int] = {}
+        for t in types[:layers]:
+            base[str(t)] = base.get(str(t), 0) + 1
+        if len(types) < layers:  # a short list: the rest follow the default 5-sliding-1-global pattern
+            full = layers // 6 - len(types) // 6
+            base["full_attention"] = base.get("full_attention", 0) + full
+            base["sliding_attention"] = base.get("sliding_attention", 0) + (layers - len(types) - full)
+    else:
+        base = {"full_attention": layers // 6, "sliding_attention": layers - layers // 6}
+    groups: dict[tuple[str, int, int, bool], int] = {}
+    per_layer = text.get("per_layer_config") or {}
+    if isinstance(per_layer, dict):
+        for key, overrides in per_layer.items():
+            if not (str(key).isdigit() and int(key) < layers and isinstance(overrides, dict) and overrides):
+                continue
+            index = int(key)
+            layer_type = str(types[index]) if types and index < len(types) else _default_type(index)
+            shape = _attention_shape(text, layer_type, overrides)
+            base[layer_type] = base.get(layer_type, 0) - 1
+            groups[(layer_type, *shape)] = groups.get((layer_type, *shape), 0) + 1
+    for layer_type, n in base.items():
+        if n > 0:
+            shape = _attention_shape(text, layer_type, None)
+            groups[(layer_type, *shape)] = groups.get((layer_type, *shape), 0) + n
+    return groups
 
 
-def _attention_shape(text: dict[str, Any], layer_type: str, index: int) -> tuple[int, int, bool]:
+def _attention_shape(text: dict[str, Any], layer_type: str, overrides: dict[str, Any] | None) -> tuple[int, int, bool]:
     """(kv heads, head dim, has v_proj) of a layer; global layers use the global head dim and share K with V.
 
     A saved config carries the global-layer overrides in `per_layer_config` (keyed by layer index)."""
-    overrides = (text.get("per_layer_config") or {}).get(str(index)) or (text.get("per_layer_config") or {}).get(index)
     has_v = layer_type != "full_attention"
     if overrides:
-        return (int(overrides.get("num_key_value_heads", text["num_key_value_heads"])),
-                int(overrides.get("head_dim", text.get("head_dim", 256))), has_v)
+        return (_int(overrides, "num_key_value_heads", _int(text, "num_key_value_heads")),
+                _int(overrides, "head_dim", _int(text, "head_dim", 256)), has_v)
     if layer_type == "full_attention":
-        heads = text.get("num_global_key_value_heads") or text["num_key_value_heads"]
-        return int(heads), int(text.get("global_head_dim") or 512), False
-    return int(text["num_key_value_heads"]), int(text.get("head_dim", 256)), True
+        heads = _int(text, "num_global_key_value_heads", 0) or _int(text, "num_key_value_heads")
+        return heads, _int(text, "global_head_dim", 0) or 512, False
+    return _int(text, "num_key_value_heads"), _int(text, "head_dim", 256), True
 
 
 def param_counts(config: dict[str, Any]) -> ParamCounts:
     """Count the text-stack weights the way DiffusionGemma builds them (verified against a real model in tests)."""
     text = _text(config)
-    h = int(text["hidden_size"])
-    inter = int(text["intermediate_size"])
-    heads = int(text["num_attention_heads"])
-    experts_n = int(text.get("num_experts") or 0)
-    moe = int(text.get("moe_intermediate_size") or 0)
-    vocab = int(text["vocab_size"])
+    h = _int(text, "hidden_size")
+    inter = _int(text, "intermediate_size")
+    heads = _int(text, "num_attention_heads")
+    experts_n = _int(text, "num_experts", 0)
+    moe = _int(text, "moe_intermediate_size", 0)
+    vocab = _int(text, "vocab_size")
     experts = linear = other = rows = 0
-    for index, layer_type in enumerate(_layer_types(text)):
-        kv, hd, has_v = _attention_shape(text, layer_type, index)
+    for (_layer_type, kv, hd, has_v), n in _layer_groups(text).items():
         q, k, v, o = h * heads * hd, h * kv * hd, (h * kv * hd if has_v else 0), heads * hd * h
         mlp = 3 * h * inter
         router = h * experts_n
-        linear += q + k + v + o + mlp + router
-        rows += heads * hd + kv * hd + (kv * hd if has_v else 0) + h + 2 * inter + h + experts_n
-        experts += experts_n * (2 * moe * h + h * moe)
-        rows += experts_n * (2 * moe + h)
+        linear += n * (q + k + v + o + mlp + router)
+        rows += n * (heads * hd + kv * hd + (kv * hd if has_v else 0) + h + 2 * inter + h + experts_n)
+        experts += n * experts_n * (2 * moe * h + h * moe)
+        rows += n * experts_n * (2 * moe + h)
         # 7 RMSNorm weights of width h, q/k norms, router scale + per-expert scale, layer scalar
-        other += 7 * h + 2 * hd + h + experts_n + 1
+        other += n * (7 * h + 2 * hd + h + experts_n + 1)
     linear += 3 * h * inter  # self-conditioning block (decoder only)
     rows += 2 * inter + h
     other += h + h  # final norm, self-conditioning pre-norm
@@ -164,7 +221,7 @@ def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
             f"{counts.quantizable:,} linear/expert weights x 1 byte + {counts.linear_rows:,} rows x 4-byte scale"
             f" + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
         )
-    q = math.ceil(counts.quantizable * NF4_BYTES_PER_WEIGHT)
+    q = -(-counts.quantizable * NF4_NUMERATOR // 16384)  # exact integer ceil (no float overflow)
     return q + dense, (
         f"{counts.quantizable:,} linear/expert weights x {NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)"
         f" + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
@@ -173,11 +230,10 @@ def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
 
 def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int = 1) -> tuple[int, str]:
     text = _text(config)
-    window = int(text.get("sliding_window") or 0)
+    window = _int(text, "sliding_window", 0)
     groups: dict[tuple[str, int, int], int] = {}
-    for index, layer_type in enumerate(_layer_types(text)):
-        kv, hd, _ = _attention_shape(text, layer_type, index)
-        groups[(layer_type, kv, hd)] = groups.get((layer_type, kv, hd), 0) + 1
+    for (layer_type, kv, hd, _), n in _layer_groups(text).items():
+        groups[(layer_type, kv, hd)] = groups.get((layer_type, kv, hd), 0) + n
     total = 0
     parts = []
     for (layer_type, kv, hd), n in sorted(groups.items()):
@@ -191,17 +247,17 @@ def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int
 
 
 def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[int, str]:
-    vocab = int(_text(config)["vocab_size"])
+    vocab = _int(_text(config), "vocab_size")
     cells = batch * canvas * vocab
     return cells * (4 * 4 + 2), f"{batch} x {canvas} canvas x {vocab:,} vocabulary x (4 fp32 + 1 bf16 arrays)"
 
 
 def activation_bytes(config: dict[str, Any], chunk: int) -> tuple[int, str]:
     text = _text(config)
-    h = int(text["hidden_size"])
+    h = _int(text, "hidden_size")
     per_token = (
-        int(text.get("top_k_experts") or 0) * 3 * int(text.get("moe_intermediate_size") or 0)
-        + 3 * int(text["intermediate_size"])
+        _int(text, "top_k_experts", 0) * 3 * _int(text, "moe_intermediate_size", 0)
+        + 3 * _int(text, "intermediate_size")
         + 8 * h
     )
     return 2 * chunk * per_token, f"{chunk:,} tokens x {per_token:,} values x 2 bytes"
@@ -217,7 +273,8 @@ def estimate(
     available_bytes: int | None = None,
 ) -> FitEstimate:
     """The resident-memory estimate for `precision` and a context, compared with `available_bytes` if known."""
-    canvas = int(config.get("canvas_length") or 256)
+    canvas = _int(config, "canvas_length", 256) if isinstance(config, dict) else 256
+    canvas = canvas or 256
     counts = param_counts(config)
     w, w_how = weight_bytes(counts, precision)
     kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, batch)

@@ -5,7 +5,6 @@ Loading is offline by construction: local folders only, `local_files_only=True`,
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.api import (
+    EngineError,
     Device,
     LoadCancelledError,
     LoadProgress,
@@ -23,6 +23,8 @@ from engine.api import (
     Quantization,
     UnsupportedModelError,
 )
+from engine.weights import validate
+from engine.weights.validate import CheckpointInfo
 
 if TYPE_CHECKING:
     import torch
@@ -32,101 +34,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-@dataclass(frozen=True)
-class CheckpointInfo:
-    path: Path
-    config: dict[str, Any]
-    weight_files: tuple[Path, ...]
-    weight_bytes: int
-
-
 def checkpoint_problems(model_dir: str | Path) -> list[str]:
-    """Every reason this folder cannot be loaded, in words a writer can act on (empty when it looks loadable)."""
-    try:
-        validate_checkpoint(model_dir)
-    except (ModelNotFoundError, ModelIncompleteError, UnsupportedModelError) as exc:
-        return [exc.message]
-    return []
+    """Every reason this folder cannot be loaded, in words a writer can act on (empty when it looks loadable).
+    Never raises: see `engine.weights.validate`."""
+    return validate.problems(model_dir)
 
 
 def validate_checkpoint(model_dir: str | Path) -> CheckpointInfo:
-    """Check the folder is a complete, safe DiffusionGemma checkpoint before spending time loading it."""
-    path = Path(model_dir).expanduser()
-    if not path.is_dir():
-        raise ModelNotFoundError(
-            f"The model folder {path} does not exist. Choose the folder you downloaded the model into."
-        )
-    config_path = path / "config.json"
-    if not config_path.is_file():
-        raise ModelIncompleteError(f"{path} has no config.json; it is not a complete model checkpoint.")
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelIncompleteError(f"{config_path} cannot be read ({exc}); download the model again.") from exc
-    if config.get("model_type") != "diffusion_gemma":
-        raise UnsupportedModelError(
-            f"{path} holds a '{config.get('model_type', 'unknown')}' model; Letterpress runs DiffusionGemma "
-            "checkpoints (model_type 'diffusion_gemma')."
-        )
-    if "auto_map" in config:
-        raise UnsupportedModelError(f"{path} asks to run its own code (auto_map); Letterpress never does that.")
-    text = config.get("text_config") or {}
-    if text.get("use_bidirectional_attention") == "all":
-        raise UnsupportedModelError(
-            f"{path} sets use_bidirectional_attention='all', which transformers 5.23 cannot run in the encoder; "
-            "remove that key from text_config in config.json."
-        )
-    weights = _weight_files(path)
-    if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer.model")):
-        raise ModelIncompleteError(f"{path} has no tokenizer (tokenizer.json); download the full checkpoint.")
-    return CheckpointInfo(path, config, weights, sum(f.stat().st_size for f in weights))
-
-
-def _weight_files(path: Path) -> tuple[Path, ...]:
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ModelIncompleteError(f"{index} is unreadable ({exc}); download the model again.") from exc
-        shards = sorted({path / name for name in weight_map.values()})
-        missing = [s.name for s in shards if not s.is_file()]
-        if missing:
-            raise ModelIncompleteError(
-                f"{path} is missing {len(missing)} weight shard(s): {', '.join(missing[:3])}. "
-                "The download did not finish; run the download command again."
-            )
-        for shard in shards:
-            _check_safetensors_header(shard)
-        return tuple(shards)
-    single = path / "model.safetensors"
-    if single.is_file():
-        _check_safetensors_header(single)
-        return (single,)
-    if any(path.glob("*.bin")) or any(path.glob("*.pt")):
-        raise UnsupportedModelError(
-            f"{path} only has pickle weights (.bin/.pt), which can run code when loaded; "
-            "Letterpress loads .safetensors only. Download the safetensors version."
-        )
-    raise ModelIncompleteError(f"{path} has no model.safetensors weights.")
-
-
-def _check_safetensors_header(shard: Path) -> None:
-    """A truncated shard is the commonest broken download: compare the header's extent with the file size."""
-    size = shard.stat().st_size
-    try:
-        with shard.open("rb") as fh:
-            header_len = int.from_bytes(fh.read(8), "little")
-            if header_len <= 0 or header_len > size - 8:
-                raise ValueError("bad header length")
-            header = json.loads(fh.read(header_len))
-    except (OSError, ValueError) as exc:
-        raise ModelIncompleteError(f"{shard.name} is damaged ({exc}); download it again.") from exc
-    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-    if 8 + header_len + end != size:
-        raise ModelIncompleteError(
-            f"{shard.name} is {size:,} bytes but should be {8 + header_len + end:,}; the download is incomplete."
-        )
+    """Check the folder is a complete, safe DiffusionGemma checkpoint before spending time loading it (the one
+    validation pass shared by the model manager, the loader and the command line)."""
+    return validate.validate_folder(model_dir)
 
 
 def resolve_device(device: Device = "auto") -> tuple[str, str]:
@@ -194,11 +111,13 @@ def load_model(
                if precision != "nf4" else "Close other programs using the GPU or use a smaller model.")
             + "\n" + fit.text()
         )
-    tokenizer = AutoTokenizer.from_pretrained(ckpt.path, local_files_only=True, trust_remote_code=False)
     try:
+        tokenizer = AutoTokenizer.from_pretrained(ckpt.path, local_files_only=True, trust_remote_code=False)
         model, load_notice = load_weights(
             ckpt.path, ckpt.weight_files, dev, dtype, nf4=quant == "nf4", on_progress=on_progress, cancel=cancel
         )
+    except EngineError:
+        raise
     except torch.OutOfMemoryError as exc:
         if dev == "cuda":
             torch.cuda.empty_cache()
@@ -206,6 +125,8 @@ def load_model(
             f"The GPU ran out of memory while loading {ckpt.path.name} ({fit.summary}) "
             "Close other programs using the GPU, choose 4-bit quantization, or load on the CPU."
         ) from exc
+    except Exception as exc:  # noqa: BLE001 - the folder changed after the check, or a library refused a file
+        raise _explain_failure(ckpt.path, exc) from exc
     if on_progress:
         on_progress(LoadProgress(1, 1, ckpt.weight_bytes, ckpt.weight_bytes, "ready"))
     params = _logical_parameters(model)
@@ -222,6 +143,26 @@ def load_model(
         notice=" ".join(n for n in (notice, load_notice) if n),
     )
     return LoadedModel(model, tokenizer, info)
+
+
+def _explain_failure(path: Path, exc: Exception) -> EngineError:
+    """A failure after the check passed: check again (the folder may have been moved, deleted or changed, and the
+    check says so in the right words), else report the file-level failure without a traceback's wording."""
+    try:
+        validate.validate_folder(path)
+    except EngineError as again:
+        return again
+    if isinstance(exc, OSError):
+        return validate._os_error(exc, Path(exc.filename) if exc.filename else path, "file")
+    if isinstance(exc, MemoryError):
+        from engine.api import OutOfMemoryError
+
+        return OutOfMemoryError(f"The computer ran out of memory while loading {path.name}. Close other programs, "
+                                "choose 4-bit quantization, or use a smaller model.")
+    return validate.ModelDamagedError(
+        f"{path.name} passed the checks but could not be loaded ({type(exc).__name__}: {validate._first_line(exc)}). "
+        "A file may be damaged: download the model again."
+    )
 
 
 def _logical_parameters(model: Any) -> int:

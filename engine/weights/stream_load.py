@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.api import LoadCancelledError, LoadProgress, ModelIncompleteError, ProgressCallback
+from engine.api import LoadCancelledError, LoadProgress, ModelDamagedError, ModelIncompleteError, ProgressCallback
 from engine.weights.quantize import NF4Weight, convert_to_nf4, register_experts_implementation
 from engine.weights.tensorfile import TensorEntry, TensorFileReader
 
@@ -169,6 +169,8 @@ def stream_into(
                     stats.skipped += 1
                 else:
                     plan.append((path, entry))
+    for path, entry in plan:  # every shape, before a single weight is read (the NF4 and full-precision paths)
+        _check_shape(path, entry, *targets.resolve(entry.name), quantizing=checksums is None)
     total = len(plan)
     bytes_total = sum(e.nbytes for _, e in plan)
 
@@ -213,6 +215,23 @@ def stream_into(
             reader.close()
     _finish(model, device)
     return stats
+
+
+def _check_shape(path: Path, entry: TensorEntry, kind: str, target: Any, *, quantizing: bool) -> None:
+    """A checkpoint tensor must have exactly the shape the model built from config.json expects; a transposed or
+    foreign weight would otherwise load "successfully" and fail every request."""
+    if kind == "tensor":
+        expected = tuple(target.shape)
+    elif kind == "nf4" and quantizing:
+        expected = ((target.count,) if target.count is not None else ()) + tuple(target.shape)
+    else:
+        return
+    if tuple(entry.shape) != expected:
+        raise ModelDamagedError(
+            f"{path.name}: tensor {entry.name} has shape {list(entry.shape)}, but the model config.json describes "
+            f"needs {list(expected)}; the weights and config.json do not belong together (or a weight was saved "
+            "transposed). Download the model again."
+        )
 
 
 def _set_buffer(module: nn.Module, name: str, value: torch.Tensor) -> None:

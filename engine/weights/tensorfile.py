@@ -18,6 +18,8 @@ from typing import Any, BinaryIO
 
 import torch
 
+from engine.weights.validate import HeaderError, parse_header
+
 DTYPES: dict[str, torch.dtype] = {
     "BF16": torch.bfloat16,
     "F16": torch.float16,
@@ -60,31 +62,18 @@ class TensorFileReader:
         self.path = Path(path)
         self._fh: BinaryIO = self.path.open("rb")
         try:
-            size = os.fstat(self._fh.fileno()).st_size
-            raw = self._fh.read(8)
-            if len(raw) != 8:
-                raise TensorFileError(f"{self.path.name} is too short to be a safetensors file")
-            (header_len,) = struct.unpack("<Q", raw)
-            if header_len <= 0 or header_len > size - 8:
-                raise TensorFileError(f"{self.path.name} has a bad header length")
-            header = json.loads(self._fh.read(header_len))
-        except (OSError, ValueError) as exc:
+            # One checked header parse for the loader and the validation pass: length capped at the format's
+            # 100 MB, every dtype known, shapes and offsets consistent with each other and with the file size.
+            header = parse_header(self._fh, os.fstat(self._fh.fileno()).st_size, self.path.name)
+        except (OSError, HeaderError) as exc:
             self._fh.close()
-            raise TensorFileError(f"{self.path.name}: {exc}") from exc
-        self.metadata: dict[str, str] = header.pop("__metadata__", None) or {}
-        base = 8 + header_len
-        self.entries: dict[str, TensorEntry] = {}
-        end = 0
-        for name, spec in header.items():
-            if spec["dtype"] not in DTYPES:
-                self._fh.close()
-                raise TensorFileError(f"{self.path.name}: tensor {name} has unsupported dtype {spec['dtype']}")
-            lo, hi = spec["data_offsets"]
-            self.entries[name] = TensorEntry(name, DTYPES[spec["dtype"]], tuple(spec["shape"]), base + lo, hi - lo)
-            end = max(end, hi)
-        if base + end != size:
-            self._fh.close()
-            raise TensorFileError(f"{self.path.name} is {size:,} bytes but its header says {base + end:,}")
+            raise TensorFileError(str(exc)) from exc
+        self.metadata: dict[str, str] = header.metadata
+        base = 8 + header.length
+        self.entries: dict[str, TensorEntry] = {
+            name: TensorEntry(name, DTYPES[raw.dtype], raw.shape, base + raw.begin, raw.end - raw.begin)
+            for name, raw in header.entries.items()
+        }
 
     def close(self) -> None:
         self._fh.close()
