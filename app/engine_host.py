@@ -112,12 +112,14 @@ class EngineHost(QObject):
             self._thread.start()
 
     def load(self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto") -> None:
-        """Load (or replace) the model in the engine thread; progress and the outcome come back as signals."""
+        """Load (or replace) the model in the engine thread; progress and the outcome come back as signals.
+
+        The model in use stays loaded (and `model_info` stays set) until the new one has loaded completely: a
+        folder that fails its check or its load never takes away a working model."""
         self.cancel()
         if self._load_cancel is not None:
             self._load_cancel.set()
         self._load_cancel = threading.Event()
-        self.model_info = None
         self._queue.put(_Load(str(model_dir), device, quantization, self._load_cancel))
 
     def cancel_load(self) -> None:
@@ -194,8 +196,7 @@ class EngineHost(QObject):
             return
         self._loadStartedX.emit(item.model_dir)
         try:
-            engine = self._ensure_engine()
-            engine.unload()
+            engine = self._ensure_engine()  # no unload(): the engine swaps models only once the new one is in
             info = engine.load(
                 item.model_dir,
                 device=item.device,
@@ -207,7 +208,9 @@ class EngineHost(QObject):
             self._loadFailedX.emit(exc)
         except Exception as exc:  # noqa: BLE001 - surface anything as a readable failure
             log.exception("model load failed")
-            self._loadFailedX.emit(EngineError(f"The model could not be loaded: {exc}"))
+            self._loadFailedX.emit(EngineError(
+                f"The model could not be loaded ({type(exc).__name__}); the model in use stays loaded. "
+                "See the log for details."))
         else:
             self._loadedX.emit(info)
 

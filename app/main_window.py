@@ -383,6 +383,12 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_load_failed(self, error: EngineError) -> None:
+        kept = getattr(self.host, "model_info", None)  # a failed load never takes away the model in use
+        if kept is not None:
+            self.model_dir = kept.path
+            self._set_model_state("ready", f"Ready: {kept.name}", f"{kept.path} ({kept.parameters:,} parameters)")
+            self.show_message(f"{getattr(error, 'message', str(error))} Still using {kept.name}.", 0)
+            return
         self._set_model_state("error", "Model error", getattr(error, "message", str(error)))
 
     @Slot(object, float)

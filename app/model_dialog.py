@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -47,13 +47,18 @@ DOWNLOAD_HINT = f"hf download {MODEL_ID} --local-dir ~/models/diffusiongemma-26B
 # What to do about each kind of failure (EngineError.kind); the engine's message says what happened.
 FIXES: dict[str, str] = {
     "model_not_found": f"Choose the folder you downloaded the model into, e.g. with: {DOWNLOAD_HINT}",
+    "not_a_model_folder": f"Choose the folder that holds config.json, e.g. the one you downloaded with: {DOWNLOAD_HINT}",
     "model_incomplete": f"Finish or repeat the download (it resumes): {DOWNLOAD_HINT}",
+    "model_damaged": f"Download the damaged file again (the download resumes and replaces it): {DOWNLOAD_HINT}",
+    "model_unreadable": "Fix the folder's permissions (or choose a copy you own), then check it again.",
     "unsupported_model": f"Letterpress runs DiffusionGemma checkpoints in safetensors format, such as {MODEL_ID}.",
     "out_of_memory": "Choose 4-bit (nf4) quantization, close other programs that use the GPU, or load on the CPU "
                      "(much slower).",
     "wont_fit": "Choose 4-bit (nf4) quantization or a device with more memory.",
     "load_cancelled": "Press Load to start again.",
 }
+
+CHECK_DEBOUNCE_MS = 350  # a check starts once typing pauses this long
 
 VERDICT_TEXT = {"fits": "Fits", "tight": "Tight", "wont_fit": "Won't fit", "unknown": "Unknown"}
 VERDICT_COLOR = {"fits": "#1e7b34", "tight": "#a15c00", "wont_fit": "#b3261e", "unknown": "#555555"}
@@ -154,6 +159,10 @@ def inspect_folder(folder: str, device: str = "auto") -> Inspection:
         ckpt = validate_checkpoint(folder)
     except EngineError as exc:
         return Inspection(folder, (exc.message,), exc.kind)
+    except Exception as exc:  # noqa: BLE001 - the check is documented never to raise
+        log.exception("model check failed")
+        return Inspection(folder, (f"{folder} could not be checked ({type(exc).__name__}). Choose another folder, "
+                                   "or see the log for details.",), "engine_error")
     shards = len(ckpt.weight_files)
     summary = f"Complete DiffusionGemma checkpoint: {shards} weight file{'s' * (shards != 1)}, " \
               f"{ckpt.weight_bytes / 1e9:.2f} GB."
@@ -242,8 +251,16 @@ class ModelDialog(QDialog):
         self.folder = QLineEdit()
         self.folder.setObjectName("modelFolder")
         self.folder.setPlaceholderText("A folder with config.json, tokenizer.json and .safetensors weights")
-        self.folder.editingFinished.connect(self.check)
+        # Checked as it is typed (debounced), and at once on Enter; Load stays disabled until a check passes.
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(CHECK_DEBOUNCE_MS)
+        self._debounce.timeout.connect(self.check)
+        self.folder.textEdited.connect(self._on_folder_edited)
+        self.folder.returnPressed.connect(self.check)
         browse = QPushButton("Browse…")
+        browse.setObjectName("modelBrowseButton")
+        browse.setAutoDefault(False)  # Enter in the folder field checks the folder; it never opens Browse
         browse.clicked.connect(self.browse)
         row.addWidget(QLabel("Folder:"))
         row.addWidget(self.folder, 1)
@@ -323,6 +340,7 @@ class ModelDialog(QDialog):
         close = QPushButton("Close")
         close.clicked.connect(self.reject)
         for b in (self.load_button, self.cancel_button, close):
+            b.setAutoDefault(False)  # Enter belongs to the folder field
             buttons.addWidget(b)
         layout.addLayout(buttons)
 
@@ -337,8 +355,16 @@ class ModelDialog(QDialog):
         self.folder.setText(folder)
         self.check()
 
+    def _on_folder_edited(self, _text: str) -> None:
+        """A keystroke: the last result no longer applies (Load off), and a check runs once typing pauses."""
+        self._check_serial += 1
+        self.inspection = None
+        self.load_button.setEnabled(False)
+        self._debounce.start()
+
     def check(self) -> None:
         """Validate the folder and estimate the fit on a worker thread; the newest check wins."""
+        self._debounce.stop()
         folder = self.folder.text().strip()
         self._check_serial += 1
         serial = self._check_serial
@@ -458,8 +484,10 @@ class ModelDialog(QDialog):
         kind = getattr(error, "kind", "engine_error")
         message = getattr(error, "message", str(error))
         fix = FIXES.get(kind, "")
+        kept = getattr(self.host, "model_info", None)
+        still = f"\nStill using {kept.name} ({kept.device}, {kept.quantization})." if kept is not None else ""
         self._show_status(f"{'Loading cancelled.' if kind == 'load_cancelled' else 'Not loaded: ' + message}"
-                          + (f"\n{fix}" if fix else ""), error=kind != "load_cancelled")
+                          + (f"\n{fix}" if fix else "") + still, error=kind != "load_cancelled")
 
     def _finish_loading(self) -> None:
         self.loading = False

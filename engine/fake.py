@@ -122,7 +122,7 @@ class FakeEngine:
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
         self.thread_names.append(threading.current_thread().name)
-        self._info = None
+        # Like the real engine, the loaded model (if any) stays in use until the new one has loaded.
         for done in range(self.load_steps + 1):
             if cancel is not None and cancel.is_set():
                 raise LoadCancelledError("Loading was cancelled.")

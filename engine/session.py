@@ -41,6 +41,7 @@ from engine.api import (
     Stats,
     StepCallback,
     StepEvent,
+    WontFitError,
 )
 from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
 from engine.display import TokenText
@@ -85,26 +86,55 @@ class Session:
         on_progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
-        self.unload()
+        # The model in use stays loaded until the new one has loaded completely, so a folder that fails its check
+        # or its load never takes away a working model. Only when the new one needs the memory the old one holds
+        # is the old one released first, and then loaded again if the new one fails after all.
         try:
-            loaded = load_model(
-                model_dir, device=device, quantization=quantization, on_progress=on_progress, cancel=cancel
-            )
+            loaded = self._load_new(model_dir, device, quantization, on_progress, cancel)
+        except (WontFitError, OutOfMemoryError) as exc:
+            previous = self._loaded
+            if previous is None:
+                raise
+            self.unload()
+            try:
+                loaded = self._load_new(model_dir, device, quantization, on_progress, cancel)
+            except EngineError as again:
+                restored = self._restore(previous.info)
+                raise type(again)(again.message + (f" {previous.info.name} was loaded again." if restored else
+                                                   f" {previous.info.name} had to be unloaded to try.")) from exc
+        tok = loaded.tokenizer
+        gen = loaded.model.generation_config
+        eos = gen.eos_token_id if gen.eos_token_id is not None else tok.eos_token_id
+        eos_ids = list(eos) if isinstance(eos, (list, tuple)) else [int(eos)]
+        pad = int(gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0))
+        text = TokenText(tok, stop_ids={*eos_ids, pad})
+        replaced = self._loaded is not None
+        self._loaded, self._eos, self._pad, self._text = loaded, eos_ids, pad, text  # the swap, all at once
+        self.prefix_cache = PrefixCache(prefix_cache_bytes())  # the old model's cached prefixes go with it
+        if replaced:
+            self._free_memory()
+        return loaded.info
+
+    def _load_new(self, model_dir: str | Path, device: Device, quantization: Quantization,
+                  on_progress: ProgressCallback | None, cancel: threading.Event | None) -> LoadedModel:
+        try:
+            return load_model(model_dir, device=device, quantization=quantization, on_progress=on_progress,
+                              cancel=cancel)
         except torch.cuda.OutOfMemoryError as exc:
             self._free_memory()
             raise OutOfMemoryError(
                 "The GPU ran out of memory while loading the model. Close other programs using the GPU, or "
                 "choose 4-bit quantization in Settings."
             ) from exc
-        self._loaded = loaded
-        tok = loaded.tokenizer
-        gen = loaded.model.generation_config
-        eos = gen.eos_token_id if gen.eos_token_id is not None else tok.eos_token_id
-        self._eos = list(eos) if isinstance(eos, (list, tuple)) else [int(eos)]
-        self._pad = int(gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0))
-        self._text = TokenText(tok, stop_ids={*self._eos, self._pad})
-        self.prefix_cache = PrefixCache(prefix_cache_bytes())
-        return loaded.info
+
+    def _restore(self, info: ModelInfo) -> bool:
+        """Load the model that was in use before a failed replacement (best effort)."""
+        try:
+            self.load(info.path, device=info.device, quantization=info.quantization)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - the writer is told it is gone
+            log.exception("could not load %s again", info.path)
+            return False
+        return True
 
     def unload(self) -> None:
         if self._loaded is not None:

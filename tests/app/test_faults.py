@@ -207,10 +207,11 @@ def test_model_folder_deleted_while_loaded(qtbot, tmp_path, tiny_model, settings
     finish(qtbot, window, 120_000)
     assert ghost_state(window) == "ready"  # the loaded weights do not need the folder any more
     window.actionDismissSuggestion.trigger()
-    window.load_model(str(folder))  # reloading it cannot work, and says why
+    window.load_model(str(folder))  # reloading it cannot work, says why, and keeps the model in memory
     qtbot.waitUntil(lambda: window.model_state != "loading", timeout=60_000)
-    assert window.model_state == "error"
-    assert "does not exist" in window.modelLabel.toolTip() and "Choose" in window.modelLabel.toolTip()
+    assert window.model_state == "ready"
+    message = window.statusBar().currentMessage()
+    assert "does not exist" in message and "Choose" in message and "Still using" in message
     assert window.editor.toPlainText() == "The model is already in memory."
     still_usable(qtbot, window, "The model is already in memory.")
 

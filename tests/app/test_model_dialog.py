@@ -23,19 +23,23 @@ from engine.api import OutOfMemoryError
 from engine.fake import FakeEngine
 
 
-def write_safetensors(path: Path, n_floats: int = 4) -> None:
-    header = json.dumps({"w": {"dtype": "F32", "shape": [n_floats], "data_offsets": [0, 4 * n_floats]}}).encode()
+DEMO = Path(__file__).resolve().parents[2] / "resources" / "models" / "letterpress-demo"
+
+
+def write_safetensors(path: Path, n_floats: int = 4, name: str = "w") -> None:
+    header = json.dumps({name: {"dtype": "F32", "shape": [n_floats], "data_offsets": [0, 4 * n_floats]}}).encode()
     path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * (4 * n_floats))
 
 
 def fake_checkpoint(folder: Path, *, shards: int = 2) -> Path:
-    """A structurally complete DiffusionGemma folder (random bytes for weights; enough for validation)."""
+    """A DiffusionGemma folder that passes validation: the demo's config and tokenizer, small sharded weights
+    (zeros; enough for the checks, which read headers only)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps({"model_type": "diffusion_gemma", "text_config": {}}))
-    (folder / "tokenizer.json").write_text("{}")
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (folder / name).write_bytes((DEMO / name).read_bytes())
     names = [f"model-{i + 1:05d}-of-{shards:05d}.safetensors" for i in range(shards)]
-    for name in names:
-        write_safetensors(folder / name)
+    for i, name in enumerate(names):
+        write_safetensors(folder / name, name=f"t{i}")
     (folder / "model.safetensors.index.json").write_text(
         json.dumps({"weight_map": {f"t{i}": n for i, n in enumerate(names)}})
     )
@@ -103,7 +107,8 @@ def test_hub_cache_location_follows_hf_home(tmp_path, monkeypatch):
     (lambda d: (d / "model-00001-of-00002.safetensors").write_bytes(
         (d / "model-00001-of-00002.safetensors").read_bytes()[:-3]), ["incomplete", "hf download"]),
     (lambda d: (d / "tokenizer.json").unlink(), ["tokenizer"]),
-    (lambda d: (d / "config.json").write_text(json.dumps({"model_type": "diffusion_gemma", "auto_map": {}})),
+    (lambda d: (d / "config.json").write_text(json.dumps({**json.loads((d / "config.json").read_text()),
+                                                           "auto_map": {}})),
      ["own code", "safetensors"]),
 ])
 def test_broken_folders_are_explained_and_cannot_be_loaded(tmp_path, qtbot, host, damage, words):
@@ -203,7 +208,13 @@ def test_real_fit_estimate_gives_a_verdict_per_precision(tmp_path):
     assert "weights" in result.fit[0].note  # the arithmetic travels with the verdict
 
 
-def test_estimate_failure_still_allows_loading(tmp_path):
-    folder = fake_checkpoint(tmp_path / "m")  # config has no shapes: no estimate possible
+def test_estimate_failure_still_allows_loading(tmp_path, monkeypatch):
+    from engine.weights import fit
+
+    def broken(*_a, **_k):
+        raise RuntimeError("no estimate for this one")
+
+    monkeypatch.setattr(fit, "estimate_for_device", broken)
+    folder = fake_checkpoint(tmp_path / "m")
     result = inspect_folder(str(folder), "cpu")
     assert result.loadable and result.fit == () and "still try to load" in result.fit_note
