@@ -23,22 +23,54 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="letterpress", description="A private, offline writing assistant.")
     parser.add_argument("files", nargs="*", help="documents to open")
     parser.add_argument("--model", metavar="DIR", help="a local DiffusionGemma checkpoint folder")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None)
-    parser.add_argument("--quantization", choices=("auto", "nf4", "none"), default=None)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
+                        help="where to run the model: auto picks the GPU when there is one (default: Settings)")
+    # The same option names as `python -m engine generate` (which keeps --quantize as an alias too).
+    parser.add_argument("--quantization", "--quantize", dest="quantization", choices=("auto", "nf4", "none"),
+                        default=None, help="nf4: 4-bit weights; none: full precision; auto: 4-bit unless full "
+                                           "precision fits comfortably (default: Settings)")
     parser.add_argument(
         "--fake-engine", nargs="?", const="", default=None, metavar="SPEC",
         help="use the scripted engine (demos, tests); SPEC like 'steps=12,delay=0.05,fail_at=3,busy=1'",
     )
-    parser.add_argument("--theme", choices=("system", "light", "dark"), default=None)
-    parser.add_argument("--log-level", default=os.environ.get("LETTERPRESS_LOG_LEVEL", "WARNING"))
+    parser.add_argument("--theme", choices=("system", "light", "dark"), default=None,
+                        help="colour theme (default: Settings)")
+    parser.add_argument("--log-level", type=_log_level, default=_log_level(os.environ.get("LETTERPRESS_LOG_LEVEL",
+                                                                                         "WARNING"), lenient=True),
+                        metavar="LEVEL", help="DEBUG, INFO, WARNING (default), ERROR or CRITICAL")
+    parser.add_argument("--self-test", action="store_true",
+                        help="prove this installation works: load the model (the demo, or --model DIR) in an "
+                             "offscreen window, run a draft, a rewrite and an infill, print one JSON line and exit "
+                             "(0 = passed); for installers and CI")
     return parser
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str, lenient: bool = False) -> str:
+    """A logging level name, case-insensitive; an unknown one is refused with a sentence (or, from the
+    environment, replaced by WARNING) instead of a traceback from logging."""
+    level = str(text).strip().upper()
+    if level not in LOG_LEVELS:
+        if lenient:
+            return "WARNING"
+        raise argparse.ArgumentTypeError(f"'{text}' is not a log level; use one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.fake_engine and "=" not in args.fake_engine:  # `--fake-engine notes.md`: a file, not a SPEC
         args.files.insert(0, args.fake_engine)
         args.fake_engine = ""
+    if args.fake_engine:
+        try:
+            fake_engine_factory(args.fake_engine)
+        except ValueError:
+            parser.error(f"argument --fake-engine: '{args.fake_engine}' is not a SPEC like "
+                         "'steps=12,delay=0.05,fail_at=3,busy=1' (numbers after '=')")
     return args
 
 

@@ -22,6 +22,9 @@ from engine.api import (
     StepEvent,
 )
 
+MAX_NEW_TOKENS = 1_048_576  # far beyond any context; the session refuses what does not fit with a sentence
+MAX_STEPS = 10_000
+MAX_CANDIDATES = 64
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "letterpress-demo"
 
 
@@ -30,8 +33,74 @@ def default_model_dir() -> Path:
     return DEFAULT_MODEL
 
 
+MAX_INPUT_BYTES = 64 * 1024**2  # an input file larger than this is not a prompt (the context is ~128K tokens)
+
+
+class InputFileError(EngineError):
+    """An input file that cannot be used: missing, a folder, unreadable, too big, or not UTF-8 text."""
+
+    kind = "input_error"
+
+
 def _read(path: str | None) -> str:
-    return Path(path).read_text(encoding="utf-8") if path else ""
+    """An input file's text: read with a cap, decoded as UTF-8, every failure a sentence naming the file."""
+    if not path:
+        return ""
+    file = Path(path).expanduser()
+    try:
+        if file.is_dir():
+            raise InputFileError(f"{file} is a folder; give a text file.")
+        with file.open("rb") as fh:
+            raw = fh.read(MAX_INPUT_BYTES + 1)
+    except FileNotFoundError:
+        raise InputFileError(f"The input file {file} does not exist.") from None
+    except PermissionError:
+        raise InputFileError(f"The input file {file} cannot be read (permission denied).") from None
+    except OSError as exc:
+        raise InputFileError(f"The input file {file} cannot be read ({exc.strerror or type(exc).__name__}).") from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputFileError(f"The input file {file} is larger than {MAX_INPUT_BYTES // 1024**2} MB; give a shorter "
+                             "text (the model reads at most about 128K tokens).")
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"The input file {file} is not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x}); it looks like "
+            f"{_guess_encoding(raw)}. Save it as UTF-8 (for example: iconv -f {_iconv_name(raw)} -t UTF-8 "
+            f"'{file}' > fixed.txt) and try again."
+        ) from None
+
+
+def _guess_encoding(raw: bytes) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text (it starts with a UTF-16 byte-order mark)"
+    if raw.count(b"\0") > len(raw) // 4:
+        return "UTF-16 text, or binary data"
+    try:
+        raw.decode("cp1252")
+        return "Windows-1252 / Latin-1 text"
+    except UnicodeDecodeError:
+        return "binary data or an 8-bit encoding"
+
+
+def _iconv_name(raw: bytes) -> str:
+    return "UTF-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or raw.count(b"\0") > len(raw) // 4 else "CP1252"
+
+
+def _bounded_int(low: int, high: int) -> Any:
+    """An argparse type: a whole number from `low` to `high`, refused with a sentence otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; give a number from {low} to {high:,}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 def cmd_make_tiny(args: argparse.Namespace) -> int:
@@ -68,14 +137,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
     try:
         from engine.session import Session
 
+        if args.raw_prompt_file and args.task != "draft":
+            raise InputFileError("--raw-prompt-file works with --task draft only.")
+        request = None if args.raw_prompt_file else build_request(args)  # input files are checked before loading
+        if args.raw_prompt_file:
+            _read(args.raw_prompt_file)
         session = Session()
         session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize)
-        if args.raw_prompt_file:
-            if args.task != "draft":
-                raise EngineError("--raw-prompt-file works with --task draft only.")
+        if request is None:
             result = _raw_draft(session, args, emit)
         else:
-            request = build_request(args)
             result = session.run(request, on_step=emit)
             result = {
                 "candidates": [{"text": c.text, "token_ids": list(c.token_ids)} for c in result.candidates],
@@ -134,7 +205,7 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
             model, ids, settings, max_new_tokens=args.max_new_tokens or 256, eos_token_ids=eos, pad_token_id=pad,
             seed=settings.seed or 0, on_step=on_step,
         )
-    new = out.sequences[0, out.prompt_length :].tolist()
+    new = out.sequences[0, out.prompt_length :].tolist()[: args.max_new_tokens or 256]  # what was asked, not a canvas
     while new and new[-1] == pad:
         new.pop()
     text = tok.decode(session._text.visible_ids(new), skip_special_tokens=True)
@@ -174,26 +245,39 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     tiny = sub.add_parser("make-tiny", help="write a tiny random-weight DiffusionGemma checkpoint")
-    tiny.add_argument("dir")
-    tiny.add_argument("--seed", type=int, default=0)
-    tiny.add_argument("--canvas-length", type=int, default=32)
+    tiny.add_argument("dir", help="folder to write the checkpoint into")
+    tiny.add_argument("--seed", type=_bounded_int(0, 2**31 - 1), default=0, help="random seed of the weights")
+    tiny.add_argument("--canvas-length", type=_bounded_int(1, 4096), default=32, help="canvas length in tokens")
     tiny.set_defaults(func=cmd_make_tiny)
 
-    gen = sub.add_parser("generate", help="draft, rewrite or infill with a local checkpoint")
-    gen.add_argument("--model", default=None, help="checkpoint folder (default: the shipped demo model)")
-    gen.add_argument("--task", choices=["draft", "rewrite", "infill"], default="draft")
-    gen.add_argument("--before-file")
-    gen.add_argument("--selection-file")
-    gen.add_argument("--after-file")
-    gen.add_argument("--instruction")
-    gen.add_argument("--raw-prompt-file")
-    gen.add_argument("--max-new-tokens", type=int, default=None)
-    gen.add_argument("--steps", type=int, default=48)
-    gen.add_argument("--candidates", type=int, default=1)
-    gen.add_argument("--seed", type=int, default=None)
-    gen.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    gen.add_argument("--quantize", choices=["auto", "nf4", "none"], default="auto")
-    gen.add_argument("--jsonl", action="store_true")
+    gen = sub.add_parser("generate", help="draft, rewrite or infill with a local checkpoint",
+                         description="Draft, rewrite or infill with a local checkpoint. Input files must be UTF-8.")
+    gen.add_argument("--model", metavar="DIR", default=None,
+                     help="checkpoint folder (default: the shipped demo model); checked before anything is loaded")
+    gen.add_argument("--task", choices=["draft", "rewrite", "infill"], default="draft",
+                     help="draft: continue the text; rewrite: rewrite the selection; infill: fill the gap "
+                          "between before and after (default: draft)")
+    gen.add_argument("--before-file", metavar="FILE", help="UTF-8 text before the cursor, selection or gap")
+    gen.add_argument("--selection-file", metavar="FILE", help="UTF-8 text to rewrite (--task rewrite)")
+    gen.add_argument("--after-file", metavar="FILE", help="UTF-8 text after the selection or gap (kept as it is)")
+    gen.add_argument("--instruction", help="what to do, in words (e.g. 'Make it shorter.')")
+    gen.add_argument("--raw-prompt-file", metavar="FILE",
+                     help="draft from this UTF-8 text without the chat template (--task draft only)")
+    gen.add_argument("--max-new-tokens", metavar="N", type=_bounded_int(1, MAX_NEW_TOKENS), default=None,
+                     help="at most N new tokens (draft default 128; rewrite: sized to the selection; infill: the "
+                          "gap length, searched when not given)")
+    gen.add_argument("--steps", metavar="N", type=_bounded_int(1, MAX_STEPS), default=48,
+                     help="most denoising steps per canvas (default 48)")
+    gen.add_argument("--candidates", metavar="K", type=_bounded_int(1, MAX_CANDIDATES), default=1,
+                     help="alternatives generated in one batched run (default 1)")
+    gen.add_argument("--seed", metavar="N", type=_bounded_int(0, 2**31 - 1), default=None,
+                     help="sampling seed, for repeatable output (default 0)")
+    gen.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                     help="where to run: auto picks the GPU when there is one (default auto)")
+    gen.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "none"],
+                     default="auto", help="nf4: 4-bit weights; none: full precision; auto: 4-bit unless full "
+                                          "precision fits comfortably (default auto; --quantize is the old spelling)")
+    gen.add_argument("--jsonl", action="store_true", help="print one JSON object per step and a final one")
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (
@@ -217,6 +301,22 @@ def _delegate(module: str, func: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; anything unexpected is one line on stderr and exit 1, never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except EngineError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the command line never prints a traceback
+        print(f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
+              "report it; run with PYTHONDEVMODE=1 for details.", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     # Delegated commands parse their own options; argparse's REMAINDER misses a leading "--option", so collect
     # what the top-level parser does not know and hand it on in order.

@@ -224,7 +224,7 @@ class Session:
             # Rows are picked out of the step's tensors only when a view is looked at (most steps are not painted).
             views = tuple(
                 CandidateView(make=partial(self._view, state.argmax, state.confidence, r, done_blocks[r],
-                                           middles[r] if middles is not None else None))
+                                           middles[r] if middles is not None else None, limit=max_new))
                 for r in range(rows)
             )
             if not first_draft[0]:
@@ -244,7 +244,7 @@ class Session:
             prefix=self.prefix_cache, document=getattr(request, "document", ""),
         )
         self.last_output = out
-        candidates = self._candidates(out, middles, settings.candidates)
+        candidates = self._candidates(out, middles, settings.candidates, limit=max_new)
         best = candidates[0] if candidates else None
         stats = Stats(
             forwards=out.forwards,
@@ -259,7 +259,8 @@ class Session:
         return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=prompt.notice)
 
     def _view(
-        self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None
+        self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None,
+        *, limit: int | None = None,
     ) -> tuple[Span, ...]:
         """The spans of one row at one step; runs on the consumer's thread, when (and if) it is looked at."""
         text = self._text
@@ -267,7 +268,7 @@ class Session:
         ids, conf = ids_t[row].tolist(), conf_t[row].tolist()
         if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
             return text.spans(*_middle(text, ids, conf, middle))
-        shown = text.visible_ids([*earlier, *ids])
+        shown = text.visible_ids([*earlier, *ids][:limit])
         return text.spans(shown, ([1.0] * len(earlier) + conf)[: len(shown)])
 
     def _max_new_tokens(self, request: Request, canvas: int) -> int:
@@ -303,7 +304,11 @@ class Session:
         frozen = Frozen(torch.stack([lay.mask for lay in layouts]), torch.stack([lay.ids for lay in layouts]))
         return len(layouts), frozen, lengths
 
-    def _candidates(self, out: DenoiseOutput, middles: list[int] | None, wanted: int) -> tuple[Candidate, ...]:
+    def _candidates(
+        self, out: DenoiseOutput, middles: list[int] | None, wanted: int, *, limit: int | None = None
+    ) -> tuple[Candidate, ...]:
+        """The distinct rows, best first; a draft or rewrite is cut to the `limit` tokens asked for (the model
+        writes whole canvases, so a 32-token request would otherwise come back as a 64- or 256-token one)."""
         text = self._text
         assert text is not None
         generated = out.sequences[:, out.prompt_length :]
@@ -315,6 +320,7 @@ class Session:
                 ids, conf = _middle(text, ids, conf, middles[r])
                 shown = ids
             else:
+                ids, conf = ids[:limit], conf[:limit]
                 while ids and ids[-1] == self._pad:
                     ids.pop()
                 shown = text.visible_ids(ids)

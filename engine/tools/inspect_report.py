@@ -167,9 +167,13 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
 
 def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bool = True) -> InspectReport:
     from engine.weights.fit import devices_found, estimate
+    from engine.weights.loader import validate_checkpoint
 
     import gc
     import os
+
+    # A missing or broken folder is reported before anything heavy is imported or allocated.
+    config = validate_checkpoint(model_dir).config
 
     # Import the heavy libraries first, so the measured peak is the load's and not the imports'.
     import bitsandbytes  # noqa: F401
@@ -179,9 +183,6 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
 
     from engine.weights.loader import load_model
 
-    from engine.weights.loader import validate_checkpoint
-
-    config = validate_checkpoint(model_dir).config  # a missing or broken folder is reported before anything else
     if not use_cache:
         os.environ["LETTERPRESS_QCACHE"] = "off"
     gc.collect()
@@ -218,19 +219,22 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
 
 
 def main_inspect(argv: list[str]) -> int:
-    """`python -m engine inspect --model DIR [--quantize nf4|none|auto] [--device auto|cpu|cuda] [--json]`."""
+    """`python -m engine inspect --model DIR [--quantization nf4|none|auto] [--device auto|cpu|cuda] [--json]`."""
     from engine.api import EngineError
 
     parser = argparse.ArgumentParser(prog="python -m engine inspect", description=__doc__.split("\n")[0])
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--quantize", choices=["auto", "nf4", "none"], default="auto")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--model", metavar="DIR", required=True, help="checkpoint folder (checked before loading)")
+    parser.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "none"],
+                        default="auto", help="nf4: 4-bit weights; none: full precision; auto: as the app chooses "
+                                             "(default auto; --quantize is the old spelling)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="where to load: auto picks the GPU when there is one (default auto)")
     parser.add_argument("--no-cache", action="store_true", help="quantize from the checkpoint, ignoring the cache")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = parser.parse_args(argv)
     try:
         report = run_inspect(args.model, args.quantize, args.device, use_cache=not args.no_cache)
-    except EngineError as exc:
+    except EngineError as exc:  # (anything unexpected is caught by `python -m engine`, as one line)
         if args.json:
             print(json.dumps({"error": exc.kind, "message": exc.message}))
         else:
