@@ -435,22 +435,66 @@ def header_error(exc: HeaderError, path: Path) -> EngineError:
     return ModelDamagedError(f"{exc}, so the file is damaged. Delete {path.name} and download it again.")
 
 
-def check_header_against_config(header: Header, text: dict[str, int], path: Path) -> None:
-    """The shapes a config fixes without building the model: the embedding, the layer count, the expert count."""
-    layers, experts = text["num_hidden_layers"], text.get("num_experts") or 0
+def expected_shape(text: dict[str, Any], name: str) -> tuple[int, ...] | None:
+    """The shape config.json fixes for a text-stack tensor, for the names whose shape does not depend on details
+    this check does not model (global-attention head sizes, per-layer overrides); None when not checked here.
+    The loader compares every tensor with the model it builds, before reading any weight (stream_load)."""
+    if "vision" in name:
+        return None
+    h, inter = text["hidden_size"], text["intermediate_size"]
+    experts, moe = text.get("num_experts") or 0, text.get("moe_intermediate_size") or 0
+    if name.endswith("embed_tokens.weight"):
+        return (text["vocab_size"], h)
+    for stem in ("mlp.", "self_conditioning."):
+        if f".{stem}" in name or name.startswith(stem):
+            leaf = name.rsplit(".", 2)[-2:]
+            if leaf in (["gate_proj", "weight"], ["up_proj", "weight"]):
+                return (inter, h)
+            if leaf == ["down_proj", "weight"]:
+                return (h, inter)
+    if ".layers." not in name:
+        return None
+    index_text, _, rest = name.split(".layers.", 1)[1].partition(".")
+    if not index_text.isdigit():
+        return None
+    if experts and rest == "experts.gate_up_proj":
+        return (experts, 2 * moe, h)
+    if experts and rest == "experts.down_proj":
+        return (experts, h, moe)
+    if experts and rest == "router.proj.weight":
+        return (experts, h)
+    index = int(index_text)
+    types = text.get("layer_types")
+    layer_type = types[index] if isinstance(types, list) and index < len(types) else (
+        "sliding_attention" if (index + 1) % 6 else "full_attention")
+    overridden = str(index) in (text.get("per_layer_config") or {})
+    if layer_type != "sliding_attention" or overridden or not rest.startswith("self_attn."):
+        return None
+    heads, kv, hd = text["num_attention_heads"], text["num_key_value_heads"], text.get("head_dim") or 256
+    return {
+        "self_attn.q_proj.weight": (heads * hd, h),
+        "self_attn.k_proj.weight": (kv * hd, h),
+        "self_attn.v_proj.weight": (kv * hd, h),
+        "self_attn.o_proj.weight": (h, heads * hd),
+    }.get(rest)
+
+
+def check_header_against_config(header: Header, text: dict[str, Any], path: Path) -> None:
+    """The shapes a config fixes, without building the model: the embedding, the layer and expert counts, and
+    the linear layers whose shapes follow from the sizes alone (a transposed or foreign weight is caught here)."""
+    layers = text["num_hidden_layers"]
     for entry in header.entries.values():
         name = entry.name
         problem = ""
-        if name.endswith("embed_tokens.weight") and ".vision" not in name:
-            want = (text["vocab_size"], text["hidden_size"])
-            if entry.shape != want:
-                problem = f"has shape {list(entry.shape)} where config.json implies {list(want)}"
-        elif ".layers." in name and "vision" not in name:
+        want = expected_shape(text, name)
+        if ".layers." in name and "vision" not in name:
             index = name.split(".layers.", 1)[1].split(".", 1)[0]
             if index.isdigit() and int(index) >= layers:
                 problem = f"belongs to layer {index}, but config.json has {layers} layers"
-            elif ".experts." in name and experts and entry.shape[:1] != (experts,):
-                problem = f"stacks {entry.shape[0] if entry.shape else 0} experts, config.json says {experts}"
+        if not problem and want is not None and entry.shape != want:
+            problem = f"has shape {list(entry.shape)} where config.json implies {list(want)}"
+            if tuple(reversed(entry.shape)) == want:
+                problem += " (it was saved transposed)"
         if problem:
             raise ModelDamagedError(
                 f"{path.name}: tensor {name} {problem}; the weights and config.json belong to different models "
@@ -536,7 +580,10 @@ def validate_folder(model_dir: str | Path) -> CheckpointInfo:
         )
     config = read_json(config_path)
     text = check_config(config, str(config_path))
-    sizes = {k: config_int(text, k, str(config_path), default=0) for k in LIMITS if k != "head_dim"}
+    sizes: dict[str, Any] = {k: config_int(text, k, str(config_path), default=0) for k in LIMITS}
+    sizes["head_dim"] = config_int(text, "head_dim", str(config_path), default=256)
+    sizes["layer_types"] = text.get("layer_types")
+    sizes["per_layer_config"] = text.get("per_layer_config") or {}
     weights = _weight_files(path, names, sizes)
     check_tokenizer(path, sizes["vocab_size"])
     total = 0
@@ -546,7 +593,7 @@ def validate_folder(model_dir: str | Path) -> CheckpointInfo:
     return CheckpointInfo(path, config, weights, total)
 
 
-def _weight_files(path: Path, names: list[str], text: dict[str, int]) -> tuple[Path, ...]:
+def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[Path, ...]:
     index = path / "model.safetensors.index.json"
     if _regular(index) is not None:
         data = read_json(index, MAX_INDEX_BYTES)
