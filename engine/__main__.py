@@ -50,8 +50,13 @@ def _read(path: str | None) -> str:
     try:
         if file.is_dir():
             raise InputFileError(f"{file} is a folder; give a text file.")
-        with file.open("rb") as fh:
-            raw = fh.read(MAX_INPUT_BYTES + 1)
+        with file.open("rb") as fh:  # in chunks: a pipe or a growing file is read up to the cap, never beyond
+            chunks: list[bytes] = []
+            total = 0
+            while total <= MAX_INPUT_BYTES and (chunk := fh.read(1 << 20)):
+                chunks.append(chunk)
+                total += len(chunk)
+            raw = b"".join(chunks)
     except FileNotFoundError:
         raise InputFileError(f"The input file {file} does not exist.") from None
     except PermissionError:
@@ -135,13 +140,16 @@ def build_request(args: argparse.Namespace) -> Request:
 def cmd_generate(args: argparse.Namespace) -> int:
     emit = _jsonl_printer() if args.jsonl else _live_printer()
     try:
-        from engine.session import Session
+        from engine.weights.validate import validate_folder
 
         if args.raw_prompt_file and args.task != "draft":
             raise InputFileError("--raw-prompt-file works with --task draft only.")
         request = None if args.raw_prompt_file else build_request(args)  # input files are checked before loading
         if args.raw_prompt_file:
             _read(args.raw_prompt_file)
+        validate_folder(args.model or default_model_dir())  # a broken folder is refused before torch is imported
+        from engine.session import Session
+
         session = Session()
         session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize)
         if request is None:

@@ -41,6 +41,7 @@ from engine.api import (
 
 MODEL_ID = "google/diffusiongemma-26B-A4B-it"
 DOWNLOAD = f"hf download {MODEL_ID} --local-dir <folder>"
+RERUN = f"Run the download again; it resumes where it stopped ({DOWNLOAD})."
 
 MAX_HEADER_BYTES = 100_000_000  # the safetensors format caps the JSON header at 100 MB
 MAX_SMALL_JSON_BYTES = 16 * 1024**2  # config.json, tokenizer_config.json, chat_template.json (real ones: < 1 MB)
@@ -151,15 +152,15 @@ def read_capped(path: Path, limit: int, what: str = "file") -> bytes:
     """The whole file, refused (unread) when it is larger than `limit` bytes."""
     st = _regular(path, what)
     if st is None:
-        raise ModelIncompleteError(f"{path} is missing; the download did not finish. Run it again: {DOWNLOAD}")
+        raise ModelIncompleteError(f"{path} is missing; the download did not finish. {RERUN}")
     if st.st_size > limit:
         raise ModelDamagedError(
             f"{path} is {st.st_size:,} bytes, more than the {limit:,} a real {path.name} can be; it is damaged or "
             "not part of this model. Download it again."
         )
     try:
-        with open(path, "rb") as fh:
-            return fh.read(limit + 1)[:limit]
+        with open(path, "rb") as fh:  # read what stat saw (+1 to notice growth), never a buffer of `limit`
+            return fh.read(min(limit, st.st_size) + 1)[:limit]
     except OSError as exc:
         raise _os_error(exc, path, what) from exc
 
@@ -417,10 +418,10 @@ def read_header(path: Path) -> Header:
     """`parse_header` on a file, with file-system failures and lying headers turned into sentences."""
     st = _regular(path, "weight file")
     if st is None:
-        raise ModelIncompleteError(f"The weight file {path} is missing; the download did not finish. {DOWNLOAD}")
+        raise ModelIncompleteError(f"The weight file {path} is missing; the download did not finish. {RERUN}")
     try:
         with open(path, "rb") as fh:
-            return parse_header(fh, st.st_size, path.name)
+            return parse_header(fh, st.st_size, str(path))
     except HeaderError as exc:
         raise header_error(exc, path) from exc
     except OSError as exc:
@@ -429,7 +430,7 @@ def read_header(path: Path) -> Header:
 
 def header_error(exc: HeaderError, path: Path) -> EngineError:
     if exc.kind == "incomplete":
-        return ModelIncompleteError(f"{exc}: the download of {path.name} did not finish. Run it again: {DOWNLOAD}")
+        return ModelIncompleteError(f"{exc}: the download of {path.name} did not finish. {RERUN}")
     if exc.kind == "unsupported":
         return UnsupportedModelError(f"{exc}. Download the bf16 version of the model ({MODEL_ID}).")
     return ModelDamagedError(f"{exc}, so the file is damaged. Delete {path.name} and download it again.")
@@ -575,8 +576,8 @@ def validate_folder(model_dir: str | Path) -> CheckpointInfo:
                 "folder you downloaded the model into (the one passed to --local-dir), which holds config.json."
             )
         raise ModelIncompleteError(
-            f"{path} has {model_like[0]} but no config.json, so the download did not finish. Run it again "
-            f"(it resumes): {DOWNLOAD}"
+            f"{path} has {model_like[0]} but no config.json, so the download did not finish. "
+            f"{RERUN}"
         )
     config = read_json(config_path)
     text = check_config(config, str(config_path))
@@ -610,7 +611,7 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[P
         if missing:
             raise ModelIncompleteError(
                 f"{path} is missing {len(missing)} weight shard(s): {', '.join(missing[:3])}. "
-                f"The download did not finish; run it again (it resumes): {DOWNLOAD}"
+                f"The download did not finish. {RERUN}"
             )
         for shard in sorted(shards):
             header = read_header(shard)
@@ -635,11 +636,11 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[P
     if others:
         raise ModelIncompleteError(
             f"{path} has {others[0]} but neither model.safetensors nor model.safetensors.index.json, which says "
-            f"how the shards fit together; the download did not finish. Run it again: {DOWNLOAD}"
+            f"how the shards fit together; the download did not finish. {RERUN}"
         )
     raise ModelIncompleteError(
-        f"{path} has config.json but no model.safetensors weights; the download did not finish. Run it again "
-        f"(it resumes): {DOWNLOAD}"
+        f"{path} has config.json but no model.safetensors weights; the download did not finish. "
+        f"{RERUN}"
     )
 
 
@@ -673,7 +674,7 @@ def check_tokenizer(path: Path, vocab_size: int) -> None:
             )
     elif _regular(path / "tokenizer.model") is None:
         raise ModelIncompleteError(
-            f"{path} has no tokenizer (tokenizer.json); the download did not finish. Run it again: {DOWNLOAD}"
+            f"{path} has no tokenizer (tokenizer.json); the download did not finish. {RERUN}"
         )
     template = chat_template(path)
     if not template:
