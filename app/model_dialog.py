@@ -9,7 +9,6 @@ host, whose signals drive the progress bar; Cancel stops the load between tensor
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -58,6 +57,7 @@ FIXES: dict[str, str] = {
     "load_cancelled": "Press Load to start again.",
 }
 
+MAX_CACHED_REPOS = 1000  # repositories (and snapshots of each) looked at in a hub cache
 CHECK_DEBOUNCE_MS = 350  # a check starts once typing pauses this long
 
 VERDICT_TEXT = {"fits": "Fits", "tight": "Tight", "wont_fit": "Won't fit", "unknown": "Unknown"}
@@ -100,18 +100,30 @@ def hf_cache_dirs() -> list[Path]:
 
 
 def find_cached_checkpoints(cache_dirs: list[Path] | None = None) -> list[CachedModel]:
-    """DiffusionGemma snapshots in the hub cache (only config.json is read; nothing is downloaded)."""
+    """DiffusionGemma snapshots in the hub cache (only config.json is read, capped, never a pipe or device: this
+    runs on the UI thread; nothing is downloaded)."""
+    from engine.weights.validate import read_capped, read_json
+
     found: list[CachedModel] = []
     for cache in hf_cache_dirs() if cache_dirs is None else cache_dirs:
-        for repo in sorted(cache.glob("models--*")):
+        try:
+            repos = sorted(cache.glob("models--*"))[:MAX_CACHED_REPOS]
+        except OSError:
+            continue
+        for repo in repos:
             main = ""
-            ref = repo / "refs" / "main"
-            if ref.is_file():
-                main = ref.read_text(encoding="utf-8", errors="replace").strip()
-            for snap in sorted((repo / "snapshots").glob("*")):
+            try:
+                main = read_capped(repo / "refs" / "main", 256).decode("utf-8", "replace").strip()
+            except (EngineError, OSError):
+                pass
+            try:
+                snaps = sorted((repo / "snapshots").glob("*"))[:MAX_CACHED_REPOS]
+            except OSError:
+                continue
+            for snap in snaps:
                 try:
-                    config = json.loads((snap / "config.json").read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                    config = read_json(snap / "config.json")
+                except (EngineError, OSError):
                     continue
                 if config.get("model_type") != "diffusion_gemma":
                     continue

@@ -21,7 +21,6 @@ What is counted (bytes resident on the device while generating):
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,7 +308,10 @@ def estimate(
 
 
 def read_config(model_dir: str | Path) -> dict[str, Any]:
-    return json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    """config.json, read with the validation pass's cap (a typed error, never an unbounded read)."""
+    from engine.weights.validate import read_json
+
+    return read_json(Path(model_dir) / "config.json")  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

@@ -651,22 +651,15 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[P
 def check_tokenizer(path: Path, vocab_size: int) -> None:
     """tokenizer.json must parse and fit the vocabulary; a chat template must exist and parse."""
     tok_json = path / "tokenizer.json"
-    if _regular(tok_json) is not None:
-        raw = read_capped(tok_json, MAX_TOKENIZER_BYTES)
-        try:
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
-            size = tokenizer.get_vocab_size(with_added_tokens=True)
-        except ImportError:  # pragma: no cover - tokenizers ships with transformers
-            size = 0
-            read_json(tok_json, MAX_TOKENIZER_BYTES)
-        except Exception as exc:  # noqa: BLE001 - the Rust parser raises its own Exception type
-            raise ModelDamagedError(
-                f"{tok_json} cannot be parsed as a tokenizer ({_first_line(exc)}); it is damaged or cut short. "
-                "Download tokenizer.json again."
-            ) from exc
-        del raw
+    st = _regular(tok_json)
+    if st is not None:
+        key = (os.path.realpath(tok_json), st.st_size, st.st_mtime_ns)
+        size = _PARSED_TOKENIZERS.get(key)
+        if size is None:
+            size = _parse_tokenizer(tok_json)
+            if len(_PARSED_TOKENIZERS) >= 64:
+                _PARSED_TOKENIZERS.clear()
+            _PARSED_TOKENIZERS[key] = size
         if vocab_size and size > vocab_size:
             raise UnsupportedModelError(
                 f"{tok_json} has {size:,} tokens but the model only knows {vocab_size:,}; the tokenizer belongs "
@@ -692,6 +685,28 @@ def check_tokenizer(path: Path, vocab_size: int) -> None:
         raise ModelDamagedError(
             f"The chat template in {path} does not parse ({_first_line(exc)}); download chat_template.jinja "
             "and tokenizer_config.json again."
+        ) from exc
+
+
+# A real tokenizer.json (Gemma's: ~33 MB) takes a noticeable fraction of a second to parse; the model manager
+# re-checks a folder as the path is typed and the loader checks it again, so an unchanged file (same real path,
+# size and modification time) is parsed once. Values: its vocabulary size.
+_PARSED_TOKENIZERS: dict[tuple[str, int, int], int] = {}
+
+
+def _parse_tokenizer(tok_json: Path) -> int:
+    raw = read_capped(tok_json, MAX_TOKENIZER_BYTES)
+    try:
+        from tokenizers import Tokenizer
+
+        return int(Tokenizer.from_str(raw.decode("utf-8")).get_vocab_size(with_added_tokens=True))
+    except ImportError:  # pragma: no cover - tokenizers ships with transformers
+        read_json(tok_json, MAX_TOKENIZER_BYTES)
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the Rust parser raises its own Exception type
+        raise ModelDamagedError(
+            f"{tok_json} cannot be parsed as a tokenizer ({_first_line(exc)}); it is damaged or cut short. "
+            "Download tokenizer.json again."
         ) from exc
 
 

@@ -194,3 +194,36 @@ def test_fit_estimate_is_constant_time_and_memory_for_absurd_configs() -> None:
         est = fit.estimate(config, "nf4", available_bytes=24 * 1024**3)
         assert time.perf_counter() - start < 0.1 and est.verdict == "wont_fit"
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024  # KiB: < 50 MB grown
+
+
+def test_a_session_keeps_its_model_when_a_load_fails(tiny_dir: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine swaps models only once the new one has loaded; when the new one needs the memory the old one
+    holds, the old one is released for the attempt and loaded again if the attempt fails."""
+    import engine.session
+    from engine.api import DenoiseSettings, DraftRequest, ModelDamagedError, WontFitError
+    from engine.session import Session
+
+    folders = build_corpus(tiny_dir, tmp_path / "c", tuple(k for k in KINDS if k.name == "transposed_global_weight"))
+    session = Session()
+    session.load(tiny_dir, device="cpu")
+    with pytest.raises(ModelDamagedError, match="transposed"):
+        session.load(folders["transposed_global_weight"], device="cpu")
+    assert session.info is not None and session.info.path == str(tiny_dir)
+    draft = DraftRequest(before="Once", max_new_tokens=8, settings=DenoiseSettings(max_steps=2, seed=1))
+    assert len(session.run(draft).candidates[0].token_ids) <= 8  # still usable, and no more tokens than asked
+
+    real = engine.session.load_model
+    calls: list[str] = []
+
+    def needs_the_memory(model_dir, **kw):
+        calls.append(str(model_dir))
+        if str(model_dir) != str(tiny_dir):
+            raise WontFitError("It will not fit.")
+        return real(model_dir, **kw)
+
+    monkeypatch.setattr(engine.session, "load_model", needs_the_memory)
+    with pytest.raises(WontFitError, match="loaded again"):
+        session.load(tmp_path / "big", device="cpu")
+    assert calls == [str(tmp_path / "big"), str(tmp_path / "big"), str(tiny_dir)]  # tried, freed + retried, restored
+    assert session.info is not None and session.info.path == str(tiny_dir)
