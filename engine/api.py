@@ -55,7 +55,7 @@ class DenoiseSettings:
 # ----------------------------------------------------------------------------------------------------------------
 # Requests
 
-RewritePreset = Literal["shorter", "longer", "formal", "casual", "grammar", "simplify"]
+RewritePreset = Literal["shorter", "longer", "formal", "casual", "grammar", "simplify", "freely"]
 
 REWRITE_PRESETS: dict[str, str] = {
     "shorter": "Make it shorter while keeping its meaning.",
@@ -64,7 +64,36 @@ REWRITE_PRESETS: dict[str, str] = {
     "casual": "Make it more casual.",
     "grammar": "Fix the grammar and spelling without changing the meaning.",
     "simplify": "Simplify it so it is easier to read.",
+    "freely": "Rewrite it freely, in new words, keeping its meaning.",
 }
+
+# How much of the selection each preset re-noises by default (1.0 = rewrite from pure noise); see `WarmStart`.
+PRESET_STRENGTHS: dict[str, float] = {
+    "shorter": 0.7, "longer": 0.7, "formal": 0.5, "casual": 0.5, "grammar": 0.2, "simplify": 0.5, "freely": 1.0,
+}
+MIN_STRENGTH = 0.1
+MAX_STRENGTH = 1.0
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """A canvas that starts from existing text instead of pure noise (see `engine.canvas` for the design).
+
+    `text` is placed in the canvas; `pins` are character ranges of it that are never resampled (they come back
+    exactly); `noise` is the share of the other positions that start as noise, which also sets where the
+    temperature schedule starts (1.0: all noise, the full schedule).
+    """
+
+    text: str
+    pins: tuple[tuple[int, int], ...] = ()
+    noise: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.noise <= 1.0:
+            raise ValueError("the noise share must be between 0 and 1")
+        for start, end in self.pins:
+            if not 0 <= start < end <= len(self.text):
+                raise ValueError(f"pin {start}..{end} is outside the canvas text (0..{len(self.text)})")
 
 
 @dataclass(frozen=True)
@@ -80,11 +109,17 @@ class DraftRequest:
     brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
     document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
     kind: Literal["draft"] = "draft"
+    canvas: WarmStart | None = None  # start from this continuation (re-roll, pins) instead of noise
 
 
 @dataclass(frozen=True)
 class RewriteRequest:
-    """Rewrite `selection` following `instruction`; `before`/`after` are the surrounding document, for context."""
+    """Rewrite `selection` following `instruction`; `before`/`after` are the surrounding document, for context.
+
+    `strength` (0.1..1.0) is the share of the selection re-noised: the canvas starts as the selection with that
+    share of its positions as noise, and the schedule starts at the matching point; 1.0 is a rewrite from pure
+    noise. `canvas`, when given, is the starting canvas instead of the selection (re-rolling a suggestion).
+    """
 
     selection: str
     instruction: str
@@ -96,6 +131,20 @@ class RewriteRequest:
     brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
     document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
     kind: Literal["rewrite"] = "rewrite"
+    strength: float = 1.0
+    canvas: WarmStart | None = None
+
+    def __post_init__(self) -> None:
+        if not MIN_STRENGTH <= self.strength <= MAX_STRENGTH:
+            raise ValueError(f"rewrite strength must be between {MIN_STRENGTH} and {MAX_STRENGTH}")
+
+    def warm_start(self) -> WarmStart | None:
+        """The canvas this rewrite starts from: the given one, else the selection at `strength` (None: cold)."""
+        if self.canvas is not None:
+            return self.canvas
+        if self.strength >= MAX_STRENGTH:
+            return None
+        return WarmStart(self.selection, noise=self.strength)
 
 
 @dataclass(frozen=True)
@@ -129,6 +178,7 @@ class Span:
 
     text: str
     confidence: float
+    pinned: bool = False  # the position was pinned: it came back exactly as given
 
 
 class CandidateView:

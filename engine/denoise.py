@@ -11,7 +11,9 @@ It calls the model's encoder and decoder exactly the way `DiffusionGemmaGenerati
   is host memory, the loop reads them directly and decides when to stop in plain Python; `device_code_path()`
   runs the device path there instead, to count its synchronisations;
 - cancellation: a `threading.Event` checked after every step;
-- K candidates in one batch, each row drawing from its own `torch.Generator` (seed, seed+1, ...).
+- K candidates in one batch, each row drawing from its own `torch.Generator` (seed, seed+1, ...);
+- a warm start (`engine.canvas.WarmCanvas`): canvases that start from given tokens, with pinned positions and
+  a noise share that also sets where the schedule starts. The logic lives in `engine.canvas`; here are hooks.
 """
 
 from __future__ import annotations
@@ -373,6 +375,7 @@ def denoise(
     fast: Any = None,
     prefix: PrefixCache | None = None,
     document: str = "",
+    warm: Any = None,
 ) -> DenoiseOutput:
     """Generate canvases after `prompt_ids` ([B, P], identical rows for K candidates) until EOS or the limit.
 
@@ -448,9 +451,14 @@ def denoise(
         block_frozen = frozen if block == 0 else None
         fmask = block_frozen.mask.to(device) if block_frozen is not None else None
         fids = block_frozen.ids.to(device) if block_frozen is not None else None
+        plan = warm.block(block, settings.max_steps, device) if warm is not None else None  # engine.canvas
+        if plan is not None:
+            fmask, fids = plan.merge_frozen(fmask, fids)
         canvas = _randint(vocab, (batch, canvas_length), gens, device)
         if fmask is not None:
             canvas = torch.where(fmask, fids, canvas)
+        if plan is not None:
+            canvas = plan.start_canvas(canvas)
         sc_logits: torch.Tensor | None = None
         pinned: torch.Tensor | None = None  # the frozen slots' self-conditioning, the same every step
         mask_mapping = model.model.decoder.create_diffusion_decoder_attention_mask(
@@ -463,7 +471,8 @@ def denoise(
         argmax = canvas
         conf = torch.zeros(batch, canvas_length, device=device)
         any_finished = False  # read from the previous step's host copy: no extra device sync
-        for cur_step in reversed(range(1, settings.max_steps + 1)):
+        first_step = plan.start_step if plan is not None else settings.max_steps
+        for cur_step in reversed(range(1, first_step + 1)):
             t0 = time.perf_counter()
             out.forwards += 1
             if on_decoder_input is not None:
@@ -475,6 +484,8 @@ def denoise(
             ).logits
             timer.stop()
             processed = logits / temperatures[cur_step - 1]
+            if plan is not None:
+                processed = plan.suppress_stops(processed)
             probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
             drawn_at = time.perf_counter()
             if selective:
@@ -494,6 +505,8 @@ def denoise(
                     new_canvas = torch.where(fmask, fids, new_canvas)
             else:
                 new_canvas = renoise(sample_with(probs, qs), accepted_mask, noise, fmask, fids)
+            if plan is not None:
+                new_canvas = plan.hold(new_canvas, canvas, accepted_mask)
             # The probability of the shown (argmax) token, for display: the largest probability (softmax keeps the
             # order), or at frozen slots the pinned token's.
             if fmask is None:

@@ -61,17 +61,26 @@ class TokenText:
             out.append(int(token_id))
         return out
 
-    def spans(self, ids: Sequence[int], confidence: Sequence[float]) -> tuple[Span, ...]:
-        """Word spans of valid text for `ids` (already cut at a stop token), each with its confidence."""
+    def spans(
+        self, ids: Sequence[int], confidence: Sequence[float], pinned: Sequence[bool] | None = None
+    ) -> tuple[Span, ...]:
+        """Word spans of valid text for `ids` (already cut at a stop token), each with its confidence.
+
+        `pinned` marks tokens of a warm canvas that were pinned; a word is split where pinning changes, so a
+        pinned span is exactly the pinned text (see `engine.canvas`).
+        """
         decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
-        pieces: list[tuple[str, float]] = []
+        pieces: list[tuple[str, float, bool]] = []
         pending_conf = 1.0
-        for token_id, conf in zip(ids, confidence, strict=False):
+        pending_pin = True
+        flags = pinned if pinned is not None else ()
+        for i, (token_id, conf) in enumerate(zip(ids, confidence, strict=False)):
             pending_conf = min(pending_conf, float(conf))
+            pending_pin = pending_pin and i < len(flags) and bool(flags[i])
             text = _CONTROL.sub("", decoder.decode(self.piece_bytes(int(token_id))))
             if text:
-                pieces.append((text, pending_conf))
-                pending_conf = 1.0
+                pieces.append((text, pending_conf, pending_pin))
+                pending_conf, pending_pin = 1.0, True
         # No final flush: an incomplete multi-byte tail is held back until its last byte settles.
         return tuple(_words(pieces))
 
@@ -79,17 +88,20 @@ class TokenText:
         return "".join(s.text for s in self.spans(ids, [1.0] * len(ids)))
 
 
-def _words(pieces: list[tuple[str, float]]) -> Iterable[Span]:
-    """Merge token pieces into words (a word keeps its trailing whitespace), confidence = weakest piece."""
-    word, conf = "", 1.0
-    for text, c in pieces:
+def _words(pieces: list[tuple[str, float, bool]]) -> Iterable[Span]:
+    """Merge token pieces into words (a word keeps its trailing whitespace), confidence = weakest piece; a
+    change between pinned and free pieces also ends a word."""
+    word, conf, pin = "", 1.0, False
+    for text, c, p in pieces:
         for part in re.split(r"(?<=\s)(?=\S)", text):
             if not part:
                 continue
-            if word and word[-1].isspace() and not part[0].isspace():
-                yield Span(word, conf)
+            if word and (p != pin or (word[-1].isspace() and not part[0].isspace())):
+                yield Span(word, conf, pin)
                 word, conf = "", 1.0
+            if not word:
+                pin = p
             word += part
             conf = min(conf, c)
     if word:
-        yield Span(word, conf)
+        yield Span(word, conf, pin)

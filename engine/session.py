@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from engine import canvas as warm_canvas
 from engine import infill, prompts
 from engine.api import (
     Candidate,
@@ -194,6 +195,10 @@ class Session:
             room = (info.context_length - bare) // canvas * canvas
             if room >= canvas:
                 max_new = min(max_new, room)
+        seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+        warm = self._warm(request, settings, canvas, seed, max_new)
+        if warm is not None:  # the warm canvases must all be written
+            max_new = max(max_new, warm.blocks * canvas)
         budget = info.context_length - math.ceil(max_new / canvas) * canvas
         if budget < 8:
             if isinstance(request, RewriteRequest):
@@ -206,7 +211,6 @@ class Session:
                 "(Settings ▸ Draft length)."
             )
         prompt = prompts.build_prompt(tok, request, budget)
-        seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
 
         rows, frozen, middles = self._rows(request, settings, canvas)
         prompt_ids = torch.tensor([prompt.ids] * rows, dtype=torch.long, device=model.device)
@@ -224,7 +228,8 @@ class Session:
             # Rows are picked out of the step's tensors only when a view is looked at (most steps are not painted).
             views = tuple(
                 CandidateView(make=partial(self._view, state.argmax, state.confidence, r, done_blocks[r],
-                                           middles[r] if middles is not None else None, limit=max_new))
+                                           middles[r] if middles is not None else None, limit=max_new,
+                                           pinned=_pins(warm, r, state.block, canvas)))
                 for r in range(rows)
             )
             if not first_draft[0]:
@@ -242,6 +247,7 @@ class Session:
             model, prompt_ids, settings, max_new_tokens=max_new, eos_token_ids=self._eos, pad_token_id=self._pad,
             seed=seed, frozen=frozen, max_blocks=1 if frozen is not None else None, on_step=emit, cancel=cancel,
             prefix=self.prefix_cache, document=getattr(request, "document", ""),
+            warm=warm,
         )
         self.last_output = out
         candidates = self._candidates(out, middles, settings.candidates, limit=max_new)
@@ -260,7 +266,7 @@ class Session:
 
     def _view(
         self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None,
-        *, limit: int | None = None,
+        *, limit: int | None = None, pinned: list[bool] | None = None,
     ) -> tuple[Span, ...]:
         """The spans of one row at one step; runs on the consumer's thread, when (and if) it is looked at."""
         text = self._text
@@ -269,7 +275,28 @@ class Session:
         if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
             return text.spans(*_middle(text, ids, conf, middle))
         shown = text.visible_ids([*earlier, *ids][:limit])
-        return text.spans(shown, ([1.0] * len(earlier) + conf)[: len(shown)])
+        conf = ([1.0] * len(earlier) + conf)[: len(shown)]
+        if pinned is not None:  # pinned words are the writer's (or kept) words: shown settled
+            conf = [1.0 if p else c for c, p in zip(conf, pinned, strict=False)] + conf[len(pinned):]
+        return text.spans(shown, conf, pinned)
+
+    def _warm(
+        self, request: Request, settings: DenoiseSettings, canvas: int, seed: int, max_new: int
+    ) -> warm_canvas.WarmCanvas | None:
+        """The warm canvas of a rewrite at strength < 1 or of a request that starts from a given canvas."""
+        if isinstance(request, RewriteRequest):
+            start = request.warm_start()
+        elif isinstance(request, DraftRequest):
+            start = request.canvas
+        else:
+            start = None
+        if warm_canvas.cold(start):
+            return None
+        assert start is not None and self._text is not None
+        return warm_canvas.plan(
+            self.tokenizer, start, rows=settings.candidates, canvas_length=canvas, eos_id=self._eos[0],
+            pad_id=self._pad, stop_ids=sorted({*self._eos, self._pad}), seed=seed, decode=self._text.text,
+        )
 
     def _max_new_tokens(self, request: Request, canvas: int) -> int:
         if isinstance(request, DraftRequest):
@@ -341,6 +368,13 @@ def prefix_cache_bytes() -> int:
     except ValueError:
         mb = 1024.0
     return max(0, int(mb * (1 << 20)))
+
+
+def _pins(warm: warm_canvas.WarmCanvas | None, row: int, block: int, canvas: int) -> list[bool] | None:
+    """Pinned flags of a row's positions up to the end of `block` (None without pins)."""
+    if warm is None or not bool(warm.pinned.any()):
+        return None
+    return warm.pinned[row, : (block + 1) * canvas].tolist()
 
 
 def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
