@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,10 +17,13 @@ from engine.api import (
     DenoiseSettings,
     DraftRequest,
     EngineError,
+    MAX_STRENGTH,
+    MIN_STRENGTH,
     InfillRequest,
     Request,
     RewriteRequest,
     StepEvent,
+    WarmStart,
 )
 
 MAX_NEW_TOKENS = 1_048_576  # far beyond any context; the session refuses what does not fit with a sentence
@@ -120,21 +124,72 @@ def build_request(args: argparse.Namespace) -> Request:
     settings = DenoiseSettings(
         max_steps=args.steps, candidates=args.candidates, seed=args.seed if args.seed is not None else 0
     )
+    warm = warm_start_from_args(args)
+    strength = getattr(args, "strength", None)
+    if strength is not None and args.task != "rewrite":
+        raise EngineError("--strength works with --task rewrite only (it is the share of the selection re-noised).")
     if args.task == "draft":
         return DraftRequest(
             before=_read(args.before_file), instruction=args.instruction or "",
-            max_new_tokens=args.max_new_tokens or 128, settings=settings,
+            max_new_tokens=args.max_new_tokens or 128, settings=settings, canvas=warm,
         )
     if args.task == "rewrite":
+        if strength is not None and not MIN_STRENGTH <= strength <= MAX_STRENGTH:
+            raise EngineError(f"--strength must be between {MIN_STRENGTH} and {MAX_STRENGTH} (1.0 rewrites from "
+                              "pure noise).")
         return RewriteRequest(
             selection=_read(args.selection_file), instruction=args.instruction or "Rewrite it.",
             before=_read(args.before_file), after=_read(args.after_file),
             max_new_tokens=args.max_new_tokens, settings=settings,
+            strength=strength if strength is not None else MAX_STRENGTH, canvas=warm,
         )
+    if warm is not None:
+        raise EngineError("--init-file/--pin-file work with --task draft or rewrite (infill pins its own ending).")
     return InfillRequest(
         before=_read(args.before_file), after=_read(args.after_file), instruction=args.instruction or "",
         middle_tokens=args.max_new_tokens, settings=settings,
     )
+
+
+def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
+    """`--init-file F [--pin-file P] [--noise S]` as a warm start (None without --init-file)."""
+    init = getattr(args, "init_file", None)
+    pin_file = getattr(args, "pin_file", None)
+    noise = getattr(args, "noise", None)
+    if not init:
+        if pin_file or noise is not None:
+            raise EngineError("--pin-file and --noise need --init-file (the canvas text they refer to).")
+        return None
+    text = _read(init)
+    pins = parse_pins(_read(pin_file), len(text)) if pin_file else ()
+    share = 1.0 if noise is None else noise
+    if not 0.0 <= share <= 1.0:
+        raise EngineError("--noise must be between 0 and 1 (the share of unpinned positions that start as noise).")
+    return WarmStart(text, pins=pins, noise=share)
+
+
+def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
+    """Character ranges to pin, end exclusive: a JSON list of [start, end] pairs, or one range per line written
+    `start end`, `start-end`, `start:end` or `start,end` (blank lines and lines starting with # are skipped)."""
+    spec = spec.strip()
+    pairs: list[tuple[int, int]] = []
+    try:
+        if spec.startswith("["):
+            pairs = [(int(a), int(b)) for a, b in json.loads(spec)]
+        else:
+            for line in spec.splitlines():
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                a, b = re.split(r"[\s,:-]+", line, maxsplit=1)
+                pairs.append((int(a), int(b)))
+    except (ValueError, TypeError) as exc:
+        raise EngineError(f"The pin file is not a list of character ranges ({exc}); write one 'start end' per "
+                          "line, end exclusive.") from exc
+    for a, b in pairs:
+        if not 0 <= a < b <= length:
+            raise EngineError(f"The pin {a}..{b} is outside the canvas text (0..{length} characters).")
+    return tuple(pairs)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -157,7 +212,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         else:
             result = session.run(request, on_step=emit)
             result = {
-                "candidates": [{"text": c.text, "token_ids": list(c.token_ids)} for c in result.candidates],
+                "candidates": [
+                    {"text": c.text, "token_ids": list(c.token_ids), "confidence": round(c.confidence, 4)}
+                    for c in result.candidates
+                ],
                 "forwards": result.stats.forwards,
                 "new_tokens": result.stats.new_tokens,
                 "seconds": round(result.stats.seconds, 4),
@@ -286,6 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
                      default="auto", help="nf4: 4-bit weights; none: full precision; auto: 4-bit unless full "
                                           "precision fits comfortably (default auto; --quantize is the old spelling)")
     gen.add_argument("--jsonl", action="store_true", help="print one JSON object per step and a final one")
+    gen.add_argument("--strength", metavar="S", type=float, default=None,
+                     help="rewrite strength 0.1..1.0: the share of the selection re-noised (1.0: from pure noise)")
+    gen.add_argument("--init-file", metavar="FILE",
+                     help="start the canvas from this UTF-8 text (a draft, a rewrite, or the middle of an infill)")
+    gen.add_argument("--pin-file", metavar="FILE",
+                     help="character ranges of the --init-file text to pin, end exclusive (one 'start end' a line, "
+                          "or a JSON list of pairs)")
+    gen.add_argument("--noise", metavar="S", type=float, default=None,
+                     help="with --init-file: share of the unpinned positions that start as noise (default 1.0)")
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (
