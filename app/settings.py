@@ -23,7 +23,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from app.atomic import atomic_write_text
-from engine.api import REWRITE_PRESETS, DenoiseSettings
+from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,7 @@ class Setting:
     choices: tuple[str, ...] = ()
     help: str = ""
     kind: str = ""  # "key": a key binding (one key combination in Qt's portable text, "" for none)
+    item_type: type = str  # for dict settings: the type of each value (str instructions, float strengths)
 
     def check(self, value: Any) -> str:
         """Why `value` is not acceptable for this setting ("" when it is)."""
@@ -104,6 +105,19 @@ class Setting:
                 return f"must be one of {', '.join(self.choices)}"
             if self.kind == "key":
                 return key_problem(value)
+        elif self.type is dict and self.item_type is float:
+            if not isinstance(value, Mapping):
+                return "must be a table of name = number"
+            for name, number in value.items():
+                if not isinstance(name, str) or not name.strip():
+                    return "has an empty name"
+                if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+                    return f"'{name}' must be a number"
+                if (self.minimum is not None and number < self.minimum) or (
+                    self.maximum is not None and number > self.maximum
+                ):
+                    return f"'{name}' must be between {self.minimum} and {self.maximum}"
+            return ""
         elif self.type is dict:
             if not isinstance(value, Mapping) or not value:
                 return "must be a non-empty table of name = instruction"
@@ -125,6 +139,8 @@ class Setting:
             return normal_key(value)
         if self.type is float:
             return float(value)
+        if self.type is dict and self.item_type is float:
+            return {str(k): float(v) for k, v in value.items()}
         if self.type is dict:
             return {str(k): str(v) for k, v in value.items()}
         return value
@@ -145,6 +161,13 @@ SETTINGS: tuple[Setting, ...] = (
             help="At least this much; generation runs in whole canvases (256 tokens for DiffusionGemma) and "
             "stops at the model's end of text."),
     Setting("rewrite.presets", dict, dict(REWRITE_PRESETS), "Rewrite presets"),
+    Setting("rewrite.strengths", dict, {**PRESET_STRENGTHS, "custom": MAX_STRENGTH}, "Rewrite strength per preset",
+            MIN_STRENGTH, MAX_STRENGTH, item_type=float,
+            help="Share of the selection re-noised (1.0 rewrites from pure noise); set with the strength dial."),
+    Setting("rewrite.view", str, "below", "Show rewrites as", choices=("below", "diff"),
+            help="below: the original struck through, the new text under it; diff: a word-level diff."),
+    Setting("rewrite.reroll_threshold", float, 0.8, "Re-roll keeps words at least this confident", 0.05, 0.99,
+            help="Re-roll uncertain words (Alt+R) pins every word at least this confident and redraws the rest."),
     Setting("appearance.theme", str, "system", "Theme", choices=("system", "light", "dark")),
     Setting("appearance.font_family", str, "", "Font", help="Empty: the system's default text font."),
     Setting("appearance.font_size", int, 12, "Font size", 6, 72),

@@ -115,6 +115,8 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.scroll, 1)
         sections: dict[str, QFormLayout] = {}
         for s in SETTINGS:
+            if s.type is dict and s.item_type is not str:  # edited elsewhere (the rewrite strength dial)
+                continue
             section = s.key.split(".")[0]
             if section not in sections:
                 box = QGroupBox(SECTION_TITLES.get(section, section.title()))

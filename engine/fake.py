@@ -5,10 +5,16 @@ canvas does: words appear as random letters with low confidence and lock in one 
 what it should do: the final texts, the number of steps, a delay per step (slowness), a Python busy-loop instead
 of sleeping (to hold the GIL like real Python-heavy inference), an error at step k or at load. Cancellation is
 honoured within one step, because the delay is a wait on the cancel event.
+
+Warm starts behave like the real engine's (`engine.canvas`): a rewrite at strength S < 1, or a request with a
+`canvas`, starts from the given text; pinned character ranges come back exactly (and are reported as pinned
+spans from the first step on), a share S (the noise share) of the other words is replaced by new words, and
+only the last ceil(S x steps) steps run. Scripted `texts` apply to cold requests only.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -36,6 +42,7 @@ from engine.api import (
     StepCallback,
     StepEvent,
     Stats,
+    WarmStart,
 )
 
 DRAFT_TEXTS = (
@@ -50,6 +57,11 @@ INFILL_TEXTS = (
 )
 
 TextScript = Sequence[str] | Callable[[Request], Sequence[str]]
+REPLACEMENTS = (
+    "quietly", "harbour", "lantern", "morning", "bright", "slowly", "river", "gentle", "stone", "window",
+    "almost", "silver", "garden", "distant", "careful", "simple", "open", "warm", "little", "clear",
+)
+Piece = tuple[str, bool]  # a word (with its leading whitespace) and whether it is pinned
 
 
 def default_texts(request: Request) -> tuple[str, ...]:
@@ -105,6 +117,7 @@ class FakeEngine:
         self.requests: list[Request] = []
         self.thread_names: list[str] = []
         self._info: ModelInfo | None = None
+        self._scores: list[float] = []
 
     # -- Engine protocol -----------------------------------------------------------------------------------------
 
@@ -159,13 +172,26 @@ class FakeEngine:
             raise ModelNotLoadedError("No model is loaded. Load a model from the Model menu first.")
         if isinstance(request, RewriteRequest) and not request.selection.strip():
             raise EmptyRequestError("Select some text to rewrite.")
-        finals = self._finals(request)
         seed = request.settings.seed if request.settings.seed is not None else 0
-        orders = [_settle_order(len(_words(t)), random.Random(seed * 7919 + i)) for i, t in enumerate(finals)]
+        warm = _warm_start(request)
+        if warm is not None:
+            pieces = [_warm_pieces(warm, random.Random(f"{seed}/{i}/{request.request_id}"))
+                      for i in range(request.settings.candidates)]
+            first_step = self.steps - max(1, math.ceil(warm.noise * self.steps - 1e-9)) + 1
+        else:
+            pieces = [[(w, False) for w in _words(t)] for t in self._finals(request)]
+            first_step = 1
+        finals = tuple("".join(w for w, _ in p) for p in pieces)
+        orders = [_settle_order(len(p), random.Random(seed * 7919 + i)) for i, p in enumerate(pieces)]
+        self._scores = [  # the mean confidence of each finished alternative, as the real engine reports it
+            round(sum(1.0 if pin else _final_confidence(o) for (_, pin), o in zip(p, order, strict=True))
+                  / max(1, len(p)), 4)
+            for p, order in zip(pieces, orders, strict=True)
+        ]
         start = time.perf_counter()
         first_draft = 0.0
         views: tuple[CandidateView, ...] = ()
-        for step in range(1, self.steps + 1):
+        for step in range(first_step, self.steps + 1):
             if cancel is not None and cancel.is_set():
                 return self._result(request, finals, start, first_draft, step - 1, cancelled=True)
             if self.fail_at_step is not None and step >= self.fail_at_step:
@@ -174,9 +200,9 @@ class FakeEngine:
                 return self._result(request, finals, start, first_draft, step - 1, cancelled=True)
             rng = random.Random(hash((request.request_id, step)))
             views = tuple(
-                _view(text, order, step, self.steps, rng) for text, order in zip(finals, orders, strict=True)
+                _view(p, order, step, self.steps, rng) for p, order in zip(pieces, orders, strict=True)
             )
-            if step == 1:
+            if step == first_step:
                 first_draft = time.perf_counter() - start
             if on_step:
                 on_step(
@@ -186,7 +212,7 @@ class FakeEngine:
                 while not self.release.wait(0.01):
                     if cancel is not None and cancel.is_set():
                         return self._result(request, finals, start, first_draft, step, cancelled=True)
-        return self._result(request, finals, start, first_draft, self.steps, cancelled=False)
+        return self._result(request, finals, start, first_draft, self.steps - first_step + 1, cancelled=False)
 
     # -- helpers --------------------------------------------------------------------------------------------------
 
@@ -220,8 +246,9 @@ class FakeEngine:
         stats = Stats(
             forwards=steps, new_tokens=tokens, seconds=seconds, first_draft_seconds=first, steps=steps, blocks=1
         )
+        scores = self._scores if len(self._scores) == len(finals) else [0.97] * len(finals)
         candidates = () if cancelled else tuple(
-            Candidate(text, tuple(range(len(_words(text)))), 0.97) for text in finals
+            Candidate(text, tuple(range(len(_words(text)))), score) for text, score in zip(finals, scores, strict=True)
         )
         return Result(request.request_id, candidates, stats, cancelled=cancelled)
 
@@ -247,12 +274,48 @@ def _settle_order(n: int, rng: random.Random) -> list[float]:
     return [(r + 1) / (n + 1) for r in ranks]
 
 
-def _view(text: str, order: list[float], step: int, steps: int, rng: random.Random) -> CandidateView:
+def _final_confidence(settle: float) -> float:
+    """How sure the fake is of a finished word: the last quarter of words to settle stay uncertain (what
+    "re-roll the uncertain words" acts on)."""
+    return 0.98 if settle <= 0.75 else 0.6
+
+
+def _warm_start(request: Request) -> WarmStart | None:
+    if isinstance(request, RewriteRequest):
+        warm = request.warm_start()
+    else:
+        warm = getattr(request, "canvas", None)
+    return None if warm is None or (warm.noise >= 1.0 and not warm.pins) else warm  # as engine.canvas.cold
+
+
+def _warm_pieces(warm: WarmStart, rng: random.Random) -> list[Piece]:
+    """The final text of a warm start: pinned ranges verbatim, a `noise` share of the other words replaced."""
+    pieces: list[Piece] = []
+    pos = 0
+    for start, end in [*sorted(warm.pins), (len(warm.text), len(warm.text))]:
+        start = max(start, pos)
+        for word in _words(warm.text[pos:start]):
+            if rng.random() < warm.noise:
+                lead = word[: len(word) - len(word.lstrip())] or (" " if pieces else "")
+                word = lead + rng.choice(REPLACEMENTS) + word[len(word.rstrip()):]
+            pieces.append((word, False))
+        if end > start:
+            pieces.append((warm.text[start:end], True))
+        pos = max(pos, end)
+    return pieces
+
+
+def _view(pieces: list[Piece], order: list[float], step: int, steps: int, rng: random.Random) -> CandidateView:
     progress = step / steps
     spans: list[Span] = []
-    for word, settle in zip(_words(text), order, strict=True):
-        if progress >= 1.0 or progress >= settle:
-            confidence = min(1.0, 0.55 + 0.45 * (progress - settle) / max(1e-6, 1 - settle)) if progress < 1 else 0.98
+    for (word, pinned), settle in zip(pieces, order, strict=True):
+        if pinned:
+            spans.append(Span(word, 1.0, True))
+        elif progress >= 1.0 or progress >= settle:
+            if progress < 1:
+                confidence = min(1.0, 0.55 + 0.45 * (progress - settle) / max(1e-6, 1 - settle))
+            else:
+                confidence = _final_confidence(settle)
             spans.append(Span(word, round(confidence, 3)))
         else:
             lead = word[: len(word) - len(word.lstrip())]
