@@ -73,6 +73,8 @@ class _Suggestion:
     def full(self) -> tuple[int, int]:
         """The document range this suggestion owns: the original, or what was accepted in its place."""
         return self.start.position(), self.end.position()
+    request: Request | None = None  # what produced it (re-roll and strength changes start from it)
+    scores: list[float] = field(default_factory=list)  # finished alternatives' mean confidence
 
     def region(self) -> tuple[int, int]:
         """Where the ghost is drawn: the original (struck through), or right after the accepted words."""
@@ -113,6 +115,9 @@ class Assistant(QObject):
         # Set by app.brief: the document brief every request carries, and which document requests come from.
         self.brief_provider: Callable[[], str] | None = None
         self.document_provider: Callable[[], str] | None = None
+        # Hooks for app.editing (rewrite strength per instruction; views drawn over the ghost content).
+        self.strength_for: Callable[[str], float] | None = None
+        self.view_hooks: list[Callable[[_Suggestion, GhostContent], GhostContent]] = []
         self._publish()
         host.stepped.connect(self._on_step)
         host.finished.connect(self._on_finished)
@@ -164,19 +169,54 @@ class Assistant(QObject):
         return self._start(request, "draft", pos, pos, "inline",
                            f"Drafting: {_brief(instruction)}…" if instruction.strip() else "Drafting…")
 
-    def rewrite(self, instruction: str) -> int | None:
-        """Rewrite the selection following `instruction` (a preset's text or the writer's own)."""
+    @property
+    def suggestion(self) -> _Suggestion | None:
+        """The current suggestion (read it; change it through the methods here)."""
+        return self._sug
+
+    def rewrite(self, instruction: str, strength: float | None = None) -> int | None:
+        """Rewrite the selection following `instruction` (a preset's text or the writer's own); `strength` (the
+        share re-noised) defaults to what `strength_for` remembers for that instruction, else 1.0."""
         cursor = self.editor.textCursor()
         if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
             self.message.emit("Select the text you want rewritten first, then choose Rewrite (Ctrl+R).")
             return None
         s, e = cursor.selectionStart(), cursor.selectionEnd()
         before, after = self._context(s, e)
+        instruction = instruction or self.presets().get("grammar", "")
+        if strength is None and self.strength_for is not None:
+            try:
+                strength = self.strength_for(instruction)
+            except Exception:  # noqa: BLE001 - a broken hook must not break rewriting
+                log.exception("rewrite strength unavailable")
         request = RewriteRequest(
-            selection=self._text(s, e), instruction=instruction or self.presets().get("grammar", ""),
-            before=before, after=after, settings=self._denoise(),
+            selection=self._text(s, e), instruction=instruction, before=before, after=after,
+            settings=self._denoise(), strength=1.0 if strength is None else min(1.0, max(0.1, strength)),
         )
         return self._start(request, "rewrite", s, e, "below", f"Rewriting: {_brief(request.instruction)}…")
+
+    def restart(self, request: Request) -> int | None:
+        """Run `request` over the current suggestion's region (re-roll, pins, a new strength), keeping the shown
+        text in place until the first new step lands (no flash of an empty ghost)."""
+        old = self._sug
+        if old is None:
+            return None
+        s, e = old.full()
+        shown = old.alternatives[old.index : old.index + 1]
+        request_id = self._start(request, old.kind, s, e, old.layout, "Re-rolling…")
+        if self._sug is not None:
+            self._sug.alternatives = list(shown)
+            self._show()
+        return request_id
+
+    def show_alternative(self, index: int) -> bool:
+        """Show alternative `index` of the current suggestion as the ghost."""
+        sug = self._sug
+        if sug is None or not 0 <= index < len(sug.alternatives):
+            return False
+        sug.index = index
+        self._show()
+        return True
 
     def infill(self, instruction: str = "") -> int | None:
         """Fill the selection (replacing it) or the gap at the cursor so it joins the text around it."""
@@ -227,7 +267,7 @@ class Assistant(QObject):
         end.setKeepPositionOnInsert(True)  # typing just after the region stays after it
         self._sug = _Suggestion(
             request.request_id, kind, layout, start, end, self._probe(s, e), (s, e), time.perf_counter(),
-            wanted=max(1, request.settings.candidates), original=self._text(s, e),
+            wanted=max(1, request.settings.candidates), original=self._text(s, e), request=request,
         )
         self.host.submit(request)
         if e > s:  # show the original dimmed and struck through, not hidden under the selection colour
@@ -317,12 +357,14 @@ class Assistant(QObject):
             return
         sug.running = False
         finals: list[tuple[Span, ...]] = []
+        scores: list[float] = []
         for i, cand in enumerate(result.candidates):
             if not cand.text.strip():
                 continue
             shown = sug.alternatives[i] if i < len(sug.alternatives) else ()
             same = "".join(s.text for s in shown) == cand.text
             finals.append(shown if same else (Span(cand.text, cand.confidence),))
+            scores.append(cand.confidence)
         if result.notice:
             self.message.emit(result.notice)
         first = sug.first_visible if sug.first_visible is not None else time.perf_counter() - sug.submitted
@@ -331,6 +373,7 @@ class Assistant(QObject):
             self._fail(sug, "The model returned no text. Try again, or change the instruction or the selection.")
             return
         sug.alternatives = finals
+        sug.scores = scores
         sug.index = min(sug.index, len(finals) - 1)
         self._set_state("ready")
         self._show()
@@ -430,6 +473,7 @@ class Assistant(QObject):
             return True
         # Partial: the rest of this alternative stays as ghost text right after the accepted words.
         sug.alternatives = [_drop_prefix(sug.spans, len(chunk))]
+        sug.scores = []
         sug.index = 0
         sug.accepted = accepted
         sug.trail = units(joined.trail)
@@ -493,7 +537,10 @@ class Assistant(QObject):
                 badge += f" · {sug.index + 1}/{count}"
         else:
             badge = (f"{sug.index + 1}/{count} · " if count > 1 else "") + "Tab accept · Esc dismiss"
-        self.ghost.show(GhostContent(sug.layout, sug.spans, badge, sug.error), sug.region)
+        content = GhostContent(sug.layout, sug.spans, badge, sug.error)
+        for hook in self.view_hooks:
+            content = hook(sug, content)
+        self.ghost.show(content, sug.region)
         self._publish()
 
 
@@ -532,7 +579,7 @@ def _drop_prefix(spans: tuple[Span, ...], n: int) -> tuple[Span, ...]:
         if n >= len(span.text):
             n -= len(span.text)
             continue
-        out.append(Span(span.text[n:], span.confidence) if n else span)
+        out.append(Span(span.text[n:], span.confidence, span.pinned) if n else span)
         n = 0
     return tuple(out)
 

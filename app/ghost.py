@@ -7,6 +7,11 @@ directly below it. Each word is shaded by the model's confidence, so the writer 
 Repaints are throttled to about one per frame: `show` only stores the newest content and arms a 16 ms timer;
 the paint always uses the newest content, so the last step always lands and nothing is cleared between steps
 (no flicker).
+
+Pinned words (kept by the writer or by a re-roll, `Span.pinned`) are drawn solid on a tinted box with an
+underline; a word-level diff (`GhostContent.styles`, see `app.diff_view`) draws deleted words struck through in
+red and inserted words on a green highlight. `hit(point)` says which word of the ghost is under a point, so a
+click can pin it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class GhostContent:
     spans: tuple[Span, ...]
     badge: str = ""
     error: str = ""
+    styles: tuple[str, ...] = ()  # per span: "" (plain), "deleted" or "inserted" (a word-level diff)
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class _Piece:
     y: float
     text: str
     confidence: float
+    index: int = 0  # which span it belongs to
 
 
 class GhostPainter(QObject):
@@ -69,6 +76,7 @@ class GhostPainter(QObject):
         self.paints = 0
         self._marked: tuple[str, tuple[int, int]] | None = None
         self._floors: dict[tuple[int, int], float] = {}
+        self.hits: list[tuple[QRectF, int]] = []  # where each drawn word is (viewport coordinates), by span index
         self._timer = QTimer(self, singleShot=True, interval=FRAME_MS)
         self._timer.timeout.connect(self._repaint)
         editor.overlay_painters.append(self.paint)
@@ -89,6 +97,7 @@ class GhostPainter(QObject):
             return
         self.content = None
         self._marked = None
+        self.hits = []
         self.editor.setExtraSelections([])
         self.editor.reserve_below(None)
         self._timer.stop()
@@ -98,6 +107,13 @@ class GhostPainter(QObject):
         """Paint now (tests and screenshots), instead of at the next frame."""
         self._timer.stop()
         self._repaint()
+
+    def hit(self, point: QPointF) -> int | None:
+        """The index of the ghost span drawn under `point` (viewport coordinates), if any."""
+        for rect, index in self.hits:
+            if rect.contains(point):
+                return index
+        return None
 
     def _repaint(self) -> None:
         self.editor.viewport().update()
@@ -222,11 +238,36 @@ class GhostPainter(QObject):
         painter.setFont(font)
         ink = pal.color(QPalette.ColorRole.Text)
         floor, top = self.alpha_range()
+        struck = QFont(font)
+        struck.setStrikeOut(True)
+        hits: list[tuple[QRectF, int]] = []
         for p in pieces:
+            span = content.spans[p.index] if p.index < len(content.spans) else None
+            style = content.styles[p.index] if p.index < len(content.styles) else ""
+            width = fm.horizontalAdvance(p.text)
+            box = QRectF(p.x, p.y, width, line_h)
+            hits.append((box, p.index))
             color = QColor(ink)
             color.setAlphaF(floor + (top - floor) * max(0.0, min(1.0, p.confidence)))
+            if span is not None and span.pinned:  # kept words: solid, boxed, underlined
+                lead = len(p.text) - len(p.text.lstrip())
+                inner = box.adjusted(fm.horizontalAdvance(p.text[:lead]), 1, 0, -1)
+                pin_tint = QColor(accent)
+                pin_tint.setAlpha(60)
+                painter.fillRect(inner, pin_tint)
+                painter.setPen(QPen(accent, 1.5))
+                painter.drawLine(QPointF(inner.left(), inner.bottom()), QPointF(inner.right(), inner.bottom()))
+                color.setAlphaF(1.0)
+            if style == "inserted":
+                painter.fillRect(box, QColor(60, 170, 90, 70))
+            elif style == "deleted":
+                color = QColor(200, 60, 50)
+                color.setAlphaF(0.85)
+            painter.setFont(struck if style == "deleted" else font)
             painter.setPen(color)
             painter.drawText(QPointF(p.x, p.y + fm.ascent()), p.text)
+        painter.setFont(font)
+        self.hits = hits
         bottom = (lines[-1][1] if lines else y0) + line_h + (CARD_PAD if card else 0)
         if content.badge:
             lx, ly, rx = lines[-1] if lines else (x0, y0, x0)
@@ -307,7 +348,7 @@ def _layout(
             ends.append(at)
         x, y, line_left = left, y + line_h, left
 
-    for span in spans:
+    for index, span in enumerate(spans):
         for chunk in _chunks(span.text):
             if chunk == "\n":
                 consumed += 1
@@ -321,7 +362,7 @@ def _layout(
                 chunk = chunk_shown
                 width = fm.horizontalAdvance(chunk)
             if chunk:
-                pieces.append(_Piece(x, y, chunk, span.confidence))
+                pieces.append(_Piece(x, y, chunk, span.confidence, index))
                 x += width
                 consumed += len(chunk)
     lines.append((line_left, y, x))

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 GENERIC_REWRITE = "Rewrite it so it reads better, keeping its meaning."
 PRESET_LABELS = {
     "shorter": "Shorter", "longer": "Longer", "formal": "More formal", "casual": "More casual",
-    "grammar": "Fix grammar", "simplify": "Simplify",
+    "grammar": "Fix grammar", "simplify": "Simplify", "freely": "Rewrite freely",
 }
 
 
@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
         self.model_dir: str | None = str(model_dir) if model_dir else None
         self.model_state = "not loaded"
         self.close_guards: list[Callable[[], bool]] = []
+        self.context_menu_hooks: list[Callable[[QMenu], None]] = []  # extra right-click entries
 
         self.editor = Editor(self)
         self.find_bar = FindBar(self.editor, self)
@@ -81,6 +82,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_status_bar()
+        from app.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
+
+        self.editing = DiffusionEditing(self)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
 
@@ -423,6 +427,8 @@ class MainWindow(QMainWindow):
         if self.assistant.active:
             menu.addSeparator()
             menu.addActions(self.suggestion_actions)
+        for hook in self.context_menu_hooks:
+            hook(menu)
         menu.exec(self.editor.viewport().mapToGlobal(pos))
         menu.deleteLater()
 

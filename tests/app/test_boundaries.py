@@ -43,7 +43,7 @@ def test_engine_never_imports_qt_anywhere():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-RUNTIME_PATH = ("api", "prompts", "infill", "prefix_cache", "denoise", "fastpath", "display", "session", "fake",
+RUNTIME_PATH = ("api", "prompts", "infill", "canvas", "prefix_cache", "denoise", "fastpath", "display", "session", "fake",
                 "__main__")
 ROOMS = ("weights", "tools", "training")
 

@@ -1,0 +1,379 @@
+"""Editing only a diffusion model can do, wired into the main window: rewrite strength, re-roll the uncertain
+words, pin words, a word-level diff of a rewrite, and the alternatives side by side.
+
+One controller per window, installed by `MainWindow` with one line. It adds its own actions (all named, so tests
+and automation find them), menu entries (so the command palette lists them), a toolbar dial, a right-click
+submenu and a dock panel, and talks to the `Assistant` only through its small public hooks (`strength_for`,
+`view_hooks`, `restart`, `show_alternative`, `suggestion`). The requests it sends are ordinary engine requests
+with a warm canvas (`engine.api.WarmStart`): pinned words come back exactly because the engine pins them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt
+from PySide6.QtGui import QAction, QActionGroup, QMouseEvent, QTextCursor
+from PySide6.QtWidgets import QMenu
+
+from app import pins as pinning
+from app.alternatives_panel import AlternativesPanel
+from app.diff_view import WordDiff, diff_hook
+from app.ghost import GhostContent
+from app.strength import LEVELS, StrengthDial, StrengthMemory
+from engine.api import DraftRequest, RewriteRequest, new_request_id
+
+log = logging.getLogger(__name__)
+DEFAULT_THRESHOLD = 0.8
+
+
+class DiffusionEditing(QObject):
+    """Strength dial, re-roll, pins, diff view and alternatives panel for one `MainWindow`."""
+
+    def __init__(self, window: Any) -> None:
+        super().__init__(window)
+        self.window = window
+        self.assistant = window.assistant
+        self.editor = window.editor
+        self.settings = window.settings
+        self.pins = pinning.PinSet()
+        self.memory = StrengthMemory(self.settings, self.assistant.presets())
+        self.diff_enabled = self._setting("rewrite.view", "below") == "diff"
+        self._diff: WordDiff | None = None
+        self.rerolls = 0
+
+        a = self.assistant
+        a.strength_for = self._strength_for
+        a.view_hooks.append(self._pin_view)
+        a.view_hooks.append(diff_hook(lambda: self.diff_enabled, self._on_diff))
+        self._build_actions()
+        self._build_ui()
+        self.editor.viewport().installEventFilter(self)
+        a.changed.connect(self._on_changed)
+        if self.settings is not None and hasattr(self.settings, "changed"):
+            self.settings.changed.connect(self._on_setting_changed)
+        self._on_changed()
+
+    # -- building -----------------------------------------------------------------------------------------------
+
+    def _build_actions(self) -> None:
+        w = self.window
+        self.actionRerollUncertain = w._action(
+            "actionRerollUncertain", "Re-roll &uncertain words", self.reroll_uncertain, ["Alt+R"],
+            "Keep the words the model is sure of and redraw the rest, live (Alt+R)")
+        self.actionRerollAroundPins = w._action(
+            "actionRerollAroundPins", "Re-roll around &pinned words", self.reroll_around_pins, ["Alt+Shift+R"],
+            "Keep the words you pinned and redraw everything else (Alt+Shift+R)")
+        self.actionPinNextWord = w._action(
+            "actionPinNextWord", "&Pin next word", self.pin_next_word, ["Ctrl+Alt+Right"],
+            "Extend the pinned words by one (Ctrl+Alt+Right); or click a word of the suggestion")
+        self.actionUnpinLastWord = w._action(
+            "actionUnpinLastWord", "Unpin &last word", self.unpin_last_word, ["Ctrl+Alt+Left"])
+        self.actionClearPins = w._action("actionClearPins", "&Clear pins", self.clear_pins)
+        self.actionToggleDiffView = w._action(
+            "actionToggleDiffView", "Show rewrites as a word &diff", self.toggle_diff_view, ["Ctrl+Alt+D"],
+            "Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below")
+        self.actionToggleDiffView.setCheckable(True)
+        self.actionToggleDiffView.setChecked(self.diff_enabled)
+        self.strength_group = QActionGroup(self)
+        self.strength_actions: list[QAction] = []
+        for name, value in LEVELS:
+            act = w._action(f"actionRewriteStrength_{name.lower()}", f"{name} ({value:.1f})",
+                            lambda v=value: self.set_strength(v),
+                            tip=f"Rewrite strength {value:.1f} for the preset the dial shows")
+            act.setCheckable(True)
+            self.strength_group.addAction(act)
+            self.strength_actions.append(act)
+        self.edit_actions = [self.actionRerollUncertain, self.actionRerollAroundPins, self.actionPinNextWord,
+                             self.actionUnpinLastWord, self.actionClearPins]
+        self.editor.priority_actions.extend(self.edit_actions)
+
+    def _build_ui(self) -> None:
+        w = self.window
+        from app.main_window import PRESET_LABELS  # the labels the presets show in menus
+
+        self.dial = StrengthDial(self.memory, dict(PRESET_LABELS), w)
+        self.dial.changed.connect(self._on_strength_changed)
+        self.dial.slider.valueChanged.connect(lambda _v: self._sync_levels())
+        w.toolbarAssist.addSeparator()
+        w.toolbarAssist.addWidget(self.dial)
+        w.toolbarAssist.addAction(self.actionRerollUncertain)
+        self.actionRerollUncertain.setIconText("Re-roll")
+
+        self.menuStrength = QMenu("Rewrite &strength", w)
+        self.menuStrength.setObjectName("menuRewriteStrength")
+        self.menuStrength.addActions(self.strength_actions)
+        w.menuAssist.addSeparator()
+        w.menuAssist.addMenu(self.menuStrength)
+        w.menuAssist.addActions(self.edit_actions)
+
+        self.panel = AlternativesPanel(w)
+        w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
+        self.panel.hide()
+        self.panel.chosen.connect(self.assistant.show_alternative)
+        self.actionShowAlternatives = self.panel.toggleViewAction()
+        self.actionShowAlternatives.setObjectName("actionShowAlternatives")
+        self.actionShowAlternatives.setText("&Alternatives panel")
+        self.actionShowAlternatives.setShortcut("Ctrl+Alt+A")
+        w.addAction(self.actionShowAlternatives)
+        w.menuView.addSeparator()
+        w.menuView.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
+        hooks = getattr(w, "context_menu_hooks", None)
+        if hooks is not None:
+            hooks.append(self._extend_context_menu)
+        self._sync_levels()
+
+    # -- strength -----------------------------------------------------------------------------------------------
+
+    def _strength_for(self, instruction: str) -> float:
+        self.memory.presets = self.assistant.presets()
+        key = self.memory.key_for(instruction)
+        self.dial.show_preset(key)
+        self._sync_levels()
+        return self.memory.get(key)
+
+    def set_strength(self, value: float) -> None:
+        """Turn the dial (for the preset it shows); a whole rewrite of that preset on screen runs again."""
+        self.dial.set_value(value)
+        self._sync_levels()
+
+    def _on_strength_changed(self, key: str, value: float) -> None:
+        sug = self.assistant.suggestion
+        request = self._fresh(sug)
+        if not isinstance(request, RewriteRequest) or self.memory.key_for(request.instruction) != key:
+            self.window.show_message(f"Rewrite strength {value:.1f} is used for the next rewrite.")
+            return
+        self.assistant.restart(replace(request, strength=value, canvas=None, request_id=new_request_id()))
+        self.window.show_message(f"Rewriting again at strength {value:.1f}.")
+
+    def _sync_levels(self) -> None:
+        for act, (_name, value) in zip(self.strength_actions, LEVELS, strict=True):
+            act.setChecked(abs(value - self.dial.value) < 0.05)
+
+    # -- re-roll and pins ---------------------------------------------------------------------------------------
+
+    def reroll_uncertain(self) -> bool:
+        """Pin every word at least as confident as the threshold (and the writer's pins); redraw the rest."""
+        sug = self._rerollable()
+        if sug is None:
+            return False
+        threshold = float(self._setting("rewrite.reroll_threshold", DEFAULT_THRESHOLD))
+        spans = sug.spans
+        pinned = pinning.confident(spans, threshold) | self._user_pins(sug)
+        uncertain = [i for i in pinning.words(spans) if i not in pinned]
+        if not uncertain:
+            self.window.show_message(f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
+                                     "threshold in Settings ▸ Rewrite, or pin words and use Alt+Shift+R).")
+            return False
+        return self._reroll(sug, pinned, f"Re-rolling {len(uncertain)} uncertain word(s); {len(pinned)} kept.")
+
+    def reroll_around_pins(self) -> bool:
+        """Keep only the pinned words and redraw everything else."""
+        sug = self._rerollable()
+        if sug is None:
+            return False
+        pinned = self._user_pins(sug)
+        if not pinned:
+            self.window.show_message("Pin some words first: click them in the suggestion, or Ctrl+Alt+Right.")
+            return False
+        return self._reroll(sug, pinned, f"Re-rolling around {len(pinned)} pinned word(s).")
+
+    def toggle_pin(self, index: int) -> bool:
+        """Pin or unpin word `index` of the shown suggestion."""
+        sug = self._pinnable()
+        if sug is None or not 0 <= index < len(sug.spans) or not sug.spans[index].text.strip():
+            return False
+        self._user_pins(sug)
+        now = self.pins.toggle(index)
+        word = sug.spans[index].text.strip()
+        self.window.show_message(f"Pinned “{word}” (Alt+Shift+R re-rolls around pins)." if now
+                                 else f"Unpinned “{word}”.")
+        self._repaint()
+        return True
+
+    def pin_next_word(self) -> bool:
+        sug = self._pinnable()
+        if sug is None:
+            return False
+        self._user_pins(sug)
+        done = self.pins.extend(sug.spans) is not None
+        self._repaint()
+        return done
+
+    def unpin_last_word(self) -> bool:
+        sug = self._pinnable()
+        if sug is None:
+            return False
+        self._user_pins(sug)
+        done = self.pins.shrink() is not None
+        self._repaint()
+        return done
+
+    def clear_pins(self) -> bool:
+        sug = self._pinnable()
+        if sug is None:
+            return False
+        self._user_pins(sug)
+        self.pins.clear()
+        self._repaint()
+        return True
+
+    def pinned_words(self) -> list[str]:
+        """The pinned words of the shown suggestion, in order (for the status line and tests)."""
+        sug = self.assistant.suggestion
+        if sug is None or not sug.spans:
+            return []
+        if sug.running:
+            return [s.text.strip() for s in sug.spans if s.pinned and s.text.strip()]
+        return [sug.spans[i].text.strip() for i in sorted(self._user_pins(sug)) if i < len(sug.spans)]
+
+    def _reroll(self, sug: Any, pinned: set[int], message: str) -> bool:
+        request = self._fresh(sug)
+        if request is None:
+            self.window.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
+            return False
+        try:
+            new = pinning.reroll_request(request, sug.spans, pinned)
+        except (TypeError, ValueError) as exc:
+            self.window.show_message(str(exc))
+            return False
+        self.rerolls += 1
+        self.assistant.restart(new)
+        self.window.show_message(message)
+        return True
+
+    def _rerollable(self) -> Any:
+        sug = self.assistant.suggestion
+        if sug is None or not self.assistant.suggestion_visible:
+            self.window.show_message("There is no suggestion to re-roll; draft (Ctrl+Enter) or rewrite (Ctrl+R).")
+            return None
+        if sug.kind == "infill":
+            self.window.show_message("Re-roll works on drafts and rewrites; run Infill again for a new fill.")
+            return None
+        return sug
+
+    def _pinnable(self) -> Any:
+        sug = self.assistant.suggestion
+        if sug is None or not self.assistant.suggestion_visible:
+            return None
+        if sug.running:
+            self.window.show_message("Pin words once the suggestion has settled (or press Esc to stop it).")
+            return None
+        return sug
+
+    def _user_pins(self, sug: Any) -> set[int]:
+        return self.pins.sync((sug.request_id, sug.index), sug.spans)
+
+    def _fresh(self, sug: Any) -> DraftRequest | RewriteRequest | None:
+        """The suggestion's request, if the document still matches it (nothing accepted, context unchanged)."""
+        if sug is None or not isinstance(sug.request, (DraftRequest, RewriteRequest)):
+            return None
+        request = sug.request
+        s, e = sug.region()
+        if isinstance(request, RewriteRequest):
+            return request if self._doc_text(s, e) == sug.original and sug.original else None
+        before = request.before
+        return request if self._doc_text(max(0, s - len(before)), s).endswith(before) and s == e else None
+
+    def _doc_text(self, s: int, e: int) -> str:
+        cursor = QTextCursor(self.editor.document())
+        cursor.setPosition(s)
+        cursor.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
+        return cursor.selectedText().replace("\u2029", "\n").replace("\u2028", "\n")
+
+    # -- view ---------------------------------------------------------------------------------------------------
+
+    def _pin_view(self, sug: Any, content: GhostContent) -> GhostContent:
+        """Settled suggestions show the writer's pins (while denoising, the engine's pinned spans show)."""
+        if sug.running or content.error or not content.spans:
+            return content
+        pinned = self._user_pins(sug)
+        spans = tuple(replace(s, pinned=i in pinned) if s.pinned != (i in pinned) else s
+                      for i, s in enumerate(content.spans))
+        badge = content.badge
+        if pinned:
+            badge = f"{len(pinned)} pinned · " + badge
+        return replace(content, spans=spans, badge=badge)
+
+    def _on_diff(self, diff: WordDiff | None) -> None:
+        self._diff = diff
+
+    def toggle_diff_view(self) -> None:
+        self.diff_enabled = self.actionToggleDiffView.isChecked()
+        self._repaint()
+        self.window.show_message("Rewrites show as a word diff." if self.diff_enabled
+                                 else "Rewrites show the new text below the original.")
+
+    def _repaint(self) -> None:
+        sug = self.assistant.suggestion
+        if sug is not None:
+            self.assistant.show_alternative(sug.index)
+
+    def _on_changed(self) -> None:
+        a = self.assistant
+        sug = a.suggestion
+        visible = a.suggestion_visible
+        can_reroll = visible and sug is not None and sug.kind != "infill"
+        self.actionRerollUncertain.setEnabled(bool(can_reroll))
+        self.actionRerollAroundPins.setEnabled(bool(can_reroll))
+        for act in (self.actionPinNextWord, self.actionUnpinLastWord, self.actionClearPins):
+            act.setEnabled(bool(visible and sug is not None and not sug.running))
+        if self.panel.isVisible():
+            self.panel.refresh(sug)
+
+    def _extend_context_menu(self, menu: QMenu) -> None:
+        menu.addMenu(self.menuStrength)
+        if self.assistant.suggestion_visible:
+            menu.addActions([self.actionRerollUncertain, self.actionRerollAroundPins, self.actionClearPins])
+
+    def _on_setting_changed(self, key: str, value: object) -> None:
+        if key == "rewrite.view":
+            self.diff_enabled = value == "diff"
+            self.actionToggleDiffView.setChecked(self.diff_enabled)
+            self._repaint()
+        elif key == "rewrite.presets":
+            self.memory.presets = self.assistant.presets()
+
+    def _setting(self, key: str, default: Any) -> Any:
+        if self.settings is None:
+            return default
+        try:
+            return self.settings[key]
+        except Exception:  # noqa: BLE001
+            return default
+
+    # -- clicks on ghost words ----------------------------------------------------------------------------------
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt virtual
+        if (
+            event.type() == QEvent.Type.MouseButtonPress
+            and isinstance(event, QMouseEvent)
+            and event.button() == Qt.MouseButton.LeftButton
+            and self.assistant.suggestion_visible
+        ):
+            index = self.word_at(event.position())
+            if index is not None:
+                sug = self.assistant.suggestion
+                if sug is not None and sug.running:
+                    self._pinnable()  # says why not now
+                    return True
+                self.toggle_pin(index)
+                return True
+        return super().eventFilter(watched, event)
+
+    def word_at(self, point: QPointF) -> int | None:
+        """The suggestion word drawn under a viewport point (mapped through the diff view when it is on)."""
+        index = self.assistant.ghost.hit(point)
+        if index is None:
+            return None
+        if self._diff is not None:
+            if index >= len(self._diff.sources):
+                return None
+            index = self._diff.sources[index]
+            return index if index >= 0 else None
+        return index
+
+    def panel_refresh(self) -> None:
+        self.panel.refresh(self.assistant.suggestion)

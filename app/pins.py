@@ -1,0 +1,105 @@
+"""Pinned words of a visible suggestion, and the warm-started request that re-rolls around them.
+
+The writer pins ghost words (a click, or Ctrl+Alt+Right / Ctrl+Alt+Left to extend or shrink the pinned run);
+"re-roll uncertain words" pins every word at least as confident as a threshold. Either way the engine gets the
+suggestion's text as a warm canvas (`engine.api.WarmStart`) with the pinned words' character ranges pinned
+and every other position as noise, so pinned words come back exactly and the rest is denoised again, live, in
+place. Pins are held as span indices of the shown alternative and are reset whenever its text changes; after a
+re-roll the engine reports the pinned spans (`Span.pinned`), so pins survive the round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from engine.api import DraftRequest, Request, RewriteRequest, Span, WarmStart, new_request_id
+
+
+def pin_ranges(spans: Sequence[Span], indices: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """Character ranges of `"".join(spans)` to pin for the spans at `indices`: each word with the whitespace just
+    before it (where the tokenizer puts a word's space), never its trailing whitespace."""
+    wanted = set(indices)
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    for i, span in enumerate(spans):
+        text = span.text
+        if i in wanted and text.strip():
+            lead = len(text) - len(text.lstrip())
+            start = pos + lead
+            end = pos + len(text.rstrip())
+            if lead == 0 and i > 0:  # the space before it belongs to the previous span
+                prev = spans[i - 1].text
+                start -= len(prev) - len(prev.rstrip())
+            ranges.append((start, end))
+        pos += len(text)
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(ranges):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return tuple(merged)
+
+
+def confident(spans: Sequence[Span], threshold: float) -> set[int]:
+    """The words the model is at least `threshold` sure of (whitespace-only spans never count)."""
+    return {i for i, s in enumerate(spans) if s.text.strip() and s.confidence >= threshold}
+
+
+def words(spans: Sequence[Span]) -> list[int]:
+    return [i for i, s in enumerate(spans) if s.text.strip()]
+
+
+class PinSet:
+    """The pinned span indices of the shown alternative; reset when its text changes."""
+
+    def __init__(self) -> None:
+        self.indices: set[int] = set()
+        self._key: tuple[int, str] | None = None
+
+    def sync(self, key: int, spans: Sequence[Span]) -> set[int]:
+        """The pins for `spans` of suggestion `key`; new text starts from the spans the engine reports pinned."""
+        text = "".join(s.text for s in spans)
+        if self._key != (key, text):
+            self._key = (key, text)
+            self.indices = {i for i, s in enumerate(spans) if s.pinned and s.text.strip()}
+        return self.indices
+
+    def toggle(self, index: int) -> bool:
+        """Pin or unpin one word; True when it is pinned now."""
+        if index in self.indices:
+            self.indices.discard(index)
+            return False
+        self.indices.add(index)
+        return True
+
+    def extend(self, spans: Sequence[Span]) -> int | None:
+        """Pin the next word after the last pinned one (the first word when none is); its index, or None."""
+        order = words(spans)
+        after = max(self.indices) if self.indices else -1
+        for i in order:
+            if i > after:
+                self.indices.add(i)
+                return i
+        return None
+
+    def shrink(self) -> int | None:
+        """Unpin the last pinned word; its index, or None."""
+        if not self.indices:
+            return None
+        last = max(self.indices)
+        self.indices.discard(last)
+        return last
+
+    def clear(self) -> None:
+        self.indices.clear()
+
+
+def reroll_request(request: Request, spans: Sequence[Span], pinned: Iterable[int]) -> Request:
+    """`request` again, starting from the shown text with `pinned` words pinned and the rest as noise."""
+    text = "".join(s.text for s in spans)
+    warm = WarmStart(text, pins=pin_ranges(spans, pinned), noise=1.0)
+    if isinstance(request, (DraftRequest, RewriteRequest)):
+        return replace(request, canvas=warm, request_id=new_request_id())
+    raise TypeError("re-rolling works on drafts and rewrites")
