@@ -61,21 +61,21 @@ class AlternativesPanel(QDockWidget):
     def refresh(self, sug: Any) -> None:
         rows = ranked(sug)
         current = sug.index if sug is not None else -1
-        key = (tuple((i, round(score, 3), text) for i, score, text in rows), current)
+        running = sug is not None and sug.running
+        key = (tuple((i, round(score, 3), text) for i, score, text in rows), current, running, sug is None)
         if key == self._shown:
             return
         self._shown = key
         self.list.clear()
         for rank, (i, score, text) in enumerate(rows, 1):
             flat = " ".join(text.split())
-            item = QListWidgetItem(f"{rank}. {score:.0%} · {flat[:160]}{'…' if len(flat) > 160 else ''}")
+            item = QListWidgetItem(f"{rank}. {score:.1%} · {flat[:160]}{'…' if len(flat) > 160 else ''}")
             item.setData(ROLE_INDEX, i)
             item.setToolTip(text)
             self.list.addItem(item)
             if i == current:
                 item.setSelected(True)
                 self.list.setCurrentItem(item)
-        running = sug is not None and sug.running
         if not rows:
             self.hint.setText("No suggestion." if sug is None else "Waiting for the first draft…")
         else:

@@ -50,8 +50,7 @@ def word_diff(original: str, new: tuple[Span, ...]) -> WordDiff:
         for word in old_words[lo:hi]:
             if not word.strip():
                 continue
-            text = word if word[-1].isspace() else word + " "
-            spans.append(Span(text, 1.0))
+            spans.append(Span(word.strip(), 1.0))
             styles.append("deleted")
             sources.append(-1)
             deleted += 1
@@ -75,7 +74,22 @@ def word_diff(original: str, new: tuple[Span, ...]) -> WordDiff:
         else:
             add_deleted(i1, i2)
             add_new(j1, j2, "inserted")
-    return WordDiff(tuple(spans), tuple(styles), tuple(sources), deleted, inserted)
+    return WordDiff(tuple(_spaced(spans, styles)), tuple(styles), tuple(sources), deleted, inserted)
+
+
+def _spaced(spans: list[Span], styles: list[str]) -> list[Span]:
+    """Deleted words separated from their neighbours by one space (whichever side the new words put theirs)."""
+    out = list(spans)
+    for i, style in enumerate(styles):
+        if style != "deleted":
+            continue
+        text = out[i].text
+        if i > 0 and not out[i - 1].text[-1:].isspace():
+            text = " " + text
+        if i + 1 < len(out) and not out[i + 1].text[:1].isspace():
+            text = text + " "
+        out[i] = Span(text, out[i].confidence)
+    return out
 
 
 def diff_hook(

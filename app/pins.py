@@ -17,20 +17,19 @@ from engine.api import DraftRequest, Request, RewriteRequest, Span, WarmStart, n
 
 
 def pin_ranges(spans: Sequence[Span], indices: Iterable[int]) -> tuple[tuple[int, int], ...]:
-    """Character ranges of `"".join(spans)` to pin for the spans at `indices`: each word with the whitespace just
-    before it (where the tokenizer puts a word's space), never its trailing whitespace."""
+    """Character ranges of `"".join(spans)` to pin for the spans at `indices`: each word with the one space just
+    before it (where the tokenizer puts a word's space), never its trailing whitespace or a line break."""
     wanted = set(indices)
+    full = "".join(s.text for s in spans)
     ranges: list[tuple[int, int]] = []
     pos = 0
     for i, span in enumerate(spans):
         text = span.text
         if i in wanted and text.strip():
-            lead = len(text) - len(text.lstrip())
-            start = pos + lead
+            start = pos + len(text) - len(text.lstrip())
             end = pos + len(text.rstrip())
-            if lead == 0 and i > 0:  # the space before it belongs to the previous span
-                prev = spans[i - 1].text
-                start -= len(prev) - len(prev.rstrip())
+            if start > 0 and full[start - 1] == " ":  # "▁word": the space goes with the word
+                start -= 1
             ranges.append((start, end))
         pos += len(text)
     merged: list[tuple[int, int]] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QSlider, QWidget
 
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS
 
@@ -88,6 +88,7 @@ class StrengthDial(QWidget):
         self.slider.setAccessibleName("Rewrite strength")
         row.addWidget(self.caption)
         row.addWidget(self.slider)
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
         self._timer = QTimer(self, singleShot=True, interval=250)
         self._timer.timeout.connect(self._commit)
         self._quiet = False
@@ -127,7 +128,7 @@ class StrengthDial(QWidget):
 
     def _label(self) -> None:
         name = self.labels.get(self.key, "Rewrite" if self.key == CUSTOM else self.key)
-        self.caption.setText(f"Strength {self.value:.1f}")
+        self.caption.setText(f"{name} strength {self.value:.1f}")
         tip = (f"Rewrite strength for “{name}”: {self.value:.1f} (0.1 keeps most words, 1.0 rewrites from "
                "scratch). Remembered per preset.")
         self.setToolTip(tip)

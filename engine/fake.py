@@ -277,7 +277,7 @@ def _settle_order(n: int, rng: random.Random) -> list[float]:
 def _final_confidence(settle: float) -> float:
     """How sure the fake is of a finished word: the last quarter of words to settle stay uncertain (what
     "re-roll the uncertain words" acts on)."""
-    return 0.98 if settle <= 0.75 else 0.6
+    return round(0.99 - 0.08 * settle, 3) if settle <= 0.75 else 0.6
 
 
 def _warm_start(request: Request) -> WarmStart | None:
@@ -300,7 +300,7 @@ def _warm_pieces(warm: WarmStart, rng: random.Random) -> list[Piece]:
                 word = lead + rng.choice(REPLACEMENTS) + word[len(word.rstrip()):]
             pieces.append((word, False))
         if end > start:
-            pieces.append((warm.text[start:end], True))
+            pieces.extend((w, True) for w in _words(warm.text[start:end]))
         pos = max(pos, end)
     return pieces
 
