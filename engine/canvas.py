@@ -59,15 +59,16 @@ class BlockPlan:
     ids: torch.Tensor  # long: the given token at every position
     pinned: torch.Tensor  # bool: never resampled
     kept: torch.Tensor  # bool: start as the given token, exempt from re-noising
-    ban: torch.Tensor | None  # bool: free positions where stop tokens are banned (before the last pin)
+    ban: tuple[torch.Tensor, torch.Tensor] | None  # (rows, cols) of free positions before the last pin
     stop_ids: torch.Tensor  # long [S]
     start_step: int  # the schedule runs cur_step = start_step .. 1
+    has_pins: bool = False  # decided on the host, so the loop never reads a device tensor for it
 
     def merge_frozen(
         self, fmask: torch.Tensor | None, fids: torch.Tensor | None
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """The loop's frozen mask and ids with this block's pins added."""
-        if not bool(self.pinned.any()):
+        if not self.has_pins:
             return fmask, fids
         if fmask is None or fids is None:
             return self.pinned, self.ids
@@ -78,13 +79,12 @@ class BlockPlan:
         return torch.where(self.kept, self.ids, canvas)
 
     def suppress_stops(self, processed: torch.Tensor) -> torch.Tensor:
-        """Ban end-of-text/padding before the last pin (in place on the step's own tempered logits)."""
+        """Ban end-of-text/padding before the last pin (in place on the step's own tempered logits; the indices
+        were found on the host once per canvas, so this adds no synchronisation)."""
         if self.ban is None:
             return processed
-        rows, cols = self.ban.nonzero(as_tuple=True)
-        if rows.numel():
-            low = torch.finfo(processed.dtype).min / 2
-            processed[rows[:, None], cols[:, None], self.stop_ids[None, :]] = low
+        rows, cols = self.ban
+        processed[rows[:, None], cols[:, None], self.stop_ids[None, :]] = torch.finfo(processed.dtype).min / 2
         return processed
 
     def hold(self, new_canvas: torch.Tensor, canvas: torch.Tensor, accepted: torch.Tensor) -> torch.Tensor:
@@ -117,13 +117,15 @@ class WarmCanvas:
             return None
         L = self.canvas_length
         sl = slice(index * L, (index + 1) * L)
-        pinned = self.pinned[:, sl]
+        pinned = self.pinned[:, sl]  # host tensors: every decision below is made before anything moves
         ban = None
         if bool(self.pinned.any()):
             positions = torch.arange(self.ids.shape[1])
             last = int(positions[self.pinned.any(dim=0)].max())
             before = (positions < last)[sl].expand_as(pinned) & ~pinned
-            ban = before.to(device) if bool(before.any()) else None
+            if bool(before.any()):
+                rows, cols = before.nonzero(as_tuple=True)
+                ban = (rows.to(device), cols.to(device))
         return BlockPlan(
             ids=self.ids[:, sl].to(device),
             pinned=pinned.to(device),
@@ -131,6 +133,7 @@ class WarmCanvas:
             ban=ban,
             stop_ids=torch.tensor(self.stop_ids, dtype=torch.long, device=device),
             start_step=self.start_step(max_steps),
+            has_pins=bool(pinned.any()),
         )
 
 

@@ -161,3 +161,23 @@ def test_bad_pins_and_strengths_are_typed_errors(session) -> None:
     pinned = [i for i, f in zip(ids, flags, strict=True) if f]
     assert session._text.text(pinned) == TEXT[4:10]
     assert session._text.text(ids) == TEXT
+
+
+def test_a_warm_canvas_adds_no_synchronisation_and_matches_on_the_device_code_path(session) -> None:
+    from engine.denoise import device_code_path
+    from engine.tools.bench import SyncCounter
+
+    # One canvas, so that the count covers the steps alone: the plan of each further canvas is made from host
+    # tensors (no synchronisation on a GPU), but a CPU run cannot tell those reads from device ones.
+    warm = _plan(session, WarmStart("the people went out.", pins=((4, 10),), noise=0.6), rows=2, seed=5)
+    assert warm.blocks == 1
+    host = _run(session, warm, seed=5, rows=2)
+    per_step = {}
+    for name, w in (("warm", warm), ("cold", None)):
+        counter = SyncCounter()
+        with counter.counting(session.model), device_code_path():
+            out = _run(session, w, seed=5, rows=2)
+        per_step[name] = counter.per_step()[0]
+        if name == "warm":
+            assert torch.equal(out.sequences, host.sequences), "the device code path gives the same tokens"
+    assert per_step["warm"] <= per_step["cold"], per_step
