@@ -23,7 +23,7 @@ from app.alternatives_panel import AlternativesPanel
 from app.diff_view import WordDiff, diff_hook
 from app.ghost import GhostContent
 from app.strength import LEVELS, StrengthDial, StrengthMemory
-from engine.api import DraftRequest, RewriteRequest, new_request_id
+from engine.api import DraftRequest, InfillRequest, RewriteRequest, new_request_id
 
 log = logging.getLogger(__name__)
 DEFAULT_THRESHOLD = 0.8
@@ -260,9 +260,6 @@ class DiffusionEditing(QObject):
         if sug is None or not self.assistant.suggestion_visible:
             self.window.show_message("There is no suggestion to re-roll; draft (Ctrl+Enter) or rewrite (Ctrl+R).")
             return None
-        if sug.kind == "infill":
-            self.window.show_message("Re-roll works on drafts and rewrites; run Infill again for a new fill.")
-            return None
         return sug
 
     def _pinnable(self) -> Any:
@@ -277,16 +274,21 @@ class DiffusionEditing(QObject):
     def _user_pins(self, sug: Any) -> set[int]:
         return self.pins.sync((sug.request_id, sug.index), sug.spans)
 
-    def _fresh(self, sug: Any) -> DraftRequest | RewriteRequest | None:
+    def _fresh(self, sug: Any) -> DraftRequest | RewriteRequest | InfillRequest | None:
         """The suggestion's request, if the document still matches it (nothing accepted, context unchanged)."""
-        if sug is None or not isinstance(sug.request, (DraftRequest, RewriteRequest)):
+        if sug is None or not isinstance(sug.request, (DraftRequest, RewriteRequest, InfillRequest)):
             return None
         request = sug.request
         s, e = sug.region()
         if isinstance(request, RewriteRequest):
             return request if self._doc_text(s, e) == sug.original and sug.original else None
         before = request.before
-        return request if self._doc_text(max(0, s - len(before)), s).endswith(before) and s == e else None
+        if not self._doc_text(max(0, s - len(before)), s).endswith(before):
+            return None
+        if isinstance(request, InfillRequest):
+            end = self.editor.document().characterCount() - 1
+            return request if self._doc_text(e, min(end, e + len(request.after))) == request.after else None
+        return request if s == e else None
 
     def _doc_text(self, s: int, e: int) -> str:
         cursor = QTextCursor(self.editor.document())
@@ -326,7 +328,7 @@ class DiffusionEditing(QObject):
         a = self.assistant
         sug = a.suggestion
         visible = a.suggestion_visible
-        can_reroll = visible and sug is not None and sug.kind != "infill"
+        can_reroll = visible and sug is not None
         self.actionRerollUncertain.setEnabled(bool(can_reroll))
         self.actionRerollAroundPins.setEnabled(bool(can_reroll))
         for act in (self.actionPinNextWord, self.actionUnpinLastWord, self.actionClearPins):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from engine.api import DraftRequest, Request, RewriteRequest, Span, WarmStart, new_request_id
+from engine.api import DraftRequest, InfillRequest, Request, RewriteRequest, Span, WarmStart, new_request_id
 
 
 def pin_ranges(spans: Sequence[Span], indices: Iterable[int]) -> tuple[tuple[int, int], ...]:
@@ -101,4 +101,6 @@ def reroll_request(request: Request, spans: Sequence[Span], pinned: Iterable[int
     warm = WarmStart(text, pins=pin_ranges(spans, pinned), noise=1.0)
     if isinstance(request, (DraftRequest, RewriteRequest)):
         return replace(request, canvas=warm, request_id=new_request_id())
-    raise TypeError("re-rolling works on drafts and rewrites")
+    if isinstance(request, InfillRequest):  # the shown middle fixes the length; the ending stays pinned
+        return replace(request, canvas=warm, middle_tokens=None, request_id=new_request_id())
+    raise TypeError("re-rolling works on drafts, rewrites and infills")

@@ -143,11 +143,9 @@ def build_request(args: argparse.Namespace) -> Request:
             max_new_tokens=args.max_new_tokens, settings=settings,
             strength=strength if strength is not None else MAX_STRENGTH, canvas=warm,
         )
-    if warm is not None:
-        raise EngineError("--init-file/--pin-file work with --task draft or rewrite (infill pins its own ending).")
     return InfillRequest(
         before=_read(args.before_file), after=_read(args.after_file), instruction=args.instruction or "",
-        middle_tokens=args.max_new_tokens, settings=settings,
+        middle_tokens=args.max_new_tokens, settings=settings, canvas=warm,
     )
 
 

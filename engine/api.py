@@ -163,6 +163,7 @@ class InfillRequest:
     brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
     document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
     kind: Literal["infill"] = "infill"
+    canvas: WarmStart | None = None  # start the middle from this text (re-roll, pins); fixes the middle length
 
 
 Request = DraftRequest | RewriteRequest | InfillRequest

@@ -30,9 +30,12 @@ shrink only by what the model writes in noised positions and by moving its end-o
 changes length little. Pins are character ranges of the text; each maximal pinned run is tokenized on its own
 (checked to decode back to exactly its characters), so pinned tokens never straddle a pin's edge.
 
+Infill (`infill_plan`): the canvas text is the middle; its token count fixes the middle length (no length
+search), its pins are pinned inside the middle, and infill's pinned ending stays where `engine.infill` puts it.
+
 Limits: every row of a batch (the K alternatives) shares the canvas text and pins but draws its own noised
 positions (seed, seed+1, ...). The warm canvas covers as many whole canvases as the text needs; blocks after it
-start cold. Infill keeps its own pinned ending and does not take a warm canvas.
+start cold. An infill middle must fit in its one canvas with at least one token of the ending.
 """
 
 from __future__ import annotations
@@ -215,6 +218,34 @@ def plan(
         chosen = free[torch.randperm(free.numel(), generator=g)[:count]]
         noised[r, chosen] = True
     return WarmCanvas(ids_t, pinned, noised, warm.noise, tuple(stop_ids), canvas_length, text_tokens)
+
+
+def infill_plan(
+    tokenizer: object,
+    warm: WarmStart,
+    *,
+    frozen_mask: torch.Tensor,
+    frozen_ids: torch.Tensor,
+    middle_ids: list[int],
+    middle_pins: list[bool],
+    stop_ids: Sequence[int],
+    seed: int,
+) -> WarmCanvas:
+    """The warm start of an infill canvas laid out by `engine.infill`: `middle_ids` in the middle slots (pinned
+    where `middle_pins` says), the ending frozen as infill froze it, the noise share over the other free slots."""
+    rows, length = frozen_mask.shape
+    n = len(middle_ids)
+    ids = frozen_ids.clone()
+    ids[:, :n] = torch.tensor(middle_ids, dtype=torch.long)
+    pinned = torch.zeros(rows, length, dtype=torch.bool)
+    pinned[:, :n] = torch.tensor(middle_pins, dtype=torch.bool)
+    noised = torch.zeros(rows, length, dtype=torch.bool)
+    free = (~pinned[0] & ~frozen_mask[0]).nonzero().squeeze(1)
+    count = round(warm.noise * free.numel())
+    for r in range(rows):
+        g = torch.Generator().manual_seed(seed + r + 0x5EED)
+        noised[r, free[torch.randperm(free.numel(), generator=g)[:count]]] = True
+    return WarmCanvas(ids, pinned, noised, warm.noise, tuple(stop_ids), length, n)
 
 
 def cold(warm: WarmStart | None) -> bool:

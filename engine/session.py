@@ -213,6 +213,8 @@ class Session:
         prompt = prompts.build_prompt(tok, request, budget)
 
         rows, frozen, middles = self._rows(request, settings, canvas)
+        if isinstance(request, InfillRequest) and request.canvas is not None and frozen is not None:
+            warm = self._infill_warm(request.canvas, frozen, seed)
         prompt_ids = torch.tensor([prompt.ids] * rows, dtype=torch.long, device=model.device)
         first_draft = [0.0]
         done_blocks: list[tuple[int, ...]] = [()] * rows  # finished canvases of each row, for multi-block drafts
@@ -273,6 +275,10 @@ class Session:
         assert text is not None
         ids, conf = ids_t[row].tolist(), conf_t[row].tolist()
         if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
+            if pinned is not None:
+                kept = [(t, 1.0 if p else c, p) for t, c, p in zip(ids[:middle], conf[:middle], pinned[:middle],
+                                                                   strict=False) if t not in text.special_ids]
+                return text.spans([k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept])
             return text.spans(*_middle(text, ids, conf, middle))
         shown = text.visible_ids([*earlier, *ids][:limit])
         conf = ([1.0] * len(earlier) + conf)[: len(shown)]
@@ -318,7 +324,15 @@ class Session:
         # tokenize a piece that surely holds a canvas of tokens, not all of it.
         after = request.after[: canvas * 32]
         after_ids = self.tokenizer(after, add_special_tokens=False)["input_ids"] if after else []
-        if request.middle_tokens is not None:
+        if request.canvas is not None:  # a warm middle: its tokens fix the length
+            middle = len(self._canvas_tokens(request.canvas)[0])
+            if not 1 <= middle < canvas:
+                raise PromptTooLongError(
+                    f"The text to start the gap from takes {middle} tokens; the gap holds between 1 and "
+                    f"{canvas - 1} with this model. Select a shorter gap."
+                )
+            lengths = [middle] * settings.candidates
+        elif request.middle_tokens is not None:
             if not 1 <= request.middle_tokens < canvas:
                 raise PromptTooLongError(
                     f"The gap can hold between 1 and {canvas - 1} tokens with this model; choose a length in "
@@ -330,6 +344,17 @@ class Session:
         layouts = [infill.layout(after_ids, n, canvas) for n in lengths]
         frozen = Frozen(torch.stack([lay.mask for lay in layouts]), torch.stack([lay.ids for lay in layouts]))
         return len(layouts), frozen, lengths
+
+    def _canvas_tokens(self, start: Any) -> tuple[list[int], list[bool]]:
+        assert self._text is not None
+        return warm_canvas.segment_ids(self.tokenizer, start.text, start.pins, self._text.text)
+
+    def _infill_warm(self, start: Any, frozen: Frozen, seed: int) -> warm_canvas.WarmCanvas:
+        ids, flags = self._canvas_tokens(start)
+        return warm_canvas.infill_plan(
+            self.tokenizer, start, frozen_mask=frozen.mask, frozen_ids=frozen.ids, middle_ids=ids,
+            middle_pins=flags, stop_ids=sorted({*self._eos, self._pad}), seed=seed,
+        )
 
     def _candidates(
         self, out: DenoiseOutput, middles: list[int] | None, wanted: int, *, limit: int | None = None

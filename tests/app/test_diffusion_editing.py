@@ -260,3 +260,22 @@ def test_strength_one_requests_are_todays_rewrite(qtbot):
     request = sent(qtbot, engine, 1)
     assert request.strength == 1.0 and request.warm_start() is None
     assert request.settings == DenoiseSettings(**{**request.settings.__dict__})
+
+
+def test_an_infill_can_be_rerolled_around_its_confident_words(qtbot, settings):
+    settings.set("rewrite.reroll_threshold", 0.9)
+    engine = FakeEngine(steps=6, texts=["Then, quite unexpectedly, the wind turned back toward the sea."])
+    window = build_window(qtbot, engine, settings=settings)
+    doc = "The first paragraph ends here.\n\n\nThe last paragraph starts here."
+    set_text(window, doc, cursor=doc.index("\n\n\n") + 2)
+    qtbot.keyClick(window.editor, Qt.Key.Key_I, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    wait_ready(qtbot, window)
+    spans = window.assistant.suggestion.spans
+    confident = [s.text.strip() for s in spans if s.confidence >= 0.9 and s.text.strip()]
+    qtbot.keyClick(window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+    request = sent(qtbot, engine, 2)
+    assert request.kind == "infill" and request.canvas is not None and request.middle_tokens is None
+    wait_ready(qtbot, window)
+    assert in_order(confident, ghost_text(window))
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText().endswith("The last paragraph starts here.")

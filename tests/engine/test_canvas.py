@@ -181,3 +181,20 @@ def test_a_warm_canvas_adds_no_synchronisation_and_matches_on_the_device_code_pa
         if name == "warm":
             assert torch.equal(out.sequences, host.sequences), "the device code path gives the same tokens"
     assert per_step["warm"] <= per_step["cold"], per_step
+
+
+def test_an_infill_middle_can_start_warm_with_pins_and_keeps_its_ending(session) -> None:
+    from engine.api import InfillRequest
+
+    middle = " and the people went out"
+    pins = ((4, 8), (20, 24))  # " the", " out"
+    request = InfillRequest(before="In the morning", after=" into the field.", canvas=WarmStart(middle, pins=pins),
+                            settings=DenoiseSettings(seed=3, candidates=2))
+    events: list = []
+    result = session.run(request, on_step=events.append)
+    assert result.candidates
+    for cand in result.candidates:
+        assert "the" in cand.text and cand.text.rstrip().endswith("out"), cand.text
+    pinned = ["".join(s.text for s in view.spans if s.pinned) for view in events[0].candidates]
+    assert all(p == " the out" for p in pinned), pinned
+    assert session.last_output.blocks == 1
