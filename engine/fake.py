@@ -9,7 +9,8 @@ honoured within one step, because the delay is a wait on the cancel event.
 Warm starts behave like the real engine's (`engine.canvas`): a rewrite at strength S < 1, or a request with a
 `canvas`, starts from the given text; pinned character ranges come back exactly (and are reported as pinned
 spans from the first step on), a share S (the noise share) of the other words is replaced by new words, and
-only the last ceil(S x steps) steps run. Scripted `texts` apply to cold requests only.
+only the last ceil(S x steps) steps run. Scripted `texts` replace the varied words of a warm start without pins
+(a rewrite at some strength); a warm start with pins always keeps them.
 """
 
 from __future__ import annotations
@@ -174,13 +175,12 @@ class FakeEngine:
             raise EmptyRequestError("Select some text to rewrite.")
         seed = request.settings.seed if request.settings.seed is not None else 0
         warm = _warm_start(request)
-        if warm is not None:
+        if warm is not None and (warm.pins or self.texts is None):
             pieces = [_warm_pieces(warm, random.Random(f"{seed}/{i}/{request.request_id}"))
                       for i in range(request.settings.candidates)]
-            first_step = self.steps - max(1, math.ceil(warm.noise * self.steps - 1e-9)) + 1
         else:
             pieces = [[(w, False) for w in _words(t)] for t in self._finals(request)]
-            first_step = 1
+        first_step = 1 if warm is None else self.steps - max(1, math.ceil(warm.noise * self.steps - 1e-9)) + 1
         finals = tuple("".join(w for w, _ in p) for p in pieces)
         orders = [_settle_order(len(p), random.Random(seed * 7919 + i)) for i, p in enumerate(pieces)]
         self._scores = [  # the mean confidence of each finished alternative, as the real engine reports it

@@ -31,7 +31,14 @@ DRAFTS = [
     " Somewhere a radio played a song nobody had asked for.",
 ]
 
+LIGHT_EDIT = ("Everybody in the village seemed to have something to say about the weather, but nobody could tell "
+              "what it would do next, which annoyed all of them.")
+
 pytestmark = pytest.mark.usefixtures("user_dirs")
+
+
+def scripted(request):
+    return [LIGHT_EDIT] if request.kind == "rewrite" else DRAFTS
 
 
 @pytest.fixture
@@ -67,7 +74,7 @@ def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
     apply_theme(QApplication.instance(), "light")
     settings = Settings(config_dir=tmp_path / "cfg")
     settings.set("rewrite.reroll_threshold", 0.9)
-    engine = FakeEngine(texts=DRAFTS, steps=12)
+    engine = FakeEngine(texts=scripted, steps=12)
     window = build_window(qtbot, engine, settings=settings)
     window.resize(1280, 640)
     para_end = DOC.index("\n\nBy noon")
