@@ -23,6 +23,10 @@ ACTIONS: dict[str, str] = {
     "keys.draft": "actionDraft",
     "keys.rewrite": "actionRewrite",
     "keys.infill": "actionInfill",
+    "keys.reroll_uncertain": "actionRerollUncertain",
+    "keys.reroll_around_pins": "actionRerollAroundPins",
+    "keys.pin_next_word": "actionPinNextWord",
+    "keys.unpin_last_word": "actionUnpinLastWord",
 }
 _TWINS = {"Shift+Tab": ["Shift+Backtab"], "Ctrl+Return": ["Ctrl+Enter"], "Return": ["Enter"]}
 

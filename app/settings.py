@@ -183,6 +183,10 @@ SETTINGS: tuple[Setting, ...] = (
         ("draft", "Ctrl+Return", "Draft at cursor", ""),
         ("rewrite", "Ctrl+R", "Rewrite selection", ""),
         ("infill", "Ctrl+Shift+I", "Infill selection or gap", ""),
+        ("reroll_uncertain", "Alt+R", "Re-roll uncertain words", "Only while a suggestion is shown."),
+        ("reroll_around_pins", "Alt+Shift+R", "Re-roll around pinned words", "Only while a suggestion is shown."),
+        ("pin_next_word", "Ctrl+Alt+Right", "Pin next word", "Only while a settled suggestion is shown."),
+        ("unpin_last_word", "Ctrl+Alt+Left", "Unpin last word", "Only while a settled suggestion is shown."),
     )),
 )
 
@@ -313,7 +317,7 @@ RESERVED_KEYS: dict[str, str] = {
     "Ctrl+Shift+S": "Save as", "Ctrl+O": "Open", "Ctrl+N": "New", "Ctrl++": "Zoom in", "Ctrl+=": "Zoom in",
     "Ctrl+-": "Zoom out", "Ctrl+0": "Actual size", "Ctrl+,": "Settings", "Ctrl+A": "Select all", "Ctrl+C": "Copy",
     "Ctrl+V": "Paste", "Ctrl+X": "Cut", "Return": "New line", "Enter": "New line", "Backspace": "Delete",
-    "Del": "Delete",
+    "Del": "Delete", "Ctrl+Alt+D": "Show rewrites as a word diff", "Ctrl+Alt+A": "Alternatives panel",
 }
 # Two spellings of one key press (Shift+Tab arrives as Backtab; the keypad's Enter beside Return).
 KEY_TWINS: dict[str, str] = {"Shift+Backtab": "Shift+Tab", "Backtab": "Shift+Tab", "Ctrl+Enter": "Ctrl+Return"}

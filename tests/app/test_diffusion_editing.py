@@ -279,3 +279,16 @@ def test_an_infill_can_be_rerolled_around_its_confident_words(qtbot, settings):
     assert in_order(confident, ghost_text(window))
     qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
     assert window.editor.toPlainText().endswith("The last paragraph starts here.")
+
+
+def test_the_reroll_and_pin_keys_follow_their_settings(qtbot, settings):
+    engine = FakeEngine(steps=4)
+    window = build_window(qtbot, engine, settings=settings)
+    assert window.editing.actionRerollUncertain.shortcut().toString() == "Alt+R"
+    settings.set("keys.reroll_uncertain", "Alt+U")
+    assert window.editing.actionRerollUncertain.shortcut().toString() == "Alt+U"
+    draft(qtbot, window)
+    qtbot.keyClick(window.editor, Qt.Key.Key_U, Qt.KeyboardModifier.AltModifier)
+    assert sent(qtbot, engine, 2).canvas is not None
+    with pytest.raises(ValueError):
+        settings.set("keys.pin_next_word", "Ctrl+Alt+D")  # the diff view's key
