@@ -121,6 +121,7 @@ class DiffusionEditing(QObject):
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
         self.panel.hide()
         self.panel.chosen.connect(self.assistant.show_alternative)
+        self.panel.visibilityChanged.connect(lambda shown: shown and self.panel_refresh())
         self.actionShowAlternatives = self.panel.toggleViewAction()
         self.actionShowAlternatives.setObjectName("actionShowAlternatives")
         self.actionShowAlternatives.setText("&Alternatives panel")

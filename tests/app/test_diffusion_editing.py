@@ -292,3 +292,11 @@ def test_the_reroll_and_pin_keys_follow_their_settings(qtbot, settings):
     assert sent(qtbot, engine, 2).canvas is not None
     with pytest.raises(ValueError):
         settings.set("keys.pin_next_word", "Ctrl+Alt+D")  # the diff view's key
+
+
+def test_the_alternatives_panel_fills_when_opened_over_a_visible_suggestion(qtbot, settings):
+    settings.set("denoise.alternatives", 2)
+    window = build_window(qtbot, FakeEngine(steps=3, texts=[" one.", " two words."]), settings=settings)
+    draft(qtbot, window)
+    window.editing.actionShowAlternatives.trigger()
+    assert len(window.editing.panel.rows()) == 2
