@@ -73,7 +73,7 @@ class DiffusionEditing(QObject):
             "actionUnpinLastWord", "Unpin &last word", self.unpin_last_word, ["Ctrl+Alt+Left"])
         self.actionClearPins = w._action("actionClearPins", "&Clear pins", self.clear_pins)
         self.actionToggleDiffView = w._action(
-            "actionToggleDiffView", "Show rewrites as a word &diff", self.toggle_diff_view, ["Ctrl+Alt+D"],
+            "actionToggleDiffView", "Show rewrites as a word &diff", self.toggle_diff_view, ["Ctrl+Shift+D"],
             "Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below")
         self.actionToggleDiffView.setCheckable(True)
         self.actionToggleDiffView.setChecked(self.diff_enabled)
@@ -125,7 +125,7 @@ class DiffusionEditing(QObject):
         self.actionShowAlternatives = self.panel.toggleViewAction()
         self.actionShowAlternatives.setObjectName("actionShowAlternatives")
         self.actionShowAlternatives.setText("&Alternatives panel")
-        self.actionShowAlternatives.setShortcut("Ctrl+Alt+A")
+        self.actionShowAlternatives.setShortcut("Ctrl+Shift+A")
         w.addAction(self.actionShowAlternatives)
         w.menuView.addSeparator()
         w.menuView.addActions([self.actionToggleDiffView, self.actionShowAlternatives])

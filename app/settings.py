@@ -317,7 +317,7 @@ RESERVED_KEYS: dict[str, str] = {
     "Ctrl+Shift+S": "Save as", "Ctrl+O": "Open", "Ctrl+N": "New", "Ctrl++": "Zoom in", "Ctrl+=": "Zoom in",
     "Ctrl+-": "Zoom out", "Ctrl+0": "Actual size", "Ctrl+,": "Settings", "Ctrl+A": "Select all", "Ctrl+C": "Copy",
     "Ctrl+V": "Paste", "Ctrl+X": "Cut", "Return": "New line", "Enter": "New line", "Backspace": "Delete",
-    "Del": "Delete", "Ctrl+Alt+D": "Show rewrites as a word diff", "Ctrl+Alt+A": "Alternatives panel",
+    "Del": "Delete", "Ctrl+Shift+D": "Show rewrites as a word diff", "Ctrl+Shift+A": "Alternatives panel",
 }
 # Two spellings of one key press (Shift+Tab arrives as Backtab; the keypad's Enter beside Return).
 KEY_TWINS: dict[str, str] = {"Shift+Backtab": "Shift+Tab", "Backtab": "Shift+Tab", "Ctrl+Enter": "Ctrl+Return"}

@@ -291,7 +291,7 @@ def test_the_reroll_and_pin_keys_follow_their_settings(qtbot, settings):
     qtbot.keyClick(window.editor, Qt.Key.Key_U, Qt.KeyboardModifier.AltModifier)
     assert sent(qtbot, engine, 2).canvas is not None
     with pytest.raises(ValueError):
-        settings.set("keys.pin_next_word", "Ctrl+Alt+D")  # the diff view's key
+        settings.set("keys.pin_next_word", "Ctrl+Shift+D")  # the diff view's key
 
 
 def test_the_alternatives_panel_fills_when_opened_over_a_visible_suggestion(qtbot, settings):
