@@ -11,11 +11,13 @@ What is counted (bytes resident on the device while generating):
   weight + a 4-byte scale per row) for comparison only; Letterpress loads bf16/fp32 or NF4.
 * KV cache for the context: sliding-window layers keep at most window + canvas positions, global layers all of
   them; keys and values in 16 bits.
-* logits and self-conditioning buffers: per canvas, fp32 logits of the step, the previous step's logits kept for
-  self-conditioning, their softmax (fp32) and the 16-bit copy multiplied by the embedding, plus the softcap
-  temporary: 4 fp32 + 1 bf16 canvas x vocabulary arrays.
-* activations of the largest forward (encoding a prompt chunk): per token, the top-k expert intermediates,
-  the dense MLP intermediates and a few hidden-size copies.
+* step memory (logits, self-conditioning, sampling): per candidate row, canvas x vocabulary cells at the bytes per
+  cell measured for the lean step (`engine.step_memory`, ~8 bytes: the incoming self-conditioning logits with their
+  fp32 softmax and 16-bit copy inside the decoder), plus one fixed chunk of sampling scratch. A test holds this to
+  at least the measured peak for 1, 3 and 8 candidates.
+* activations of the prefill (encoding the prompt): per token and prefill row, the top-k expert intermediates,
+  the dense MLP intermediates and a few hidden-size copies, in chunks of at most `prefill_chunk` tokens; plus the
+  encoder's dense sliding-window mask (query x key bytes per prefill row).
 * a fixed overhead for the CUDA context, kernels and allocator slack.
 """
 
@@ -37,6 +39,15 @@ FITS_SHARE = 0.90  # "fits" leaves >= 10% of the free memory; "tight" uses 90-10
 NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
 NF4_NUMERATOR = 8192 + 256 + 4  # NF4_BYTES_PER_WEIGHT = NF4_NUMERATOR / 16384
 INT8_ROW_SCALE_BYTES = 4
+# Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured by
+# `engine.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies; docs/performance.md)
+# and rounded up; the decoder body holding the incoming self-conditioning logits, their fp32 softmax and its 16-bit
+# copy is the largest moment. A test holds it to at least the measured peak.
+STEP_BYTES_PER_CELL_BF16 = 8.5
+# Fixed sampling scratch per step: one chunk of rows (engine.lean_step.CHUNK_CELLS) of fp32 softmax, draws and
+# entropy temporaries, whatever the candidate count.
+STEP_CHUNK_BYTES = 5 * 4 * (1 << 23)
+PREFILL_CHUNK = 8192  # prompt tokens encoded per forward, at most (what the activation term assumes)
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,12 @@ class FitEstimate:
     available_bytes: int | None
     verdict: Verdict
     lines: tuple[str, ...]
+    candidates: int = 1
+
+    @property
+    def request_bytes(self) -> int:
+        """What one request adds on top of the resident weights: KV cache, step memory, prefill activations."""
+        return self.kv_cache_bytes + self.logits_bytes + self.activations_bytes
 
     @property
     def total_bytes(self) -> int:
@@ -83,8 +100,9 @@ class FitEstimate:
     def summary(self) -> str:
         avail = "unknown free memory" if self.available_bytes is None else f"{gb(self.available_bytes)} free"
         word = {"fits": "fits", "tight": "is tight", "wont_fit": "won't fit", "unknown": "may or may not fit"}
+        rows = f", {self.candidates} candidates" if self.candidates > 1 else ""
         return (
-            f"{self.precision} at {self.context_tokens:,} tokens of context needs about {gb(self.total_bytes)} "
+            f"{self.precision} at {self.context_tokens:,} tokens of context{rows} needs about {gb(self.total_bytes)} "
             f"on {self.device} ({avail}): it {word[self.verdict]}."
         )
 
@@ -246,12 +264,18 @@ def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int
 
 
 def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[int, str]:
+    """One denoising step's vocabulary-sized memory for `batch` candidate rows (see `engine.step_memory`)."""
     vocab = _int(_text(config), "vocab_size")
     cells = batch * canvas * vocab
-    return cells * (4 * 4 + 2), f"{batch} x {canvas} canvas x {vocab:,} vocabulary x (4 fp32 + 1 bf16 arrays)"
+    scratch = min(STEP_CHUNK_BYTES, 5 * 4 * cells)
+    total = math.ceil(cells * STEP_BYTES_PER_CELL_BF16) + scratch
+    return total, (f"{batch} x {canvas} canvas x {vocab:,} vocabulary x {STEP_BYTES_PER_CELL_BF16} bytes per cell "
+                   f"(measured lean step) + {scratch / 1e9:.2f} GB sampling chunk")
 
 
-def activation_bytes(config: dict[str, Any], chunk: int) -> tuple[int, str]:
+def activation_bytes(config: dict[str, Any], chunk: int, rows: int = 1, context: int | None = None) -> tuple[int, str]:
+    """Prefill activations for `rows` rows encoding `chunk` tokens at a time, plus the encoder's dense
+    sliding-window mask (one byte per query x key pair per row) over `context` keys."""
     text = _text(config)
     h = _int(text, "hidden_size")
     per_token = (
@@ -259,7 +283,10 @@ def activation_bytes(config: dict[str, Any], chunk: int) -> tuple[int, str]:
         + 3 * _int(text, "intermediate_size")
         + 8 * h
     )
-    return 2 * chunk * per_token, f"{chunk:,} tokens x {per_token:,} values x 2 bytes"
+    keys = max(chunk, context or chunk)
+    mask = rows * chunk * keys
+    how = f"{rows} row(s) x {chunk:,} tokens x {per_token:,} values x 2 bytes + {rows} x {chunk:,} x {keys:,} mask bytes"
+    return 2 * rows * chunk * per_token + mask, how
 
 
 def estimate(
@@ -270,15 +297,25 @@ def estimate(
     batch: int = 1,
     device: str = "cuda",
     available_bytes: int | None = None,
+    candidates: int | None = None,
+    prefill_rows: int | None = None,
+    prefill_chunk: int = PREFILL_CHUNK,
 ) -> FitEstimate:
-    """The resident-memory estimate for `precision` and a context, compared with `available_bytes` if known."""
+    """The resident-memory estimate for `precision`, a context and a candidate count (`candidates`, alias of
+    `batch`: batch rows of one request), compared with `available_bytes` if known.
+
+    `prefill_rows` is how many rows the prompt is encoded for (default: every candidate row, as the loop does today;
+    1 once the prefill is shared), `prefill_chunk` the most prompt tokens encoded per forward.
+    """
+    rows = max(1, candidates if candidates is not None else batch)
     canvas = _int(config, "canvas_length", 256) if isinstance(config, dict) else 256
     canvas = canvas or 256
     counts = param_counts(config)
     w, w_how = weight_bytes(counts, precision)
-    kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, batch)
-    lg, lg_how = logits_bytes(config, canvas, batch)
-    act, act_how = activation_bytes(config, min(context_tokens, 8192) + canvas)
+    kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, rows)
+    lg, lg_how = logits_bytes(config, canvas, rows)
+    prefill = min(context_tokens, prefill_chunk) + canvas
+    act, act_how = activation_bytes(config, prefill, prefill_rows or rows, context_tokens + canvas)
     overhead = CUDA_OVERHEAD if device.startswith("cuda") else HOST_OVERHEAD
     total = w + kv + lg + act + overhead
     if available_bytes is None:
@@ -292,7 +329,7 @@ def estimate(
     lines = [
         f"weights      {gb(w):>10}  = {w_how}",
         f"KV cache     {gb(kv):>10}  = {kv_how}",
-        f"logits/self-conditioning {gb(lg)} = {lg_how}",
+        f"step (logits, self-conditioning, sampling) {gb(lg)} = {lg_how}",
         f"activations  {gb(act):>10}  = {act_how}",
         f"overhead     {gb(overhead):>10}  = {'CUDA context, kernels, allocator slack' if device.startswith('cuda') else 'Python, torch, transformers'}",
         f"total        {gb(total):>10}",
@@ -303,7 +340,7 @@ def estimate(
             f"({gb(FITS_SHARE * available_bytes)}), tight <= 100% -> {verdict}"
         )
     est = FitEstimate(precision, context_tokens, canvas, w, kv, lg, act, overhead, device, available_bytes, verdict,
-                      tuple(lines))
+                      tuple(lines), rows)
     return FitEstimate(**{**est.__dict__, "lines": (est.summary, *lines)})
 
 
@@ -359,7 +396,8 @@ def devices_found() -> list[DeviceMemory]:
 
 
 def estimate_for_device(
-    config: dict[str, Any], precision: Precision, device: str, *, context_tokens: int = DEFAULT_CONTEXT
+    config: dict[str, Any], precision: Precision, device: str, *, context_tokens: int = DEFAULT_CONTEXT,
+    candidates: int = 1,
 ) -> FitEstimate:
     """The estimate against what is free right now on `device` ("cpu", "cuda" or "cuda:N")."""
     want = "cuda:0" if device == "cuda" else device
@@ -368,6 +406,7 @@ def estimate_for_device(
         config,
         precision,
         context_tokens=context_tokens,
+        candidates=candidates,
         device=f"{want} ({mem.name})" if mem else want,
         available_bytes=mem.free_bytes if mem and mem.free_bytes else None,
     )
