@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from engine import budget as request_budget
 from engine import infill, prompts
 from engine.api import (
     Candidate,
@@ -62,6 +63,8 @@ class Session:
         self.last_output: DenoiseOutput | None = None  # for benchmarks and tests
         # Encoder caches of the last prompts per document (prefix reuse); made at load, freed at unload and OOM.
         self.prefix_cache: PrefixCache | None = None
+        self.last_plan: request_budget.RequestPlan | None = None  # the memory plan of the latest request
+        self._config: dict[str, Any] = {}
 
     # -- Engine protocol ------------------------------------------------------------------------------------
 
@@ -110,6 +113,7 @@ class Session:
         text = TokenText(tok, stop_ids={*eos_ids, pad})
         replaced = self._loaded is not None
         self._loaded, self._eos, self._pad, self._text = loaded, eos_ids, pad, text  # the swap, all at once
+        self._config = loaded.model.config.to_dict()
         self.prefix_cache = PrefixCache(prefix_cache_bytes())  # the old model's cached prefixes go with it
         if replaced:
             self._free_memory()
@@ -209,6 +213,7 @@ class Session:
         seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
 
         rows, frozen, middles = self._rows(request, settings, canvas)
+        rows, frozen, middles, prompt = self._fit_request(request, rows, frozen, middles, prompt, max_new, canvas)
         prompt_ids = torch.tensor([prompt.ids] * rows, dtype=torch.long, device=model.device)
         first_draft = [0.0]
         done_blocks: list[tuple[int, ...]] = [()] * rows  # finished canvases of each row, for multi-block drafts
@@ -256,7 +261,33 @@ class Session:
             prompt_tokens=out.prefill.prompt_tokens,
             reused_tokens=out.prefill.reused_tokens,
         )
-        return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=prompt.notice)
+        notice = " ".join(n for n in (prompt.notice, self.last_plan.notice if self.last_plan else "") if n)
+        return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=notice)
+
+    def _fit_request(
+        self, request: Request, rows: int, frozen: Frozen | None, middles: list[int] | None, prompt: prompts.Prompt,
+        max_new: int, canvas: int,
+    ) -> tuple[int, Frozen | None, list[int] | None, prompts.Prompt]:
+        """Budget this request against the device's free memory now (see `engine.budget`): fewer rows, then less
+        context, rather than an out-of-memory error halfway."""
+        model, tok = self.model, self.tokenizer
+        new_tokens = (1 if frozen is not None else math.ceil(max_new / canvas)) * canvas
+        bare = len(prompts.build_prompt(tok, _without_context(request), 1 << 30).ids)
+        plan = request_budget.plan_request(
+            self._config, rows=rows, prompt_tokens=len(prompt.ids), new_tokens=new_tokens,
+            min_prompt_tokens=min(bare, len(prompt.ids)), free_bytes=request_budget.free_device_bytes(model.device),
+            device_label=str(model.device),
+        )
+        self.last_plan = plan
+        if plan.rows < rows:
+            rows = plan.rows
+            if frozen is not None:
+                frozen = Frozen(frozen.mask[:rows], frozen.ids[:rows])
+            if middles is not None:
+                middles = middles[:rows]
+        if plan.context_tokens < len(prompt.ids):
+            prompt = prompts.build_prompt(tok, request, plan.context_tokens)
+        return rows, frozen, middles, prompt
 
     def _view(
         self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None,
@@ -341,6 +372,15 @@ def prefix_cache_bytes() -> int:
     except ValueError:
         mb = 1024.0
     return max(0, int(mb * (1 << 20)))
+
+
+def _without_context(request: Request) -> Request:
+    """The request with no surrounding document: the part of the prompt that can never be trimmed."""
+    import dataclasses
+
+    if isinstance(request, RewriteRequest):
+        return dataclasses.replace(request, before="", after="")
+    return dataclasses.replace(request, before=prompts.TRIM_MARK)  # the template and instruction are the floor
 
 
 def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
