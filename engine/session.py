@@ -396,6 +396,8 @@ def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
 
 
 def _middle(text: TokenText, ids: list[int], conf: list[float], middle: int) -> tuple[list[int], list[float]]:
-    """An infill row's suggestion: its middle slots without special tokens (a row may end its middle early)."""
-    kept = [(t, c) for t, c in zip(ids[:middle], conf[:middle], strict=True) if t not in text.special_ids]
+    """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early: what
+    follows an end-of-turn is not part of it), without special tokens."""
+    ended = len(text.visible_ids(ids[:middle]))
+    kept = [(t, c) for t, c in zip(ids[:ended], conf[:ended], strict=True) if t not in text.special_ids]
     return [t for t, _ in kept], [c for _, c in kept]
