@@ -182,7 +182,7 @@ def inspect_folder(folder: str, device: str = "auto") -> Inspection:
     return Inspection(folder, summary=summary, device=used_device, fit=rows, fit_note=note)
 
 
-FIT_PRECISIONS = ("nf4", "bf16", "fp32")
+FIT_PRECISIONS = ("nf4", "nf4-mixed", "bf16", "fp32")  # the fit badge shows both quantized schemes
 
 
 def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str]:
@@ -304,7 +304,7 @@ class ModelDialog(QDialog):
         self.device.addItems(["auto", "cuda", "cpu"])
         self.quantization = QComboBox()
         self.quantization.setObjectName("modelQuantization")
-        self.quantization.addItems(["auto", "nf4", "none"])
+        self.quantization.addItems(["auto", "nf4", "nf4-mixed", "none"])
         if self.settings is not None:
             self.device.setCurrentText(self.settings["model.device"])
             self.quantization.setCurrentText(self.settings["model.quantization"])

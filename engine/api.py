@@ -258,7 +258,7 @@ class ModelInfo:
 StepCallback = Callable[[StepEvent], None]
 ProgressCallback = Callable[[LoadProgress], None]
 Device = Literal["auto", "cpu", "cuda"]
-Quantization = Literal["auto", "nf4", "none"]
+Quantization = Literal["auto", "nf4", "nf4-mixed", "none"]
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ temporaries and the self-conditioning copy alive at once: ~26 bytes per cell, 5.
   set, and rows never see each other), so no extra full-size `where` and no second entropy pass;
 * an infill's pinned self-conditioning is written in place at the frozen slots instead of a second full array.
 
-Measured with `engine.step_memory` (peak of live tensor bytes through a denoising run, real vocabulary, tiny body).
+Measured with `engine.tools.step_memory` (peak of live tensor bytes through a denoising run, real vocabulary, tiny body).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ What is counted (bytes resident on the device while generating):
 * KV cache for the context: sliding-window layers keep at most window + canvas positions, global layers all of
   them; keys and values in 16 bits.
 * step memory (logits, self-conditioning, sampling): per candidate row, canvas x vocabulary cells at the bytes per
-  cell measured for the lean step (`engine.step_memory`, ~8 bytes: the incoming self-conditioning logits with their
+  cell measured for the lean step (`engine.tools.step_memory`, ~8 bytes: the incoming self-conditioning logits with their
   fp32 softmax and 16-bit copy inside the decoder), plus one fixed chunk of sampling scratch. A test holds this to
   at least the measured peak for 1, 3 and 8 candidates.
 * activations of the prefill (encoding the prompt): per token and prefill row, the top-k expert intermediates,
@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Precision = Literal["fp32", "bf16", "int8", "nf4"]
+from engine.weights.plan import KIND_LABELS, KINDS, Kind, PlanRow, storage_bytes, storage_for
+
+Precision = Literal["fp32", "bf16", "int8", "nf4", "nf4-mixed"]
 Verdict = Literal["fits", "tight", "wont_fit", "unknown"]
 
 GIB = 1024**3
@@ -40,7 +42,7 @@ NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
 NF4_NUMERATOR = 8192 + 256 + 4  # NF4_BYTES_PER_WEIGHT = NF4_NUMERATOR / 16384
 INT8_ROW_SCALE_BYTES = 4
 # Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured by
-# `engine.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies; docs/performance.md)
+# `engine.tools.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies; docs/performance.md)
 # and rounded up; the decoder body holding the incoming self-conditioning logits, their fp32 softmax and its 16-bit
 # copy is the largest moment. A test holds it to at least the measured peak.
 STEP_BYTES_PER_CELL_BF16 = 8.5
@@ -225,6 +227,49 @@ def param_counts(config: dict[str, Any]) -> ParamCounts:
     return ParamCounts(experts, linear, vocab * h, other, rows)
 
 
+def kind_counts(config: dict[str, Any]) -> tuple[dict[Kind, int], dict[Kind, int]]:
+    """Weights and output rows per module kind (`engine.weights.plan`) of the text stack (shared encoder/decoder
+    weights once), from config.json alone; the same arithmetic as `param_counts`, split by kind."""
+    text = _text(config)
+    h = _int(text, "hidden_size")
+    inter = _int(text, "intermediate_size")
+    heads = _int(text, "num_attention_heads")
+    experts_n = _int(text, "num_experts", 0)
+    moe = _int(text, "moe_intermediate_size", 0)
+    counts: dict[Kind, int] = dict.fromkeys(KINDS, 0)
+    rows: dict[Kind, int] = dict.fromkeys(KINDS, 0)
+    for (_layer_type, kv, hd, has_v), n in _layer_groups(text).items():
+        counts["attention"] += n * (h * heads * hd + h * kv * hd + (h * kv * hd if has_v else 0) + heads * hd * h)
+        rows["attention"] += n * (heads * hd + kv * hd + (kv * hd if has_v else 0) + h)
+        counts["dense_mlp"] += n * 3 * h * inter
+        rows["dense_mlp"] += n * (2 * inter + h)
+        counts["router"] += n * h * experts_n
+        rows["router"] += n * experts_n
+        counts["experts"] += n * experts_n * 3 * moe * h
+        rows["experts"] += n * experts_n * (2 * moe + h)
+        counts["norms"] += n * (7 * h + 2 * hd + h + experts_n + 1)
+    counts["dense_mlp"] += 3 * h * inter  # self-conditioning block (decoder only)
+    rows["dense_mlp"] += 2 * inter + h
+    counts["norms"] += 2 * h
+    counts["embedding"] = _int(text, "vocab_size") * h
+    return counts, rows
+
+
+def plan_rows(config: dict[str, Any], scheme: str, compute_bytes: int = 2) -> list[PlanRow]:
+    """The plan for `scheme` per module kind, with the weights and bytes of each kind."""
+    counts, rows = kind_counts(config)
+    return [PlanRow(k, storage_for(scheme, k), counts[k], storage_bytes(storage_for(scheme, k), counts[k], rows[k],
+                                                                        compute_bytes)) for k in KINDS]
+
+
+def plan_text(config: dict[str, Any], scheme: str) -> str:
+    rows = plan_rows(config, scheme)
+    total = sum(r.bytes for r in rows)
+    return "\n".join([f"quantization plan '{scheme}' (per module kind):", *("  " + r.line() for r in rows),
+                      f"  {'total':<13} {'':>7}  {sum(r.weights for r in rows):>15,} weights  {total / 1e9:8.3f} GB"])
+
+
+
 def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
     """Resident weight bytes and the arithmetic that gave them."""
     if precision == "fp32":
@@ -243,6 +288,23 @@ def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
         f"{counts.quantizable:,} linear/expert weights x {NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)"
         f" + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
     )
+
+
+def plan_weight_bytes(config: dict[str, Any], scheme: str) -> tuple[int, str]:
+    """Resident weight bytes of a quantized scheme, from its plan per module kind (`engine.weights.plan`: the
+    router, embedding and norms 16-bit; attention and dense MLP NF4 or int8; experts NF4)."""
+    rows = plan_rows(config, scheme)
+    parts = []
+    for storage in ("nf4", "int8", "16-bit"):
+        picked = [r for r in rows if r.storage == storage]
+        if not picked:
+            continue
+        weights = sum(r.weights for r in picked)
+        per = {"nf4": f"{NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)", "int8": "1 byte (int8) + 4-byte row scales",
+               "16-bit": "2 bytes"}[storage]
+        names = "/".join(KIND_LABELS[r.kind] for r in picked)
+        parts.append(f"{weights:,} {names} weights x {per}")
+    return sum(r.bytes for r in rows), " + ".join(parts)
 
 
 def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int = 1) -> tuple[int, str]:
@@ -264,7 +326,7 @@ def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int
 
 
 def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[int, str]:
-    """One denoising step's vocabulary-sized memory for `batch` candidate rows (see `engine.step_memory`)."""
+    """One denoising step's vocabulary-sized memory for `batch` candidate rows (see `engine.tools.step_memory`)."""
     vocab = _int(_text(config), "vocab_size")
     cells = batch * canvas * vocab
     scratch = min(STEP_CHUNK_BYTES, 5 * 4 * cells)
@@ -311,7 +373,8 @@ def estimate(
     canvas = _int(config, "canvas_length", 256) if isinstance(config, dict) else 256
     canvas = canvas or 256
     counts = param_counts(config)
-    w, w_how = weight_bytes(counts, precision)
+    w, w_how = plan_weight_bytes(config, precision) if precision in ("nf4", "nf4-mixed") else weight_bytes(
+        counts, precision)
     kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, rows)
     lg, lg_how = logits_bytes(config, canvas, rows)
     prefill = min(context_tokens, prefill_chunk) + canvas

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from engine.api import LoadCancelledError, LoadProgress, ModelDamagedError, ModelIncompleteError, ProgressCallback
-from engine.weights.quantize import NF4Weight, convert_to_nf4, register_experts_implementation
+from engine.weights.quantize import Int8Linear, NF4Weight, convert_to_nf4, register_experts_implementation
 from engine.weights.tensorfile import TensorEntry, TensorFileReader
 
 # Letterpress is text-only: the vision tower and its projection are never loaded (they are ~1 GB in bf16 on the
@@ -60,7 +60,7 @@ def _params_on_meta(dtype: torch.dtype) -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool) -> nn.Module:
+def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool | str) -> nn.Module:
     """An empty DiffusionGemmaForBlockDiffusion (text stack only) for the checkpoint in `model_dir`."""
     from transformers import AutoConfig
 
@@ -72,9 +72,10 @@ def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool) -> nn.Modu
 
 
 def build_skeleton_from_config(
-    config: Any, dtype: torch.dtype, *, nf4: bool = False, keep_vision: bool = False
+    config: Any, dtype: torch.dtype, *, nf4: bool | str = False, keep_vision: bool = False
 ) -> nn.Module:
-    """Parameters on meta, buffers real; NF4 modules in place of linears/experts when `nf4`."""
+    """Parameters on meta, buffers real; quantized modules in place of linears/experts when `nf4` (True or a
+    scheme of `engine.weights.plan`: "nf4", "nf4-mixed")."""
     from transformers import DiffusionGemmaForBlockDiffusion
 
     config.dtype = dtype
@@ -85,7 +86,7 @@ def build_skeleton_from_config(
         encoder.vision_tower = None
         encoder.embed_vision = None
     if nf4:
-        convert_to_nf4(model, dtype)
+        convert_to_nf4(model, dtype, nf4 if isinstance(nf4, str) else "nf4")
     return model
 
 
@@ -109,13 +110,13 @@ class _Targets:
             module = self.model.get_submodule(key)
         except AttributeError:
             module = None
-        if isinstance(module, NF4Weight):
+        if isinstance(module, (NF4Weight, Int8Linear)):
             return "nf4", module
         try:
             owner = self.model.get_submodule(prefix)
         except AttributeError:
             return "unknown", None
-        if isinstance(owner, NF4Weight):
+        if isinstance(owner, (NF4Weight, Int8Linear)):
             if attr == "weight":
                 return "nf4", owner
             if attr in owner._buffers:
@@ -265,7 +266,7 @@ class CacheCorruptError(ModelIncompleteError):
 def _quantize_entry(
     reader: TensorFileReader,
     entry: TensorEntry,
-    module: NF4Weight,
+    module: NF4Weight | Int8Linear,
     device: str,
     dtype: torch.dtype,
     check_cancel: Callable[[], None],

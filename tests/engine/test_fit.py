@@ -72,3 +72,21 @@ def test_load_that_cannot_fit_is_refused_with_numbers(tiny_dir: Path, monkeypatc
     with pytest.raises(WontFitError) as err:
         load_model(tiny_dir, device="cpu", quantization="none")
     assert "GB" in err.value.message and "weights" in err.value.message
+
+
+def test_quantization_plan_keeps_router_and_norms_16_bit_and_mixed_adds_8_bit() -> None:
+
+    config = real_config_dict()
+    for scheme in ("nf4", "nf4-mixed"):
+        rows = {r.kind: r for r in fit.plan_rows(config, scheme)}
+        assert rows["router"].storage == rows["norms"].storage == rows["embedding"].storage == "16-bit"
+        assert rows["experts"].storage == "nf4"
+        assert 10.8e6 < rows["router"].weights < 10.9e6 and rows["router"].bytes == 2 * rows["router"].weights
+        assert sum(r.weights for r in rows.values()) == fit.param_counts(config).total
+    mixed = {r.kind: r.storage for r in fit.plan_rows(config, "nf4-mixed")}
+    assert mixed["attention"] == mixed["dense_mlp"] == "int8"
+    nf4 = fit.estimate(config, "nf4", available_bytes=CARD_24GB, candidates=3)
+    both = fit.estimate(config, "nf4-mixed", available_bytes=CARD_24GB, candidates=3)
+    assert 0.7e9 < both.weights_bytes - nf4.weights_bytes < 0.9e9  # attention + dense MLP: 1 byte instead of 0.52
+    assert nf4.verdict == both.verdict == "fits"
+    assert "router" in fit.plan_text(config, "nf4") and "int8" in both.text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.step_memory import LiveTensorBytes, measure_step_memory, tiny_body_model
+from engine.tools.step_memory import LiveTensorBytes, measure_step_memory, tiny_body_model
 from engine.weights import fit
 
 
