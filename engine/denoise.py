@@ -360,12 +360,21 @@ class StableConfident:
 def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseSettings, **kwargs: Any) -> DenoiseOutput:
     """Generate canvases after `prompt_ids` (see `_denoise` for the arguments); on any exit, including an
     out-of-memory error, no self-conditioning logits are left waiting in the model's hand-off."""
+    from engine.fastpath import sync_free_experts
+
+    # The device code path (every GPU run, and the CPU under `device_code_path`) uses an experts forward without
+    # per-layer host synchronisations; the CPU's host path keeps the per-expert loop, faster there.
+    restore = None
+    if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get():
+        restore = sync_free_experts(model)
     try:
         return _denoise(model, prompt_ids, settings, **kwargs)
     finally:
         handoff = getattr(model, "_letterpress_sc_handoff", None)
         if handoff is not None:
             handoff.clear()
+        if restore is not None and prompt_ids.device.type == "cpu":
+            model.set_experts_implementation(restore)
 
 
 def _handoff_for(model: torch.nn.Module) -> SelfConditioningHandoff:

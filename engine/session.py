@@ -179,6 +179,9 @@ class Session:
     def _free_memory() -> None:
         import gc
 
+        from engine.fastpath import free_stack_buffers
+
+        free_stack_buffers()  # the experts' reused dequantization buffers are rebuilt on the next forward
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

