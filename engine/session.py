@@ -65,6 +65,7 @@ class Session:
         self.prefix_cache: PrefixCache | None = None
         self.last_plan: request_budget.RequestPlan | None = None  # the memory plan of the latest request
         self._config: dict[str, Any] = {}
+        self.checkpoint_settings = DenoiseSettings()  # the loaded checkpoint's sampler settings (generation_config)
 
     # -- Engine protocol ------------------------------------------------------------------------------------
 
@@ -114,6 +115,7 @@ class Session:
         replaced = self._loaded is not None
         self._loaded, self._eos, self._pad, self._text = loaded, eos_ids, pad, text  # the swap, all at once
         self._config = loaded.model.config.to_dict()
+        self.checkpoint_settings = DenoiseSettings.from_generation_config(gen)
         self.prefix_cache = PrefixCache(prefix_cache_bytes())  # the old model's cached prefixes go with it
         if replaced:
             self._free_memory()
@@ -191,7 +193,7 @@ class Session:
     ) -> Result:
         start = time.perf_counter()
         model, tok, info = loaded.model, loaded.tokenizer, loaded.info
-        settings = request.settings
+        settings = request.settings.resolved(self.checkpoint_settings)  # the checkpoint's sampler where not changed
         canvas = info.canvas_length
         max_new = self._max_new_tokens(request, canvas)
         if isinstance(request, RewriteRequest) and not request.max_new_tokens:
