@@ -23,6 +23,7 @@ What is counted (bytes resident on the device while generating):
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,9 @@ STEP_BYTES_PER_CELL_BF16 = 8.5
 # Fixed sampling scratch per step: one chunk of rows (engine.lean_step.CHUNK_CELLS) of fp32 softmax, draws and
 # entropy temporaries, whatever the candidate count.
 STEP_CHUNK_BYTES = 5 * 4 * (1 << 23)
-PREFILL_CHUNK = 8192  # prompt tokens encoded per forward, at most (what the activation term assumes)
+# Prompt tokens encoded per forward: the loop prefills once (batch 1, expanded to the candidate rows) in chunks of
+# `engine.prefix_cache.PREFILL_CHUNK` tokens (a test holds the two equal); the activation term assumes it.
+PREFILL_CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -311,8 +314,8 @@ def experts_buffer_bytes(config: dict[str, Any]) -> tuple[int, str]:
     """The GPU experts forward's one reused dequantization buffer (`engine.fastpath.reused_stack`): one layer's
     gate_up and down stacks in bf16, shared by every layer."""
     text = _text(config)
-    experts_n = int(text.get("num_experts") or 0)
-    h, moe = int(text["hidden_size"]), int(text.get("moe_intermediate_size") or 0)
+    experts_n = _int(text, "num_experts", 0)
+    h, moe = _int(text, "hidden_size"), _int(text, "moe_intermediate_size", 0)
     total = 2 * experts_n * 3 * moe * h
     return total, f"{total / 1e9:.2f} GB reused bf16 expert stacks ({experts_n} x 3 x {moe} x {h} x 2 bytes)"
 
@@ -376,8 +379,9 @@ def estimate(
     """The resident-memory estimate for `precision`, a context and a candidate count (`candidates`, alias of
     `batch`: batch rows of one request), compared with `available_bytes` if known.
 
-    `prefill_rows` is how many rows the prompt is encoded for (default: every candidate row, as the loop does today;
-    1 once the prefill is shared), `prefill_chunk` the most prompt tokens encoded per forward.
+    `prefill_rows` is how many rows the prompt is encoded for (default 1: the loop prefills once and expands the
+    cache to the rows), `prefill_chunk` the most prompt tokens encoded per forward. The KV cache is counted per row:
+    after the first canvas each row's cache is its own copy.
     """
     rows = max(1, candidates if candidates is not None else batch)
     canvas = _int(config, "canvas_length", 256) if isinstance(config, dict) else 256
@@ -388,7 +392,7 @@ def estimate(
     kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, rows)
     lg, lg_how = logits_bytes(config, canvas, rows)
     prefill = min(context_tokens, prefill_chunk) + canvas
-    act, act_how = activation_bytes(config, prefill, prefill_rows or rows, context_tokens + canvas)
+    act, act_how = activation_bytes(config, prefill, prefill_rows or 1, context_tokens + canvas)
     if precision in ("nf4", "nf4-mixed") and device.startswith("cuda"):
         buf, buf_how = experts_buffer_bytes(config)
         act, act_how = act + buf, f"{act_how} + {buf_how}"

@@ -72,3 +72,9 @@ def test_bench_step_memory_mode_reports_bytes_per_cell(capsys: pytest.CaptureFix
     assert report["bytes_per_cell_at_3"] == max(r["bytes_per_cell"] for r in report["runs"])
     text = format_step_memory(report)
     assert "bytes per cell" in text and "bytes_per_cell_at_3" in text
+
+
+def test_fit_assumes_the_loops_prefill_chunk() -> None:
+    from engine.prefix_cache import PREFILL_CHUNK
+
+    assert fit.PREFILL_CHUNK == PREFILL_CHUNK
