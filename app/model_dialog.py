@@ -197,7 +197,9 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
         if device == "auto":
             found = fit.devices_found()
             device = next((d.device for d in found if d.device.startswith("cuda")), "cpu")
-        estimates = [fit.estimate_for_device(config, p, device) for p in FIT_PRECISIONS]
+        # At the app's default alternatives: what a writer's requests will need (each request is budgeted again).
+        estimates = [fit.estimate_for_device(config, p, device, candidates=fit.DEFAULT_CANDIDATES)
+                     for p in FIT_PRECISIONS]
     except Exception as exc:  # noqa: BLE001 - an estimate must never stop the dialog
         log.warning("fit estimate failed: %s: %s", type(exc).__name__, exc)
         return (), device, "The memory estimate is not available for this checkpoint; you can still try to load."

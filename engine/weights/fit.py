@@ -53,6 +53,7 @@ STEP_CHUNK_BYTES = 5 * 4 * (1 << 23)
 # Prompt tokens encoded per forward: the loop prefills once (batch 1, expanded to the candidate rows) in chunks of
 # `engine.prefix_cache.PREFILL_CHUNK` tokens (a test holds the two equal); the activation term assumes it.
 PREFILL_CHUNK = 512
+DEFAULT_CANDIDATES = 3  # the app's default number of alternatives (app/settings.py "denoise.alternatives")
 
 
 @dataclass(frozen=True)
