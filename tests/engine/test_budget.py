@@ -89,3 +89,33 @@ def test_session_trims_context_then_refuses_and_stays_usable(session, monkeypatc
     monkeypatch.undo()
     assert session.run(DraftRequest("It was", max_new_tokens=8, settings=DenoiseSettings(seed=4, max_steps=2))).text \
         is not None
+
+
+def test_oom_in_the_middle_of_a_step_frees_the_hand_off_and_buffers(session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An out-of-memory error raised inside the decoder, mid-request, is reported; no self-conditioning logits stay
+    parked in the hand-off, the experts' reused buffers are dropped, and the next request runs."""
+    import torch
+
+    import engine.fastpath as fastpath
+
+    model = session.model
+    real = model.forward
+    calls = [0]
+
+    def forward(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.61 GiB")
+        return real(*args, **kwargs)
+
+    fastpath._STACK_BUFFERS[("gate_up", "cpu", torch.float32)] = torch.empty(4)
+    model.forward = forward
+    try:
+        with pytest.raises(OutOfMemoryError):
+            session.run(DraftRequest("It was the best", max_new_tokens=32, settings=DenoiseSettings(seed=1)))
+    finally:
+        del model.forward
+    assert calls[0] == 3
+    assert model._letterpress_sc_handoff._tensor is None
+    assert fastpath._STACK_BUFFERS == {}
+    assert session.run(DraftRequest("It was", max_new_tokens=8, settings=DenoiseSettings(seed=2, max_steps=2))).candidates
