@@ -26,8 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
                         help="where to run the model: auto picks the GPU when there is one (default: Settings)")
     # The same option names as `python -m engine generate` (which keeps --quantize as an alias too).
-    parser.add_argument("--quantization", "--quantize", dest="quantization", choices=("auto", "nf4", "none"),
-                        default=None, help="nf4: 4-bit weights; none: full precision; auto: 4-bit unless full "
+    parser.add_argument("--quantization", "--quantize", dest="quantization", choices=("auto", "nf4", "nf4-mixed", "none"),
+                        default=None, help="nf4: 4-bit weights; nf4-mixed: 4-bit experts, 8-bit attention and dense MLP; none: full precision; auto: 4-bit unless full "
                                            "precision fits comfortably (default: Settings)")
     parser.add_argument(
         "--fake-engine", nargs="?", const="", default=None, metavar="SPEC",

@@ -182,7 +182,7 @@ def inspect_folder(folder: str, device: str = "auto") -> Inspection:
     return Inspection(folder, summary=summary, device=used_device, fit=rows, fit_note=note)
 
 
-FIT_PRECISIONS = ("nf4", "bf16", "fp32")
+FIT_PRECISIONS = ("nf4", "nf4-mixed", "bf16", "fp32")  # the fit badge shows both quantized schemes
 
 
 def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str]:
@@ -197,7 +197,9 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
         if device == "auto":
             found = fit.devices_found()
             device = next((d.device for d in found if d.device.startswith("cuda")), "cpu")
-        estimates = [fit.estimate_for_device(config, p, device) for p in FIT_PRECISIONS]
+        # At the app's default alternatives: what a writer's requests will need (each request is budgeted again).
+        estimates = [fit.estimate_for_device(config, p, device, candidates=fit.DEFAULT_CANDIDATES)
+                     for p in FIT_PRECISIONS]
     except Exception as exc:  # noqa: BLE001 - an estimate must never stop the dialog
         log.warning("fit estimate failed: %s: %s", type(exc).__name__, exc)
         return (), device, "The memory estimate is not available for this checkpoint; you can still try to load."
@@ -304,7 +306,7 @@ class ModelDialog(QDialog):
         self.device.addItems(["auto", "cuda", "cpu"])
         self.quantization = QComboBox()
         self.quantization.setObjectName("modelQuantization")
-        self.quantization.addItems(["auto", "nf4", "none"])
+        self.quantization.addItems(["auto", "nf4", "nf4-mixed", "none"])
         if self.settings is not None:
             self.device.setCurrentText(self.settings["model.device"])
             self.quantization.setCurrentText(self.settings["model.quantization"])

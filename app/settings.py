@@ -149,7 +149,7 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("model.folder", str, "", "Model folder", help="A local DiffusionGemma checkpoint folder."),
     Setting("model.device", str, "auto", "Device", choices=("auto", "cpu", "cuda")),
-    Setting("model.quantization", str, "auto", "Quantization", choices=("auto", "nf4", "none")),
+    Setting("model.quantization", str, "auto", "Quantization", choices=("auto", "nf4", "nf4-mixed", "none")),
     Setting("denoise.steps", int, 48, "Denoising steps", 1, 512, help="Most refinement steps per block."),
     Setting("denoise.t_max", float, 0.8, "Start temperature", 0.01, 2.0),
     Setting("denoise.t_min", float, 0.4, "End temperature", 0.0, 2.0),

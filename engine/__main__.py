@@ -338,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sampling seed, for repeatable output (default 0)")
     gen.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                      help="where to run: auto picks the GPU when there is one (default auto)")
-    gen.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "none"],
+    gen.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "nf4-mixed", "none"],
                      default="auto", help="nf4: 4-bit weights; none: full precision; auto: 4-bit unless full "
                                           "precision fits comfortably (default auto; --quantize is the old spelling)")
     gen.add_argument("--jsonl", action="store_true", help="print one JSON object per step and a final one")

@@ -51,6 +51,43 @@ class DenoiseSettings:
         if self.candidates < 1:
             raise ValueError("candidates must be at least 1")
 
+    @classmethod
+    def from_generation_config(cls, gen: object | None) -> DenoiseSettings:
+        """The checkpoint's sampler settings (`generation_config.json`: max_denoising_steps, t_min, t_max,
+        sampler_config.entropy_bound, stability_threshold, confidence_threshold); the reference's defaults for
+        any that is absent or unusable."""
+        base = cls()
+        if gen is None:
+            return base
+        sampler = getattr(gen, "sampler_config", None)
+        bound = sampler.get("entropy_bound") if isinstance(sampler, dict) else getattr(sampler, "entropy_bound", None)
+        found = {
+            "max_steps": getattr(gen, "max_denoising_steps", None),
+            "t_min": getattr(gen, "t_min", None),
+            "t_max": getattr(gen, "t_max", None),
+            "entropy_bound": bound,
+            "stability_threshold": getattr(gen, "stability_threshold", None),
+            "confidence_threshold": getattr(gen, "confidence_threshold", None),
+        }
+        values = {k: type(getattr(base, k))(v) for k, v in found.items() if isinstance(v, (int, float))}
+        try:
+            return cls(**{**base.__dict__, **values})
+        except ValueError:
+            return base
+
+    def resolved(self, checkpoint: DenoiseSettings) -> DenoiseSettings:
+        """These settings with every sampler knob left at the reference default taken from `checkpoint` (the
+        loaded model's own settings): what the writer changed wins, the rest follows the checkpoint."""
+        base = DenoiseSettings()
+        knobs = ("max_steps", "t_max", "t_min", "entropy_bound", "stability_threshold", "confidence_threshold")
+        changed = {k: getattr(checkpoint, k) for k in knobs if getattr(self, k) == getattr(base, k)}
+        if not changed:
+            return self
+        try:
+            return DenoiseSettings(**{**self.__dict__, **changed})
+        except ValueError:  # e.g. the writer's t_max below the checkpoint's t_min: keep the writer's settings whole
+            return self
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # Requests
@@ -309,7 +346,7 @@ class ModelInfo:
 StepCallback = Callable[[StepEvent], None]
 ProgressCallback = Callable[[LoadProgress], None]
 Device = Literal["auto", "cpu", "cuda"]
-Quantization = Literal["auto", "nf4", "none"]
+Quantization = Literal["auto", "nf4", "nf4-mixed", "none"]
 
 
 @runtime_checkable

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -110,6 +111,10 @@ class WarmCanvas:
     @property
     def blocks(self) -> int:
         return self.ids.shape[1] // self.canvas_length
+
+    def first_rows(self, rows: int) -> WarmCanvas:
+        """The same warm start for only the first `rows` candidates (when the memory budget runs fewer)."""
+        return dataclasses.replace(self, ids=self.ids[:rows], pinned=self.pinned[:rows], noised=self.noised[:rows])
 
     def start_step(self, max_steps: int) -> int:
         return start_step(self.noise, max_steps)

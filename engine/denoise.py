@@ -34,6 +34,7 @@ from transformers.generation import EosTokenCriteria, MaxLengthCriteria, Stoppin
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationMixin
 
 from engine.api import DenoiseSettings
+from engine.lean_step import SelfConditioningHandoff, pin_in_place, sample_chunked
 from engine.prefix_cache import PrefillStats, PrefixCache, prefill_prompt
 
 
@@ -358,7 +359,36 @@ class StableConfident:
         return (entropy * free).sum(-1) / free.sum(-1).clamp_min(1)
 
 
-def denoise(
+def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseSettings, **kwargs: Any) -> DenoiseOutput:
+    """Generate canvases after `prompt_ids` (see `_denoise` for the arguments); on any exit, including an
+    out-of-memory error, no self-conditioning logits are left waiting in the model's hand-off."""
+    from engine.fastpath import sync_free_experts
+
+    # The device code path (every GPU run, and the CPU under `device_code_path`) uses an experts forward without
+    # per-layer host synchronisations; the CPU's host path keeps the per-expert loop, faster there.
+    restore = None
+    if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get():
+        restore = sync_free_experts(model)
+    try:
+        return _denoise(model, prompt_ids, settings, **kwargs)
+    finally:
+        handoff = getattr(model, "_letterpress_sc_handoff", None)
+        if handoff is not None:
+            handoff.clear()
+        if restore is not None and prompt_ids.device.type == "cpu":
+            model.set_experts_implementation(restore)
+
+
+def _handoff_for(model: torch.nn.Module) -> SelfConditioningHandoff:
+    """The model's self-conditioning hand-off (one pre-hook on its body, registered once)."""
+    handoff = getattr(model, "_letterpress_sc_handoff", None)
+    if handoff is None:
+        handoff = SelfConditioningHandoff(model.model)
+        model._letterpress_sc_handoff = handoff  # type: ignore[assignment]
+    return handoff
+
+
+def _denoise(
     model: torch.nn.Module,
     prompt_ids: torch.Tensor,
     settings: DenoiseSettings,
@@ -422,6 +452,14 @@ def denoise(
     )
     gen_config = type("GenCfg", (), {"pad_token_id": pad_token_id, "eos_token_id": list(eos_token_ids)})()
 
+    handoff = _handoff_for(model) if fast is None else None
+
+    def draw(shape: tuple[int, int], generator: torch.Generator, where: torch.device) -> torch.Tensor:
+        drawn_at = time.perf_counter()
+        q = exponential_draws(shape, generator, where)
+        out.draw_seconds += time.perf_counter() - drawn_at
+        return q
+
     finished_sequences = torch.zeros(batch, dtype=torch.bool, device=device)
     out = DenoiseOutput(
         sequences=prompt_ids, prompt_length=prompt_len, forwards=0, steps=0, blocks=0, cancelled=False,
@@ -460,7 +498,6 @@ def denoise(
         if plan is not None:
             canvas = plan.start_canvas(canvas)
         sc_logits: torch.Tensor | None = None
-        pinned: torch.Tensor | None = None  # the frozen slots' self-conditioning, the same every step
         mask_mapping = model.model.decoder.create_diffusion_decoder_attention_mask(
             config=config, inputs_embeds=canvas.unsqueeze(-1), past_key_values=cache,
             decoder_attention_mask=decoder_attention_mask,
@@ -478,59 +515,72 @@ def denoise(
             if on_decoder_input is not None:
                 on_decoder_input(block, cur_step, canvas)
             timer.start()
-            logits = (fast.decoder if fast is not None else model)(
-                decoder_input_ids=canvas, self_conditioning_logits=sc_logits, decoder_attention_mask=mask_mapping,
-                past_key_values=cache, decoder_position_ids=decoder_position_ids,
-            ).logits
+            forward_kwargs = dict(
+                decoder_input_ids=canvas, decoder_attention_mask=mask_mapping, past_key_values=cache,
+                decoder_position_ids=decoder_position_ids,
+            )
+            if handoff is not None:  # the body takes the logits from the hand-off; nothing of ours keeps them
+                handoff.put(sc_logits)
+                sc_logits = None
+                logits = model(self_conditioning_logits=None, **forward_kwargs).logits
+            else:
+                logits = fast.decoder(self_conditioning_logits=sc_logits, **forward_kwargs).logits
             timer.stop()
-            processed = logits / temperatures[cur_step - 1]
+            # In place on the forward's own fp32 logits (the same division); a compiled graph's output is its own.
+            processed = logits.div_(temperatures[cur_step - 1]) if handoff is not None else logits / temperatures[
+                cur_step - 1]
+            del logits
             if plan is not None:
-                processed = plan.suppress_stops(processed)
-            probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
-            drawn_at = time.perf_counter()
-            if selective:
+                processed = plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
+            if selective:  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
+                probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
+                drawn_at = time.perf_counter()
                 uniforms = uniform_draws(gens, (batch, canvas_length, vocab))
                 noise = _randint(vocab, (batch, canvas_length), gens, device)
-            else:
-                qs, noise = _draw_step(gens, (batch, canvas_length, vocab), device)
-            out.draw_seconds += time.perf_counter() - drawn_at
-            new_argmax = torch.argmax(processed, dim=-1)
-            entropy = token_entropy(processed)
-            if fmask is not None:
-                new_argmax = torch.where(fmask, fids, new_argmax)
-            accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
-            if selective:
+                out.draw_seconds += time.perf_counter() - drawn_at
+                new_argmax = torch.argmax(processed, dim=-1)
+                entropy = token_entropy(processed)
+                if fmask is not None:
+                    new_argmax = torch.where(fmask, fids, new_argmax)
+                accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
                 new_canvas = sample_accepted(probs, uniforms, accepted_mask, noise)
                 if fmask is not None:
                     new_canvas = torch.where(fmask, fids, new_canvas)
-            else:
-                new_canvas = renoise(sample_with(probs, qs), accepted_mask, noise, fmask, fids)
+                # The probability of the shown (argmax) token, for display: the largest probability (softmax keeps
+                # the order), or at frozen slots the pinned token's.
+                if fmask is None:
+                    new_conf = torch.amax(probs, dim=-1)
+                else:
+                    new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
+                del probs, uniforms
+            else:  # every row sampled, in row chunks (see engine.lean_step): no full-vocabulary temporary
+                sampled, new_argmax, entropy, new_conf = sample_chunked(processed, gens, fmask, fids, draw)
+                drawn_at = time.perf_counter()
+                noise = _randint(vocab, (batch, canvas_length), gens, device)
+                out.draw_seconds += time.perf_counter() - drawn_at
+                accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
+                new_canvas = renoise(sampled, accepted_mask, noise, fmask, fids)
             if plan is not None:
                 new_canvas = plan.hold(new_canvas, canvas, accepted_mask)
-            # The probability of the shown (argmax) token, for display: the largest probability (softmax keeps the
-            # order), or at frozen slots the pinned token's.
-            if fmask is None:
-                new_conf = torch.amax(probs, dim=-1)
-            else:
-                new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
             if any_finished:
+                # Finished rows are held. The reference also puts their previous logits back into `processed` and
+                # recomputes the entropy, but nothing reads those values again (the row's flag stays set, its
+                # canvas, argmax and confidence are held, rows never see each other): skipped, with its full-size
+                # copies.
                 if on_host:
                     finished = torch.tensor(flags)
                 keep = finished[:, None]
                 new_argmax = torch.where(keep, argmax, new_argmax)
                 new_canvas = torch.where(keep, canvas, new_canvas)
                 new_conf = torch.where(keep, conf, new_conf)
-                processed = torch.where(finished[:, None, None], sc_logits, processed)
-                entropy = token_entropy(processed)
             if on_host:  # the stopping rule in plain Python: four fewer kernels per step
                 flags = [f or done for f, done in zip(flags, stopper.rows_done(new_argmax, entropy, fmask))]
             else:
                 finished = finished | stopper(new_argmax, entropy, fmask)
-            if fmask is not None:
-                if pinned is None:
-                    pinned = _pinned_logits(processed, fids)
-                processed = torch.where(fmask.unsqueeze(-1), pinned, processed)
+            if fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
+                processed = pin_in_place(processed, fmask, fids)
             sc_logits = processed.to(embed_dtype)
+            del processed
             canvas, argmax, conf = new_canvas, new_argmax, new_conf
 
             if on_host:  # the tensors already are host memory: hand them over as they are

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.api import Span
+from engine.special_tokens import cut_at_stop, hidden_ids
 
 _BYTE_TOKEN = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 # Control characters other than newline and tab (noise bytes such as \x02 or ESC) never reach the editor.
@@ -28,7 +29,9 @@ class TokenText:
     def __init__(self, tokenizer: Any, stop_ids: Iterable[int] = ()) -> None:
         self.tokenizer = tokenizer
         self.stop_ids = frozenset(stop_ids)
-        self.special_ids = frozenset(getattr(tokenizer, "all_special_ids", ()))
+        # Named specials, every added token marked special (Gemma 4's turn/channel markers live only there) and the
+        # stop ids: none of them is ever painted or written (see engine.special_tokens).
+        self.special_ids = hidden_ids(tokenizer, self.stop_ids)
         self._bytes: dict[int, bytes] = {}
         # Gemma's vocabulary is SentencePiece-style: "▁" marks a space and <0xNN> pieces carry raw bytes.
         self._sentencepiece = tokenizer.convert_tokens_to_ids("<0x00>") not in (None, tokenizer.unk_token_id)
@@ -54,12 +57,7 @@ class TokenText:
 
     def visible_ids(self, ids: Sequence[int]) -> list[int]:
         """The ids up to (not including) the first stop token: what the writer would get if it ended now."""
-        out = []
-        for token_id in ids:
-            if token_id in self.stop_ids:
-                break
-            out.append(int(token_id))
-        return out
+        return cut_at_stop(ids, self.stop_ids)
 
     def spans(
         self, ids: Sequence[int], confidence: Sequence[float], pinned: Sequence[bool] | None = None

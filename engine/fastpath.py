@@ -1,7 +1,11 @@
 """The GPU fast path: a static KV cache, the decoder step under `torch.compile(mode="reduce-overhead")` (CUDA
 graphs, as `model.generate()` does with a static cache), and a grouped quantized-experts forward.
 
-Status: written without a GPU to measure on, so it is behind a switch and OFF by default. Turn it on with
+The default GPU path uses one piece of it: `sync_free_nf4_experts_forward` (device-side offsets, a grouped GEMM
+over stacks dequantized into one reused buffer), switched on by the denoising loop on its device code path, so a
+decoder step has no per-layer host synchronisation.
+
+Status of the rest: written without a GPU to measure on, so it is behind a switch and OFF by default. Turn it on with
 `LETTERPRESS_FASTPATH=1` (the engine) or `python -m engine bench --fastpath` (the benchmark); measure it on a GPU
 (`pytest -m gpu tests/engine/test_bench.py`, `python -m engine bench --real-shape --experts grouped`) before making
 it the default. What is checked on the CPU: the grouped experts forward gives the per-expert loop's result, and
@@ -66,6 +70,88 @@ def dequantize_stack(weight: NF4Weight) -> torch.Tensor:
     return dense.view(count, out_f, in_f)
 
 
+SYNC_FREE_IMPLEMENTATION = "letterpress_nf4_sync_free"
+_STACK_BUFFERS: dict[tuple[str, str, torch.dtype], torch.Tensor] = {}
+
+
+def reused_stack(weight: NF4Weight, slot: str) -> torch.Tensor:
+    """`dequantize_stack(weight)` written into one buffer per (slot, device, dtype) that every layer reuses (layers
+    run one after another), instead of a new ~1 GB allocation per layer and forward: the fit counts it once
+    (`engine.weights.fit.experts_buffer_bytes`). Expert by expert into the buffer when the stack is not one
+    contiguous NF4 array; in one kernel per stack when it is (the 26B-A4B's are)."""
+    with torch.inference_mode():  # the buffer is written in place by whichever mode the forward runs in
+        return _fill_stack(weight, slot)
+
+
+def _fill_stack(weight: NF4Weight, slot: str) -> torch.Tensor:
+    count = weight.count
+    if count is None:
+        raise ValueError("reused_stack needs an expert stack")
+    out_f, in_f = weight.shape
+    key = (slot, str(weight.qweight.device), weight.compute_dtype)
+    buf = _STACK_BUFFERS.get(key)
+    if buf is None or buf.shape != (count, out_f, in_f):
+        _STACK_BUFFERS.pop(key, None)
+        buf = torch.empty((count, out_f, in_f), dtype=weight.compute_dtype, device=weight.qweight.device)
+        _STACK_BUFFERS[key] = buf
+    blocks = weight.absmax.shape[-1]
+    if (out_f * in_f) % NF4_BLOCKSIZE or blocks % NESTED_BLOCKSIZE:
+        for e in range(count):
+            buf[e].copy_(weight.dequantize(e))
+        return buf
+    from bitsandbytes import functional
+
+    scales = functional.dequantize_blockwise(
+        weight.absmax.reshape(-1), absmax=weight.absmax2.reshape(-1), code=weight.code2, blocksize=NESTED_BLOCKSIZE
+    ).view(count, blocks)
+    scales = (scales + weight.offset.view(count, 1)).float().reshape(-1)
+    torch.ops.bitsandbytes.dequantize_4bit.out(
+        weight.qweight.reshape(-1, 1), scales, NF4_BLOCKSIZE, "nf4", [count * out_f, in_f], weight.compute_dtype,
+        out=buf.view(count * out_f, in_f),
+    )
+    return buf
+
+
+def free_stack_buffers() -> None:
+    """Drop the reused dequantization buffers (after an out-of-memory error, or when a model is unloaded)."""
+    _STACK_BUFFERS.clear()
+
+
+def sync_free_nf4_experts_forward(
+    self: nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+) -> torch.Tensor:
+    """The GPU default experts forward: tokens sorted by expert, offsets computed on the device (histc + cumsum),
+    one grouped GEMM per stack over the dequantized stack in a reused buffer. No count ever reaches the host, so
+    a decoder step keeps the loop's one synchronisation (the per-expert loop read `bincount().tolist()` in every
+    MoE layer: ~30 syncs per step)."""
+    from transformers.integrations.moe import grouped_mm_experts_forward
+
+    gate_up = reused_stack(self.gate_up_proj, "gate_up")
+    down = reused_stack(self.down_proj, "down")
+    view = _DenseExperts(self, gate_up, down)
+    return grouped_mm_experts_forward(view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights)  # type: ignore[arg-type]
+
+
+def sync_free_experts(model: nn.Module) -> str | None:
+    """Switch `model`'s experts to a forward without host synchronisations; returns the implementation it had
+    (to restore), or None when nothing changed. NF4 experts get `sync_free_nf4_experts_forward`, full-precision
+    ones transformers' own grouped GEMM forward."""
+    text = getattr(model.config, "text_config", model.config)
+    current = getattr(text, "_experts_implementation", None)
+    if not any(type(m).__name__.endswith("TextExperts") for m in model.modules()):
+        return None
+    nf4 = any(isinstance(m, NF4Weight) and m.count for m in model.modules())
+    wanted = SYNC_FREE_IMPLEMENTATION if nf4 else "grouped_mm"
+    if current in (wanted, GROUPED_IMPLEMENTATION):
+        return None
+    if nf4:
+        from transformers.integrations.moe import ExpertsInterface
+
+        ExpertsInterface.register(SYNC_FREE_IMPLEMENTATION, sync_free_nf4_experts_forward)
+    model.set_experts_implementation(wanted)
+    return current
+
+
 class _DenseExperts:
     """The experts module seen with dense stacks, for transformers' grouped forward (everything else is the
     module's own: routing flags, activation, gate)."""
@@ -82,11 +168,12 @@ class _DenseExperts:
 def grouped_nf4_experts_forward(
     self: nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
-    """The experts forward with one dequantization and one grouped GEMM per stack (see the module docstring)."""
+    """The experts forward with one dequantization and one grouped GEMM per stack (see the module docstring),
+    into the reused buffers (no new ~1.5 GB of bf16 stacks per layer and forward)."""
     from transformers.integrations.moe import grouped_mm_experts_forward
 
-    gate_up = dequantize_stack(self.gate_up_proj)
-    down = dequantize_stack(self.down_proj)
+    gate_up = reused_stack(self.gate_up_proj, "gate_up")
+    down = reused_stack(self.down_proj, "down")
     view = _DenseExperts(self, gate_up, down)
     return grouped_mm_experts_forward(view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights)  # type: ignore[arg-type]
 

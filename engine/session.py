@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from engine import budget as request_budget
 from engine import canvas as warm_canvas
 from engine import infill, prompts
 from engine.api import (
@@ -63,6 +64,9 @@ class Session:
         self.last_output: DenoiseOutput | None = None  # for benchmarks and tests
         # Encoder caches of the last prompts per document (prefix reuse); made at load, freed at unload and OOM.
         self.prefix_cache: PrefixCache | None = None
+        self.last_plan: request_budget.RequestPlan | None = None  # the memory plan of the latest request
+        self._config: dict[str, Any] = {}
+        self.checkpoint_settings = DenoiseSettings()  # the loaded checkpoint's sampler settings (generation_config)
 
     # -- Engine protocol ------------------------------------------------------------------------------------
 
@@ -111,6 +115,8 @@ class Session:
         text = TokenText(tok, stop_ids={*eos_ids, pad})
         replaced = self._loaded is not None
         self._loaded, self._eos, self._pad, self._text = loaded, eos_ids, pad, text  # the swap, all at once
+        self._config = loaded.model.config.to_dict()
+        self.checkpoint_settings = DenoiseSettings.from_generation_config(gen)
         self.prefix_cache = PrefixCache(prefix_cache_bytes())  # the old model's cached prefixes go with it
         if replaced:
             self._free_memory()
@@ -176,6 +182,9 @@ class Session:
     def _free_memory() -> None:
         import gc
 
+        from engine.fastpath import free_stack_buffers
+
+        free_stack_buffers()  # the experts' reused dequantization buffers are rebuilt on the next forward
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -185,7 +194,7 @@ class Session:
     ) -> Result:
         start = time.perf_counter()
         model, tok, info = loaded.model, loaded.tokenizer, loaded.info
-        settings = request.settings
+        settings = request.settings.resolved(self.checkpoint_settings)  # the checkpoint's sampler where not changed
         canvas = info.canvas_length
         max_new = self._max_new_tokens(request, canvas)
         if isinstance(request, RewriteRequest) and not request.max_new_tokens:
@@ -213,8 +222,11 @@ class Session:
         prompt = prompts.build_prompt(tok, request, budget)
 
         rows, frozen, middles = self._rows(request, settings, canvas)
+        rows, frozen, middles, prompt = self._fit_request(request, rows, frozen, middles, prompt, max_new, canvas)
         if isinstance(request, InfillRequest) and request.canvas is not None and frozen is not None:
             warm = self._infill_warm(request.canvas, frozen, seed)
+        elif warm is not None and warm.ids.shape[0] > rows:  # the budget ran fewer rows than asked
+            warm = warm.first_rows(rows)
         prompt_ids = torch.tensor([prompt.ids] * rows, dtype=torch.long, device=model.device)
         first_draft = [0.0]
         done_blocks: list[tuple[int, ...]] = [()] * rows  # finished canvases of each row, for multi-block drafts
@@ -264,7 +276,33 @@ class Session:
             prompt_tokens=out.prefill.prompt_tokens,
             reused_tokens=out.prefill.reused_tokens,
         )
-        return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=prompt.notice)
+        notice = " ".join(n for n in (prompt.notice, self.last_plan.notice if self.last_plan else "") if n)
+        return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=notice)
+
+    def _fit_request(
+        self, request: Request, rows: int, frozen: Frozen | None, middles: list[int] | None, prompt: prompts.Prompt,
+        max_new: int, canvas: int,
+    ) -> tuple[int, Frozen | None, list[int] | None, prompts.Prompt]:
+        """Budget this request against the device's free memory now (see `engine.budget`): fewer rows, then less
+        context, rather than an out-of-memory error halfway."""
+        model, tok = self.model, self.tokenizer
+        new_tokens = (1 if frozen is not None else math.ceil(max_new / canvas)) * canvas
+        bare = len(prompts.build_prompt(tok, _without_context(request), 1 << 30).ids)
+        plan = request_budget.plan_request(
+            self._config, rows=rows, prompt_tokens=len(prompt.ids), new_tokens=new_tokens,
+            min_prompt_tokens=min(bare, len(prompt.ids)), free_bytes=request_budget.free_device_bytes(model.device),
+            device_label=str(model.device),
+        )
+        self.last_plan = plan
+        if plan.rows < rows:
+            rows = plan.rows
+            if frozen is not None:
+                frozen = Frozen(frozen.mask[:rows], frozen.ids[:rows])
+            if middles is not None:
+                middles = middles[:rows]
+        if plan.context_tokens < len(prompt.ids):
+            prompt = prompts.build_prompt(tok, request, plan.context_tokens)
+        return rows, frozen, middles, prompt
 
     def _view(
         self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None,
@@ -402,6 +440,15 @@ def _pins(warm: warm_canvas.WarmCanvas | None, row: int, block: int, canvas: int
     return warm.pinned[row, : (block + 1) * canvas].tolist()
 
 
+def _without_context(request: Request) -> Request:
+    """The request with no surrounding document: the part of the prompt that can never be trimmed."""
+    import dataclasses
+
+    if isinstance(request, RewriteRequest):
+        return dataclasses.replace(request, before="", after="")
+    return dataclasses.replace(request, before=prompts.TRIM_MARK)  # the template and instruction are the floor
+
+
 def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
     """Alternatives worth cycling through: a row that ended at once (empty) or repeats another is dropped, unless
     nothing else is left."""
@@ -415,6 +462,8 @@ def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
 
 
 def _middle(text: TokenText, ids: list[int], conf: list[float], middle: int) -> tuple[list[int], list[float]]:
-    """An infill row's suggestion: its middle slots without special tokens (a row may end its middle early)."""
-    kept = [(t, c) for t, c in zip(ids[:middle], conf[:middle], strict=True) if t not in text.special_ids]
+    """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early: what
+    follows an end-of-turn is not part of it), without special tokens."""
+    ended = len(text.visible_ids(ids[:middle]))
+    kept = [(t, c) for t, c in zip(ids[:ended], conf[:ended], strict=True) if t not in text.special_ids]
     return [t for t, _ in kept], [c for _, c in kept]

@@ -571,6 +571,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "request, repeat, small edit near the end (see engine.tools.longbench)")
     lg.add_argument("--lengths", default="1024,4096,16384", help="prefix lengths in tokens, comma-separated")
     lg.add_argument("--candidates", type=int, default=1, help="rows per request (prefill once shares the prompt)")
+    sm = parser.add_argument_group("step memory (engine.tools.step_memory)")
+    sm.add_argument("--step-memory", action="store_true",
+                    help="measure one denoising step's peak memory per canvas x vocabulary cell: the real "
+                         "vocabulary (262,144) and canvas (256), a tiny bf16 body, the loop's device code path")
+    sm.add_argument("--step-memory-candidates", default="1,3,8",
+                    help="candidate counts for --step-memory, comma-separated")
+    parser.add_argument("--quant-quality", action="store_true",
+                        help="NF4 and nf4-mixed vs full precision on --model (default: the demo model): logit KL, "
+                             "argmax agreement, steps to finish a draft")
     rs = parser.add_argument_group("real-shape forward benchmark")
     rs.add_argument("--real-shape", action="store_true", help="time 26B-A4B-shaped layers instead")
     rs.add_argument("--layers", type=int, default=2)
@@ -603,6 +612,16 @@ def main_bench(argv: list[str]) -> int:
                 candidates=args.candidates, log=None if args.json else _stderr,
             )
             text = format_long(report)
+        elif args.quant_quality:
+            from engine.__main__ import default_model_dir
+            from engine.tools.quant_quality import compare, format_quality
+
+            report = compare(args.model or default_model_dir(), device="cpu" if args.device == "auto" else args.device,
+                             steps=args.steps)
+            text = format_quality(report)
+        elif args.step_memory:
+            report = run_step_memory([int(k) for k in args.step_memory_candidates.split(",") if k], log=None if args.json else _stderr)
+            text = format_step_memory(report)
         elif args.real_shape:
             from engine.tools.realbench import format_real_shape, run_real_shape
 
@@ -642,6 +661,44 @@ def main_bench(argv: list[str]) -> int:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report) if args.json else text)
     return 0
+
+
+def run_step_memory(candidates: list[int], *, vocab: int | None = None,
+                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The step-memory figures (see `engine.tools.step_memory` for the method), draft and infill, per candidate count."""
+    import torch
+
+    from engine.tools.step_memory import REAL_VOCAB, measure_step_memory, tiny_body_model
+
+    model = tiny_body_model(vocab=vocab or REAL_VOCAB, dtype=torch.bfloat16)
+    rows = []
+    for k in candidates:
+        for frozen in (False, True):
+            result = measure_step_memory(k, model=model, frozen=frozen)
+            rows.append(result.as_dict())
+            if log:
+                log(result.line())
+    worst3 = max((r["bytes_per_cell"] for r in rows if r["candidates"] == 3), default=None)
+    return {
+        "benchmark": "step-memory",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "method": "peak of live tensor storage bytes (TorchDispatchMode + weakref.finalize) over a 2-step denoising "
+                  "run on engine.denoise.device_code_path(), tiny bf16 body, weights excluded",
+        "torch": torch.__version__,
+        "runs": rows,
+        "bytes_per_cell_at_3": worst3,
+    }
+
+
+def format_step_memory(report: dict[str, Any]) -> str:
+    lines = [f"step memory ({report['method']})"]
+    for r in report["runs"]:
+        kind = "infill" if r["frozen"] else "draft"
+        lines.append(f"  {r['candidates']} candidate(s) {kind:<6} {r['peak_bytes'] / 1e9:7.3f} GB  "
+                     f"{r['bytes_per_cell']:5.2f} bytes per cell ({r['canvas']} x {r['vocab']:,}, {r['dtype']})")
+    if report["bytes_per_cell_at_3"] is not None:
+        lines.append(f"bytes_per_cell_at_3 {report['bytes_per_cell_at_3']}")
+    return "\n".join(lines)
 
 
 def _canvas_of(model_dir: str | Path) -> int:

@@ -35,6 +35,7 @@ class InspectReport:
     peak_load_bytes: int  # peak_rss - rss_before: what the load itself added at its worst
     fits: list[dict[str, Any]] = field(default_factory=list)
     notice: str = ""
+    plan: list[dict[str, Any]] = field(default_factory=list)  # per module kind: storage and weights, as loaded
 
     @property
     def quantized_ratio(self) -> float:
@@ -56,6 +57,9 @@ class InspectReport:
             f"load: the load added at most {self.peak_load_bytes / mb:,.1f} MB = "
             f"{self.peak_load_bytes / max(1, self.resident_bytes):.2f} x the resident weights",
         ]
+        if self.plan:
+            out.append("plan         per module kind, as loaded:")
+            out.extend(f"  {p['label']:<13} {p['storage']:>9}  {p['weights']:>15,} weights" for p in self.plan)
         for fit in self.fits:
             out.append("")
             out.extend(fit["lines"])
@@ -103,7 +107,7 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
     """(params by kind, bytes by dtype, quantized-part bytes, its bf16 size, 4-bit fraction of linear+experts)."""
     from torch import nn
 
-    from engine.weights.quantize import NF4Weight, is_experts, text_stacks
+    from engine.weights.quantize import Int8Linear, NF4Weight, is_experts, text_stacks
 
     kinds = {"experts": 0, "linear": 0, "embedding": 0, "other": 0}
     by_dtype: dict[str, int] = {}
@@ -125,7 +129,17 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
             if is_experts(module):
                 experts_modules.add(id(module.gate_up_proj))
                 experts_modules.add(id(module.down_proj))
-    for module in model.modules():
+    for module_name, module in model.named_modules():
+        if isinstance(module, Int8Linear):  # nf4-mixed: attention / dense MLP at 8 bits (not counted as 4-bit)
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            nbytes = sum(b.numel() * b.element_size() for b in module._buffers.values() if b is not None)
+            by_dtype["int8"] = by_dtype.get("int8", 0) + nbytes
+            kinds["linear"] += module.logical_numel
+            q_bytes += nbytes
+            q_logical += module.logical_numel
+            continue
         if isinstance(module, NF4Weight):
             if id(module) in seen:
                 continue
@@ -148,6 +162,8 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
             nbytes = add_tensor(p)
             if is_experts(module):
                 kind = "experts"
+            elif module_name.endswith("router.proj"):
+                kind = "other"  # the router is planned 16-bit (engine.weights.plan), like the norms and scales
             elif isinstance(module, nn.Linear) and module is not getattr(model, "lm_head", None):
                 kind = "linear"
             elif isinstance(module, nn.Embedding) or module is getattr(model, "lm_head", None):
@@ -163,6 +179,51 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
                 add_tensor(b)
     fraction = fourbit / q_logical if q_logical else 0.0
     return kinds, by_dtype, q_bytes, 2 * q_logical, fraction
+
+
+def observed_plan(model: Any) -> list[dict[str, Any]]:
+    """What a loaded model actually stores per module kind: storages seen and logical weights (shared modules
+    once). `inspect` prints it next to the planned one, so a plan that did not apply shows."""
+    from torch import nn
+
+    from engine.weights.plan import KIND_LABELS, KINDS, Kind, linear_kind
+    from engine.weights.quantize import Int8Linear, NF4Weight, is_experts, text_stacks
+
+    seen: set[int] = set()
+    found: dict[Kind, dict[str, int]] = {k: {} for k in KINDS}
+
+    def add(kind: Kind, storage: str, weights: int, key: int) -> None:
+        if key in seen:
+            return
+        seen.add(key)
+        found[kind][storage] = found[kind].get(storage, 0) + weights
+
+    def dtype_name(t: Any) -> str:
+        return str(t.dtype).removeprefix("torch.")
+
+    for prefix, stack in text_stacks(model):
+        for name, module in stack.named_modules():
+            if is_experts(module):
+                for part in (module.gate_up_proj, module.down_proj):
+                    storage = "nf4" if isinstance(part, NF4Weight) else dtype_name(part)
+                    add("experts", storage, part.logical_numel if isinstance(part, NF4Weight) else part.numel(),
+                        id(part))
+                continue
+            kind = linear_kind(name)
+            if isinstance(module, NF4Weight) and kind:
+                add(kind, "nf4", module.logical_numel, id(module))
+            elif isinstance(module, Int8Linear) and kind:
+                add(kind, "int8", module.logical_numel, id(module))
+            elif isinstance(module, nn.Linear) and kind:
+                add(kind, dtype_name(module.weight), module.weight.numel(), id(module.weight))
+            elif isinstance(module, nn.Embedding):
+                add("embedding", dtype_name(module.weight), module.weight.numel(), id(module.weight))
+            elif not list(module.children()) and not isinstance(module, (NF4Weight, Int8Linear)):
+                for p in module._parameters.values():
+                    if p is not None:
+                        add("norms", dtype_name(p), p.numel(), id(p))
+    return [{"kind": k, "label": KIND_LABELS[k], "storage": "+".join(sorted(found[k])) or "-",
+             "weights": sum(found[k].values())} for k in KINDS]
 
 
 def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bool = True) -> InspectReport:
@@ -195,8 +256,10 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
     kinds, by_dtype, q_bytes, q_bf16, fraction = analyse(loaded.model)
     fits = []
     for mem in devices_found():
-        for precision in ("nf4", "bf16") if mem.device.startswith("cuda") else ("nf4", "fp32"):
-            est = estimate(config, precision, device=f"{mem.device} ({mem.name})", available_bytes=mem.free_bytes)
+        for precision in ("nf4", "nf4-mixed", "bf16") if mem.device.startswith("cuda") else ("nf4", "nf4-mixed",
+                                                                                              "fp32"):
+            est = estimate(config, precision, device=f"{mem.device} ({mem.name})",  # type: ignore[arg-type]
+                           available_bytes=mem.free_bytes)
             fits.append({"device": mem.device, "precision": precision, "verdict": est.verdict,
                          "total_bytes": est.total_bytes, "lines": list(est.lines)})
     return InspectReport(
@@ -215,6 +278,7 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
         peak_load_bytes=max(0, peak - rss_before),
         fits=fits,
         notice=loaded.info.notice,
+        plan=observed_plan(loaded.model),
     )
 
 
@@ -224,7 +288,7 @@ def main_inspect(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m engine inspect", description=__doc__.split("\n")[0])
     parser.add_argument("--model", metavar="DIR", required=True, help="checkpoint folder (checked before loading)")
-    parser.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "none"],
+    parser.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "nf4-mixed", "none"],
                         default="auto", help="nf4: 4-bit weights; none: full precision; auto: as the app chooses "
                                              "(default auto; --quantize is the old spelling)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",

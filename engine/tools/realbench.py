@@ -132,7 +132,7 @@ class _LayerTimer:
 
 def roofline(prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tflops: float | None) -> dict[str, Any]:
     """Bytes read and FLOPs of one canvas forward of the full 26B-A4B after `prefix` tokens, and the time floors."""
-    from engine.weights.fit import _attention_shape, _layer_types, kv_cache_bytes, param_counts, weight_bytes
+    from engine.weights.fit import _layer_groups, kv_cache_bytes, param_counts, plan_weight_bytes, weight_bytes
     from engine.tools.real_shape import real_config_dict
 
     config = real_config_dict(REAL_LAYERS, REAL_VOCAB)
@@ -141,7 +141,7 @@ def roofline(prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tf
     h, heads = int(text["hidden_size"]), int(text["num_attention_heads"])
     window = int(text["sliding_window"])
     top_k, experts_n = int(text["top_k_experts"]), int(text["num_experts"])
-    w_bytes, w_text = weight_bytes(counts, "nf4" if quantize == "nf4" else "bf16")
+    w_bytes, w_text = plan_weight_bytes(config, "nf4") if quantize == "nf4" else weight_bytes(counts, "bf16")
     embed_again = 2 * counts.embedding  # the tied matrix is read twice: self-conditioning and lm_head
     kv, kv_text = kv_cache_bytes(config, prefix, CANVAS)
     logits = 4 * CANVAS * REAL_VOCAB * 2
@@ -150,10 +150,9 @@ def roofline(prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tf
     dense_flops = 2 * CANVAS * active
     head_flops = 2 * 2 * CANVAS * REAL_VOCAB * h
     attn_flops = 0
-    for index, layer_type in enumerate(_layer_types(text)):
-        _, hd, _ = _attention_shape(text, layer_type, index)
+    for (layer_type, _, hd, _), n in _layer_groups(text).items():
         ctx = prefix + CANVAS if layer_type == "full_attention" else min(prefix + CANVAS, window + CANVAS)
-        attn_flops += 4 * CANVAS * ctx * heads * hd
+        attn_flops += n * 4 * CANVAS * ctx * heads * hd
     flops = dense_flops + head_flops + attn_flops
     out: dict[str, Any] = {
         "bytes": total_bytes,

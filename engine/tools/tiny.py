@@ -37,7 +37,33 @@ SAMPLE_TEXT = [
 ]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
+# Gemma 4's turn and channel markers. In the real tokenizer they are ordinary added tokens marked special in
+# `added_tokens_decoder` (not named, not `extra_special_tokens`), which is what `gemma4_style_tokenizer` copies.
+GEMMA4_MARKERS = ["<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|tool_response>", "<|think|>"]
+GEMMA4_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "<|turn>{{ role }}\n{{ message['content'] }}<turn|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|turn>model\n{% endif %}"
+)
+
+
+def gemma4_style_tokenizer(texts: Iterable[str] = SAMPLE_TEXT, vocab_size: int = 512) -> Any:
+    """The tiny tokenizer laid out like Gemma 4's: only `<bos>`/`<eos>`/`<pad>`/`<unk>` are named special tokens;
+    the turn/channel markers exist only in `added_tokens_decoder` (special), and the chat template uses them."""
+    from transformers import AddedToken
+
+    tok = train_tokenizer(texts, vocab_size=vocab_size, extra_special=(), chat_template=GEMMA4_CHAT_TEMPLATE)
+    tok.add_tokens([AddedToken(m, special=True, normalized=False) for m in GEMMA4_MARKERS])
+    return tok
+
+
+def train_tokenizer(
+    texts: Iterable[str], vocab_size: int = 512, *, extra_special: Iterable[str] | None = None,
+    chat_template: str = CHAT_TEMPLATE,
+) -> Any:
     """Train a Gemma-shaped BPE tokenizer (byte fallback, "▁" spaces) and return a `PreTrainedTokenizerFast`.
 
     Ids 0..5 are the special tokens, 6..261 the 256 byte tokens, then the learned pieces, so any text
@@ -80,8 +106,9 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
         eos_token="<eos>",
         pad_token="<pad>",
         unk_token="<unk>",
-        additional_special_tokens=["<start_of_turn>", "<end_of_turn>"],
-        chat_template=CHAT_TEMPLATE,
+        additional_special_tokens=list(extra_special) if extra_special is not None else ["<start_of_turn>",
+                                                                                          "<end_of_turn>"],
+        chat_template=chat_template,
         model_max_length=1_000_000,
     )
 
@@ -140,7 +167,13 @@ def tiny_config(
 
 
 def generation_defaults(tokenizer: Any, max_new_tokens: int = 256) -> dict[str, Any]:
-    """The reference sampler's defaults, with Gemma's two stop tokens (<eos>, <end_of_turn>)."""
+    """The reference sampler's defaults, with Gemma's stop tokens (<eos>, <end_of_turn>; for a Gemma 4 layout
+    <eos>, <turn|>, <|tool_response>, as its generation_config.json lists them)."""
+    vocab = tokenizer.get_vocab()
+    if "<turn|>" in vocab:
+        eos = [tokenizer.eos_token_id, vocab["<turn|>"], vocab["<|tool_response>"]]
+    else:
+        eos = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")]
     return {
         "max_new_tokens": max_new_tokens,
         "max_denoising_steps": 48,
@@ -151,7 +184,7 @@ def generation_defaults(tokenizer: Any, max_new_tokens: int = 256) -> dict[str, 
         "confidence_threshold": 0.005,
         "bos_token_id": tokenizer.bos_token_id,
         "pad_token_id": tokenizer.pad_token_id,
-        "eos_token_id": [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")],
+        "eos_token_id": eos,
     }
 
 
@@ -183,14 +216,20 @@ def _resolved(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def make_tiny(out_dir: str | Path, *, seed: int = 0, canvas_length: int = 32, vocab_size: int = 512,
-              max_positions: int = 4096) -> Path:
+def make_tiny(
+    out_dir: str | Path, *, seed: int = 0, canvas_length: int = 32, vocab_size: int = 512, max_positions: int = 4096,
+    gemma4: bool = False,
+) -> Path:
     """Write a random-weight tiny checkpoint that loads in well under a second on CPU (`max_positions`: its
-    context length, e.g. 32768 for the long-document benchmark)."""
+    context length, e.g. 32768 for the long-document benchmark; `gemma4`: with the Gemma 4 tokenizer layout, see
+    `gemma4_style_tokenizer`)."""
     import torch
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    tokenizer = train_tokenizer(SAMPLE_TEXT, vocab_size=vocab_size)
+    if gemma4:
+        tokenizer = gemma4_style_tokenizer(SAMPLE_TEXT, vocab_size=vocab_size)
+    else:
+        tokenizer = train_tokenizer(SAMPLE_TEXT, vocab_size=vocab_size)
     torch.manual_seed(seed)
     config = tiny_config(len(tokenizer), canvas_length=canvas_length, max_positions=max_positions)
     model = DiffusionGemmaForBlockDiffusion(config).eval()

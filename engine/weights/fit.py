@@ -11,22 +11,27 @@ What is counted (bytes resident on the device while generating):
   weight + a 4-byte scale per row) for comparison only; Letterpress loads bf16/fp32 or NF4.
 * KV cache for the context: sliding-window layers keep at most window + canvas positions, global layers all of
   them; keys and values in 16 bits.
-* logits and self-conditioning buffers: per canvas, fp32 logits of the step, the previous step's logits kept for
-  self-conditioning, their softmax (fp32) and the 16-bit copy multiplied by the embedding, plus the softcap
-  temporary: 4 fp32 + 1 bf16 canvas x vocabulary arrays.
-* activations of the largest forward (encoding a prompt chunk): per token, the top-k expert intermediates,
-  the dense MLP intermediates and a few hidden-size copies.
+* step memory (logits, self-conditioning, sampling): per candidate row, canvas x vocabulary cells at the bytes per
+  cell measured for the lean step (`engine.tools.step_memory`, ~8 bytes: the incoming self-conditioning logits with their
+  fp32 softmax and 16-bit copy inside the decoder), plus one fixed chunk of sampling scratch. A test holds this to
+  at least the measured peak for 1, 3 and 8 candidates.
+* activations of the prefill (encoding the prompt): per token and prefill row, the top-k expert intermediates,
+  the dense MLP intermediates and a few hidden-size copies, in chunks of at most `prefill_chunk` tokens; plus the
+  encoder's dense sliding-window mask (query x key bytes per prefill row).
 * a fixed overhead for the CUDA context, kernels and allocator slack.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Precision = Literal["fp32", "bf16", "int8", "nf4"]
+from engine.weights.plan import KIND_LABELS, KINDS, Kind, PlanRow, storage_bytes, storage_for
+
+Precision = Literal["fp32", "bf16", "int8", "nf4", "nf4-mixed"]
 Verdict = Literal["fits", "tight", "wont_fit", "unknown"]
 
 GIB = 1024**3
@@ -37,6 +42,18 @@ FITS_SHARE = 0.90  # "fits" leaves >= 10% of the free memory; "tight" uses 90-10
 NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
 NF4_NUMERATOR = 8192 + 256 + 4  # NF4_BYTES_PER_WEIGHT = NF4_NUMERATOR / 16384
 INT8_ROW_SCALE_BYTES = 4
+# Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured by
+# `engine.tools.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies; docs/performance.md)
+# and rounded up; the decoder body holding the incoming self-conditioning logits, their fp32 softmax and its 16-bit
+# copy is the largest moment. A test holds it to at least the measured peak.
+STEP_BYTES_PER_CELL_BF16 = 8.5
+# Fixed sampling scratch per step: one chunk of rows (engine.lean_step.CHUNK_CELLS) of fp32 softmax, draws and
+# entropy temporaries, whatever the candidate count.
+STEP_CHUNK_BYTES = 5 * 4 * (1 << 23)
+# Prompt tokens encoded per forward: the loop prefills once (batch 1, expanded to the candidate rows) in chunks of
+# `engine.prefix_cache.PREFILL_CHUNK` tokens (a test holds the two equal); the activation term assumes it.
+PREFILL_CHUNK = 512
+DEFAULT_CANDIDATES = 3  # the app's default number of alternatives (app/settings.py "denoise.alternatives")
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,12 @@ class FitEstimate:
     available_bytes: int | None
     verdict: Verdict
     lines: tuple[str, ...]
+    candidates: int = 1
+
+    @property
+    def request_bytes(self) -> int:
+        """What one request adds on top of the resident weights: KV cache, step memory, prefill activations."""
+        return self.kv_cache_bytes + self.logits_bytes + self.activations_bytes
 
     @property
     def total_bytes(self) -> int:
@@ -83,8 +106,9 @@ class FitEstimate:
     def summary(self) -> str:
         avail = "unknown free memory" if self.available_bytes is None else f"{gb(self.available_bytes)} free"
         word = {"fits": "fits", "tight": "is tight", "wont_fit": "won't fit", "unknown": "may or may not fit"}
+        rows = f", {self.candidates} candidates" if self.candidates > 1 else ""
         return (
-            f"{self.precision} at {self.context_tokens:,} tokens of context needs about {gb(self.total_bytes)} "
+            f"{self.precision} at {self.context_tokens:,} tokens of context{rows} needs about {gb(self.total_bytes)} "
             f"on {self.device} ({avail}): it {word[self.verdict]}."
         )
 
@@ -207,6 +231,49 @@ def param_counts(config: dict[str, Any]) -> ParamCounts:
     return ParamCounts(experts, linear, vocab * h, other, rows)
 
 
+def kind_counts(config: dict[str, Any]) -> tuple[dict[Kind, int], dict[Kind, int]]:
+    """Weights and output rows per module kind (`engine.weights.plan`) of the text stack (shared encoder/decoder
+    weights once), from config.json alone; the same arithmetic as `param_counts`, split by kind."""
+    text = _text(config)
+    h = _int(text, "hidden_size")
+    inter = _int(text, "intermediate_size")
+    heads = _int(text, "num_attention_heads")
+    experts_n = _int(text, "num_experts", 0)
+    moe = _int(text, "moe_intermediate_size", 0)
+    counts: dict[Kind, int] = dict.fromkeys(KINDS, 0)
+    rows: dict[Kind, int] = dict.fromkeys(KINDS, 0)
+    for (_layer_type, kv, hd, has_v), n in _layer_groups(text).items():
+        counts["attention"] += n * (h * heads * hd + h * kv * hd + (h * kv * hd if has_v else 0) + heads * hd * h)
+        rows["attention"] += n * (heads * hd + kv * hd + (kv * hd if has_v else 0) + h)
+        counts["dense_mlp"] += n * 3 * h * inter
+        rows["dense_mlp"] += n * (2 * inter + h)
+        counts["router"] += n * h * experts_n
+        rows["router"] += n * experts_n
+        counts["experts"] += n * experts_n * 3 * moe * h
+        rows["experts"] += n * experts_n * (2 * moe + h)
+        counts["norms"] += n * (7 * h + 2 * hd + h + experts_n + 1)
+    counts["dense_mlp"] += 3 * h * inter  # self-conditioning block (decoder only)
+    rows["dense_mlp"] += 2 * inter + h
+    counts["norms"] += 2 * h
+    counts["embedding"] = _int(text, "vocab_size") * h
+    return counts, rows
+
+
+def plan_rows(config: dict[str, Any], scheme: str, compute_bytes: int = 2) -> list[PlanRow]:
+    """The plan for `scheme` per module kind, with the weights and bytes of each kind."""
+    counts, rows = kind_counts(config)
+    return [PlanRow(k, storage_for(scheme, k), counts[k], storage_bytes(storage_for(scheme, k), counts[k], rows[k],
+                                                                        compute_bytes)) for k in KINDS]
+
+
+def plan_text(config: dict[str, Any], scheme: str) -> str:
+    rows = plan_rows(config, scheme)
+    total = sum(r.bytes for r in rows)
+    return "\n".join([f"quantization plan '{scheme}' (per module kind):", *("  " + r.line() for r in rows),
+                      f"  {'total':<13} {'':>7}  {sum(r.weights for r in rows):>15,} weights  {total / 1e9:8.3f} GB"])
+
+
+
 def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
     """Resident weight bytes and the arithmetic that gave them."""
     if precision == "fp32":
@@ -225,6 +292,33 @@ def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
         f"{counts.quantizable:,} linear/expert weights x {NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)"
         f" + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
     )
+
+
+def plan_weight_bytes(config: dict[str, Any], scheme: str) -> tuple[int, str]:
+    """Resident weight bytes of a quantized scheme, from its plan per module kind (`engine.weights.plan`: the
+    router, embedding and norms 16-bit; attention and dense MLP NF4 or int8; experts NF4)."""
+    rows = plan_rows(config, scheme)
+    parts = []
+    for storage in ("nf4", "int8", "16-bit"):
+        picked = [r for r in rows if r.storage == storage]
+        if not picked:
+            continue
+        weights = sum(r.weights for r in picked)
+        per = {"nf4": f"{NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)", "int8": "1 byte (int8) + 4-byte row scales",
+               "16-bit": "2 bytes"}[storage]
+        names = "/".join(KIND_LABELS[r.kind] for r in picked)
+        parts.append(f"{weights:,} {names} weights x {per}")
+    return sum(r.bytes for r in rows), " + ".join(parts)
+
+
+def experts_buffer_bytes(config: dict[str, Any]) -> tuple[int, str]:
+    """The GPU experts forward's one reused dequantization buffer (`engine.fastpath.reused_stack`): one layer's
+    gate_up and down stacks in bf16, shared by every layer."""
+    text = _text(config)
+    experts_n = _int(text, "num_experts", 0)
+    h, moe = _int(text, "hidden_size"), _int(text, "moe_intermediate_size", 0)
+    total = 2 * experts_n * 3 * moe * h
+    return total, f"{total / 1e9:.2f} GB reused bf16 expert stacks ({experts_n} x 3 x {moe} x {h} x 2 bytes)"
 
 
 def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int = 1) -> tuple[int, str]:
@@ -246,12 +340,18 @@ def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int
 
 
 def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[int, str]:
+    """One denoising step's vocabulary-sized memory for `batch` candidate rows (see `engine.tools.step_memory`)."""
     vocab = _int(_text(config), "vocab_size")
     cells = batch * canvas * vocab
-    return cells * (4 * 4 + 2), f"{batch} x {canvas} canvas x {vocab:,} vocabulary x (4 fp32 + 1 bf16 arrays)"
+    scratch = min(STEP_CHUNK_BYTES, 5 * 4 * cells)
+    total = math.ceil(cells * STEP_BYTES_PER_CELL_BF16) + scratch
+    return total, (f"{batch} x {canvas} canvas x {vocab:,} vocabulary x {STEP_BYTES_PER_CELL_BF16} bytes per cell "
+                   f"(measured lean step) + {scratch / 1e9:.2f} GB sampling chunk")
 
 
-def activation_bytes(config: dict[str, Any], chunk: int) -> tuple[int, str]:
+def activation_bytes(config: dict[str, Any], chunk: int, rows: int = 1, context: int | None = None) -> tuple[int, str]:
+    """Prefill activations for `rows` rows encoding `chunk` tokens at a time, plus the encoder's dense
+    sliding-window mask (one byte per query x key pair per row) over `context` keys."""
     text = _text(config)
     h = _int(text, "hidden_size")
     per_token = (
@@ -259,7 +359,10 @@ def activation_bytes(config: dict[str, Any], chunk: int) -> tuple[int, str]:
         + 3 * _int(text, "intermediate_size")
         + 8 * h
     )
-    return 2 * chunk * per_token, f"{chunk:,} tokens x {per_token:,} values x 2 bytes"
+    keys = max(chunk, context or chunk)
+    mask = rows * chunk * keys
+    how = f"{rows} row(s) x {chunk:,} tokens x {per_token:,} values x 2 bytes + {rows} x {chunk:,} x {keys:,} mask bytes"
+    return 2 * rows * chunk * per_token + mask, how
 
 
 def estimate(
@@ -270,15 +373,30 @@ def estimate(
     batch: int = 1,
     device: str = "cuda",
     available_bytes: int | None = None,
+    candidates: int | None = None,
+    prefill_rows: int | None = None,
+    prefill_chunk: int = PREFILL_CHUNK,
 ) -> FitEstimate:
-    """The resident-memory estimate for `precision` and a context, compared with `available_bytes` if known."""
+    """The resident-memory estimate for `precision`, a context and a candidate count (`candidates`, alias of
+    `batch`: batch rows of one request), compared with `available_bytes` if known.
+
+    `prefill_rows` is how many rows the prompt is encoded for (default 1: the loop prefills once and expands the
+    cache to the rows), `prefill_chunk` the most prompt tokens encoded per forward. The KV cache is counted per row:
+    after the first canvas each row's cache is its own copy.
+    """
+    rows = max(1, candidates if candidates is not None else batch)
     canvas = _int(config, "canvas_length", 256) if isinstance(config, dict) else 256
     canvas = canvas or 256
     counts = param_counts(config)
-    w, w_how = weight_bytes(counts, precision)
-    kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, batch)
-    lg, lg_how = logits_bytes(config, canvas, batch)
-    act, act_how = activation_bytes(config, min(context_tokens, 8192) + canvas)
+    w, w_how = plan_weight_bytes(config, precision) if precision in ("nf4", "nf4-mixed") else weight_bytes(
+        counts, precision)
+    kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, rows)
+    lg, lg_how = logits_bytes(config, canvas, rows)
+    prefill = min(context_tokens, prefill_chunk) + canvas
+    act, act_how = activation_bytes(config, prefill, prefill_rows or 1, context_tokens + canvas)
+    if precision in ("nf4", "nf4-mixed") and device.startswith("cuda"):
+        buf, buf_how = experts_buffer_bytes(config)
+        act, act_how = act + buf, f"{act_how} + {buf_how}"
     overhead = CUDA_OVERHEAD if device.startswith("cuda") else HOST_OVERHEAD
     total = w + kv + lg + act + overhead
     if available_bytes is None:
@@ -292,7 +410,7 @@ def estimate(
     lines = [
         f"weights      {gb(w):>10}  = {w_how}",
         f"KV cache     {gb(kv):>10}  = {kv_how}",
-        f"logits/self-conditioning {gb(lg)} = {lg_how}",
+        f"step (logits, self-conditioning, sampling) {gb(lg)} = {lg_how}",
         f"activations  {gb(act):>10}  = {act_how}",
         f"overhead     {gb(overhead):>10}  = {'CUDA context, kernels, allocator slack' if device.startswith('cuda') else 'Python, torch, transformers'}",
         f"total        {gb(total):>10}",
@@ -303,7 +421,7 @@ def estimate(
             f"({gb(FITS_SHARE * available_bytes)}), tight <= 100% -> {verdict}"
         )
     est = FitEstimate(precision, context_tokens, canvas, w, kv, lg, act, overhead, device, available_bytes, verdict,
-                      tuple(lines))
+                      tuple(lines), rows)
     return FitEstimate(**{**est.__dict__, "lines": (est.summary, *lines)})
 
 
@@ -359,7 +477,8 @@ def devices_found() -> list[DeviceMemory]:
 
 
 def estimate_for_device(
-    config: dict[str, Any], precision: Precision, device: str, *, context_tokens: int = DEFAULT_CONTEXT
+    config: dict[str, Any], precision: Precision, device: str, *, context_tokens: int = DEFAULT_CONTEXT,
+    candidates: int = 1,
 ) -> FitEstimate:
     """The estimate against what is free right now on `device` ("cpu", "cuda" or "cuda:N")."""
     want = "cuda:0" if device == "cuda" else device
@@ -368,6 +487,7 @@ def estimate_for_device(
         config,
         precision,
         context_tokens=context_tokens,
+        candidates=candidates,
         device=f"{want} ({mem.name})" if mem else want,
         available_bytes=mem.free_bytes if mem and mem.free_bytes else None,
     )

@@ -65,15 +65,45 @@ class LoadedModel:
     info: ModelInfo
 
 
+QUANTIZED_SCHEMES = ("nf4", "nf4-mixed")
+
+
 def choose_quantization(quantization: Quantization, device: str, config: dict[str, Any]) -> str:
-    """"auto": NF4 on CUDA unless the bf16 weights fit comfortably; full precision on the CPU."""
-    if quantization != "auto":
-        return quantization
-    if device != "cuda":
-        return "none"
+    """The storage scheme only (see `choose_precision`)."""
+    return choose_precision(quantization, device, config)[0]
+
+
+def choose_precision(quantization: Quantization, device: str, config: dict[str, Any]) -> tuple[str, str, str]:
+    """(scheme, compute dtype name, notice) for a load.
+
+    "auto" never picks a precision the device cannot hold: on CUDA, bf16 when it fits comfortably, else
+    "nf4-mixed" (attention and dense MLP at 8 bits) when that fits, else "nf4"; on the CPU, float32, then bf16,
+    then the 4-bit schemes, whichever first fits the free RAM, saying why when it is not float32. An explicit
+    choice is kept as asked (the fit gate refuses it if it cannot fit).
+    """
     from engine.weights.fit import estimate_for_device
 
-    return "none" if estimate_for_device(config, "bf16", "cuda").verdict == "fits" else "nf4"
+    cuda = device == "cuda"
+    if quantization != "auto":
+        return quantization, "bfloat16" if cuda else "float32", ""
+    if cuda:
+        options = [("none", "bf16"), ("nf4-mixed", "nf4-mixed"), ("nf4", "nf4")]
+    else:
+        options = [("none", "fp32"), ("none", "bf16"), ("nf4-mixed", "nf4-mixed"), ("nf4", "nf4")]
+    estimates = [(scheme, precision, estimate_for_device(config, precision, device)) for scheme, precision in options]  # type: ignore[arg-type]
+    chosen = next(((s, p, e) for s, p, e in estimates if e.verdict == "fits"), None)
+    if chosen is None:
+        chosen = estimates[-1]  # nothing fits comfortably: the smallest; the gate says whether it fits at all
+    scheme, precision, est = chosen
+    dtype = "float32" if precision == "fp32" else "bfloat16"
+    if cuda or precision == "fp32":
+        return scheme, dtype, ""
+    first = estimates[0][2]
+    return scheme, dtype, (
+        f"Full precision (float32) would need about {first.total_bytes / 1e9:.1f} GB, more than this machine has "
+        f"free; loading {'in bfloat16' if scheme == 'none' else 'with ' + scheme + ' quantization'} instead "
+        f"({est.total_bytes / 1e9:.1f} GB)."
+    )
 
 
 def load_model(
@@ -100,21 +130,23 @@ def load_model(
     dev, notice = resolve_device(device)
     if cancel is not None and cancel.is_set():
         raise LoadCancelledError("Loading was cancelled.")
-    quant = choose_quantization(quantization, dev, ckpt.config)
-    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
-    precision = "nf4" if quant == "nf4" else ("bf16" if dtype == torch.bfloat16 else "fp32")
-    fit = estimate_for_device(ckpt.config, precision, dev)
+    quant, dtype_name, precision_notice = choose_precision(quantization, dev, ckpt.config)
+    notice = " ".join(n for n in (notice, precision_notice) if n)
+    dtype = getattr(torch, dtype_name)
+    precision = quant if quant in QUANTIZED_SCHEMES else ("bf16" if dtype == torch.bfloat16 else "fp32")
+    fit = estimate_for_device(ckpt.config, precision, dev)  # type: ignore[arg-type]
     if fit.verdict == "wont_fit":
         raise WontFitError(
             f"{ckpt.path.name} will not fit: {fit.summary} "
             + ("Choose 4-bit quantization, close other programs using the GPU, or use a smaller model."
-               if precision != "nf4" else "Close other programs using the GPU or use a smaller model.")
+               if precision not in QUANTIZED_SCHEMES else "Close other programs using the GPU or use a smaller model.")
             + "\n" + fit.text()
         )
     try:
         tokenizer = AutoTokenizer.from_pretrained(ckpt.path, local_files_only=True, trust_remote_code=False)
         model, load_notice = load_weights(
-            ckpt.path, ckpt.weight_files, dev, dtype, nf4=quant == "nf4", on_progress=on_progress, cancel=cancel
+            ckpt.path, ckpt.weight_files, dev, dtype, nf4=quant if quant in QUANTIZED_SCHEMES else False,
+            on_progress=on_progress, cancel=cancel,
         )
     except EngineError:
         raise
@@ -167,12 +199,12 @@ def _explain_failure(path: Path, exc: Exception) -> EngineError:
 
 def _logical_parameters(model: Any) -> int:
     """Weights the model stands for (an NF4 matrix counts as its unpacked size; shared weights once)."""
-    from engine.weights.quantize import NF4Weight
+    from engine.weights.quantize import Int8Linear, NF4Weight
 
     seen: set[int] = set()
     total = 0
     for module in model.modules():
-        if isinstance(module, NF4Weight):
+        if isinstance(module, (NF4Weight, Int8Linear)):
             if id(module) not in seen:
                 seen.add(id(module))
                 total += module.logical_numel
@@ -190,7 +222,7 @@ def load_weights(
     device: str,
     dtype: torch.dtype,
     *,
-    nf4: bool,
+    nf4: bool | str,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     use_cache: bool | None = None,
@@ -207,17 +239,18 @@ def load_weights(
         model = build_skeleton(model_dir, dtype, nf4=False)
         stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)
         return model, ""
-    slot = qcache.slot_for(model_dir, files, dtype) if use_cache else None
+    scheme = nf4 if isinstance(nf4, str) else "nf4"
+    slot = qcache.slot_for(model_dir, files, dtype, scheme) if use_cache else None
     notice = ""
     if slot is not None and slot.manifest.is_file():
-        model = build_skeleton(model_dir, dtype, nf4=True)
+        model = build_skeleton(model_dir, dtype, nf4=scheme)
         reason = qcache.load_from_cache(slot, model, device, dtype, on_progress=on_progress, cancel=cancel)
         if not reason:
             return model, ""
         del model
         _free(device)
         notice = f"The quantized cache was rebuilt: {reason}."
-    model = build_skeleton(model_dir, dtype, nf4=True)
+    model = build_skeleton(model_dir, dtype, nf4=scheme)
     stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel, stage="quantizing")
     if slot is not None:
         why = qcache.save_to_cache(slot, model, model_dir)

@@ -87,9 +87,11 @@ class CacheSlot:
         return self.folder / MANIFEST_NAME
 
 
-def slot_for(model_dir: Path, weight_files: tuple[Path, ...] | list[Path], dtype: torch.dtype) -> CacheSlot:
+def slot_for(
+    model_dir: Path, weight_files: tuple[Path, ...] | list[Path], dtype: torch.dtype, scheme: str = "nf4"
+) -> CacheSlot:
     key = fingerprint(model_dir, weight_files)
-    dtype_name = str(dtype).removeprefix("torch.")
+    dtype_name = str(dtype).removeprefix("torch.") + ("" if scheme == "nf4" else f"-{scheme}")
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_dir.name)[:60]
     return CacheSlot(cache_root() / f"{safe_name}-{key}-{dtype_name}", key, dtype_name)
 

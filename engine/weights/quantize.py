@@ -33,7 +33,7 @@ NESTED_BLOCKSIZE = 256
 QUANT_CHUNK = 1 << 22  # weights quantized per call (a multiple of the block size)
 EXPERTS_IMPLEMENTATION = "letterpress_nf4"
 # Bump when the stored layout changes: quantized caches written by another format version are rebuilt.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the router stays 16-bit; int8 attention/dense MLP in nf4-mixed
 
 
 def _bnb() -> Any:
@@ -182,6 +182,58 @@ class NF4Linear(NF4Weight):
         return self.matmul(x)
 
 
+class Int8Linear(nn.Module):
+    """A bias-free linear stored at 8 bits: int8 codes with one absmax scale per output row (bitsandbytes'
+    `int8_vectorwise_quant`, the LLM.int8 storage). The forward dequantizes to the compute dtype and multiplies,
+    so activations stay 16-bit (no outlier decomposition to get wrong)."""
+
+    def __init__(self, in_features: int, out_features: int, *, device: torch.device | str = "meta",
+                 dtype: torch.dtype = torch.bfloat16) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.shape = (out_features, in_features)
+        self.count = None
+        self.compute_dtype = dtype
+        self.register_buffer("CB", torch.empty(out_features, in_features, dtype=torch.int8, device=device))
+        self.register_buffer("SCB", torch.empty(out_features, dtype=torch.float32, device=device))
+
+    @property
+    def logical_numel(self) -> int:
+        return self.in_features * self.out_features
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+    def materialize(self, device: torch.device | str) -> None:
+        for name, buf in list(self._buffers.items()):
+            if buf is not None and buf.is_meta:
+                self._buffers[name] = torch.empty(buf.shape, dtype=buf.dtype, device=device)
+
+    def store(self, weight: torch.Tensor, index: int | None = None) -> None:
+        if tuple(weight.shape) != self.shape:
+            raise ValueError(f"expected a {self.shape} matrix, got {tuple(weight.shape)}")
+        codes, scales, _ = _bnb().functional.int8_vectorwise_quant(weight.to(torch.float16 if weight.is_cuda
+                                                                             else torch.float32))
+        self._buffers["CB"] = codes.to(weight.device).contiguous()
+        self._buffers["SCB"] = scales.to(device=weight.device, dtype=torch.float32).contiguous()
+
+    def dequantize(self, index: int | None = None) -> torch.Tensor:
+        return (self.CB.to(torch.float32) * (self.SCB / 127.0).unsqueeze(1)).to(self.compute_dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x, self.dequantize().to(x.dtype))
+
+
+def quantized_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
+    """Every distinct quantized module (NF4 or int8) with its first name."""
+    seen: set[int] = set()
+    for name, module in model.named_modules(remove_duplicate=False):
+        if isinstance(module, (NF4Weight, Int8Linear)) and id(module) not in seen:
+            seen.add(id(module))
+            yield name, module
+
+
 def nf4_experts_forward(
     self: nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
@@ -235,22 +287,30 @@ def is_experts(module: nn.Module) -> bool:
     return type(module).__name__.endswith("TextExperts")
 
 
-def convert_to_nf4(model: nn.Module, compute_dtype: torch.dtype) -> int:
-    """Replace every `nn.Linear` and every experts weight of the text stack by NF4 storage (on meta; filled by
-    the loader). Tied modules map to one converted module. Returns how many modules were converted."""
+def convert_to_nf4(model: nn.Module, compute_dtype: torch.dtype, scheme: str = "nf4") -> int:
+    """Replace the text stack's linears and experts by quantized storage following the plan of `scheme`
+    (`engine.weights.plan`: "nf4" or "nf4-mixed"; the router always stays 16-bit), on meta, filled by the loader.
+    Tied modules map to one converted module. Returns how many modules were converted."""
+    from engine.weights.plan import linear_kind, storage_for
+
     register_experts_implementation()
     converted: dict[int, nn.Module] = {}  # id of the original weight Parameter -> replacement module
     experts_done: dict[int, nn.Module] = {}
     count = 0
     for _, stack in text_stacks(model):
-        for parent in list(stack.modules()):
+        for parent_name, parent in list(stack.named_modules()):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
+                    kind = linear_kind(f"{parent_name}.{name}" if parent_name else name)
+                    storage = storage_for(scheme, kind) if kind is not None else "nf4"
+                    if storage not in ("nf4", "int8"):
+                        continue  # the router (and anything else the plan keeps 16-bit)
                     if child.bias is not None:
-                        raise ValueError("NF4Linear does not support biases; DiffusionGemma has none")
+                        raise ValueError("quantized linears do not support biases; DiffusionGemma has none")
                     key = id(child.weight)
                     if key not in converted:
-                        converted[key] = NF4Linear(child.in_features, child.out_features, dtype=compute_dtype)
+                        cls = Int8Linear if storage == "int8" else NF4Linear
+                        converted[key] = cls(child.in_features, child.out_features, dtype=compute_dtype)
                         count += 1
                     setattr(parent, name, converted[key])
                 elif is_experts(child) and not isinstance(child.gate_up_proj, NF4Weight):
@@ -286,6 +346,8 @@ def unquantized_text_weights(model: nn.Module) -> list[str]:
     left = []
     for prefix, stack in text_stacks(model):
         for name, module in stack.named_modules():
+            if name.endswith("router.proj"):
+                continue  # kept 16-bit on purpose (engine.weights.plan)
             if isinstance(module, nn.Linear) or (is_experts(module) and isinstance(module.gate_up_proj, nn.Parameter)):
                 left.append(f"{prefix}.{name}")
     return left

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from engine.api import LoadCancelledError, LoadProgress, ModelDamagedError, ModelIncompleteError, ProgressCallback
-from engine.weights.quantize import NF4Weight, convert_to_nf4, register_experts_implementation
+from engine.weights.quantize import Int8Linear, NF4Weight, convert_to_nf4, register_experts_implementation
 from engine.weights.tensorfile import TensorEntry, TensorFileReader
 
 # Letterpress is text-only: the vision tower and its projection are never loaded (they are ~1 GB in bf16 on the
@@ -60,7 +60,7 @@ def _params_on_meta(dtype: torch.dtype) -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool) -> nn.Module:
+def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool | str) -> nn.Module:
     """An empty DiffusionGemmaForBlockDiffusion (text stack only) for the checkpoint in `model_dir`."""
     from transformers import AutoConfig
 
@@ -72,9 +72,10 @@ def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool) -> nn.Modu
 
 
 def build_skeleton_from_config(
-    config: Any, dtype: torch.dtype, *, nf4: bool = False, keep_vision: bool = False
+    config: Any, dtype: torch.dtype, *, nf4: bool | str = False, keep_vision: bool = False
 ) -> nn.Module:
-    """Parameters on meta, buffers real; NF4 modules in place of linears/experts when `nf4`."""
+    """Parameters on meta, buffers real; quantized modules in place of linears/experts when `nf4` (True or a
+    scheme of `engine.weights.plan`: "nf4", "nf4-mixed")."""
     from transformers import DiffusionGemmaForBlockDiffusion
 
     config.dtype = dtype
@@ -85,7 +86,7 @@ def build_skeleton_from_config(
         encoder.vision_tower = None
         encoder.embed_vision = None
     if nf4:
-        convert_to_nf4(model, dtype)
+        convert_to_nf4(model, dtype, nf4 if isinstance(nf4, str) else "nf4")
     return model
 
 
@@ -109,13 +110,13 @@ class _Targets:
             module = self.model.get_submodule(key)
         except AttributeError:
             module = None
-        if isinstance(module, NF4Weight):
+        if isinstance(module, (NF4Weight, Int8Linear)):
             return "nf4", module
         try:
             owner = self.model.get_submodule(prefix)
         except AttributeError:
             return "unknown", None
-        if isinstance(owner, NF4Weight):
+        if isinstance(owner, (NF4Weight, Int8Linear)):
             if attr == "weight":
                 return "nf4", owner
             if attr in owner._buffers:
@@ -183,6 +184,7 @@ def stream_into(
             raise LoadCancelledError("Loading was cancelled.")
 
     report(0, 0)
+    filled: set[int] = set()  # quantized modules written from the checkpoint (or the cache)
     readers: dict[Path, TensorFileReader] = {}
     try:
         for index, (path, entry) in enumerate(plan):
@@ -197,9 +199,11 @@ def stream_into(
                 _quantize_entry(reader, entry, target, device, dtype, check_cancel,
                                 lambda part: report(index, stats.bytes_read + part))
                 stats.quantized += 1
+                filled.add(id(target))
             elif kind == "nf4_part":
                 module, name = target
                 _assign_checked(reader, entry, checksums, lambda t: _set_buffer(module, name, t.to(device)))
+                filled.add(id(module))
             elif kind == "tensor":
                 if id(target) in targets.done:
                     pass  # a tied weight saved twice: the first copy is already in place
@@ -213,6 +217,7 @@ def stream_into(
     finally:
         for reader in readers.values():
             reader.close()
+    check_keys(model, targets, filled, stats.unexpected)
     _finish(model, device)
     return stats
 
@@ -231,6 +236,48 @@ def _check_shape(path: Path, entry: TensorEntry, kind: str, target: Any, *, quan
             f"{path.name}: tensor {entry.name} has shape {list(entry.shape)}, but the model config.json describes "
             f"needs {list(expected)}; the weights and config.json do not belong together (or a weight was saved "
             "transposed). Download the model again."
+        )
+
+
+class CheckpointMismatchError(ModelIncompleteError):
+    """The checkpoint's tensors are not the model's: names the model does not have, or weights and persistent
+    buffers it has that the checkpoint does not fill (they would silently keep their initial values)."""
+
+    kind = "checkpoint_mismatch"
+
+    def __init__(self, message: str, unexpected: list[str], missing: list[str]) -> None:
+        super().__init__(message)
+        self.unexpected = unexpected
+        self.missing = missing
+
+
+def check_keys(model: nn.Module, targets: _Targets, filled: set[int], unexpected: list[str]) -> None:
+    """Raise `CheckpointMismatchError` unless every checkpoint tensor found a place and every parameter and
+    persistent buffer of the model (shared ones once) was written."""
+    written = targets.done
+    missing = []
+    seen: set[int] = set()
+    quantized = {id(b): id(m) for m in model.modules() if isinstance(m, (NF4Weight, Int8Linear))
+                 for b in m._buffers.values() if b is not None}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
+        owner = quantized.get(id(tensor))
+        if owner is not None:
+            if owner not in filled:
+                missing.append(name)
+        elif id(tensor) not in written:
+            missing.append(name)
+    if unexpected or missing:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} weight(s)/buffer(s) the model needs are not in it (first: {missing[0]})")
+        if unexpected:
+            parts.append(f"{len(unexpected)} tensor(s) in it belong to no part of the model (first: {unexpected[0]})")
+        raise CheckpointMismatchError(
+            "The checkpoint does not match its config.json: " + "; ".join(parts) + ". It may be from another "
+            "model or a damaged download; download the model again.", unexpected, missing,
         )
 
 
@@ -265,7 +312,7 @@ class CacheCorruptError(ModelIncompleteError):
 def _quantize_entry(
     reader: TensorFileReader,
     entry: TensorEntry,
-    module: NF4Weight,
+    module: NF4Weight | Int8Linear,
     device: str,
     dtype: torch.dtype,
     check_cancel: Callable[[], None],

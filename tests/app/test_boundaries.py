@@ -44,7 +44,7 @@ def test_engine_never_imports_qt_anywhere():
 
 
 RUNTIME_PATH = ("api", "prompts", "infill", "canvas", "prefix_cache", "denoise", "fastpath", "display", "session", "fake",
-                "__main__")
+                "__main__", "lean_step", "budget", "special_tokens")
 ROOMS = ("weights", "tools", "training")
 
 

@@ -201,9 +201,9 @@ def test_real_fit_estimate_gives_a_verdict_per_precision(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     result = inspect_folder(str(folder), "cpu")
     assert result.loadable
-    assert [r.precision for r in result.fit] == ["nf4", "bf16", "fp32"]
+    assert [r.precision for r in result.fit] == ["nf4", "nf4-mixed", "bf16", "fp32"]  # the badge shows both 4-bit plans
     needs = [r.needed_gb for r in result.fit]
-    assert needs[0] < needs[1] < needs[2]
+    assert needs[0] < needs[1] < needs[2] < needs[3]
     assert all(r.verdict in ("fits", "tight", "wont_fit", "unknown") for r in result.fit)
     assert "weights" in result.fit[0].note  # the arithmetic travels with the verdict
 

@@ -34,7 +34,8 @@ def test_real_26b_a4b_at_4_bits_and_8k_context_fits_a_24gb_card(capsys: pytest.C
     config = real_config_dict()
     counts = fit.param_counts(config)
     assert 25.0e9 < counts.total < 25.5e9 and 22.5e9 < counts.experts < 23.0e9  # ~25.2B, 22.8B in experts
-    est = fit.estimate(config, "nf4", context_tokens=8192, device="cuda:0 (24 GB card)", available_bytes=CARD_24GB)
+    est = fit.estimate(config, "nf4", context_tokens=8192, device="cuda:0 (24 GB card)", available_bytes=CARD_24GB,
+                       candidates=fit.DEFAULT_CANDIDATES)
     print("\n" + est.text())  # shown with `pytest -s`; the README quotes it
     assert est.verdict == "fits"
     assert 12e9 < est.weights_bytes < 16e9
@@ -42,7 +43,7 @@ def test_real_26b_a4b_at_4_bits_and_8k_context_fits_a_24gb_card(capsys: pytest.C
         (est.weights_bytes, est.kv_cache_bytes, est.logits_bytes, est.activations_bytes, est.overhead_bytes)
     )
     text = est.text()
-    for part in ("weights", "KV cache", "logits", "activations", "overhead", "total", "fits"):
+    for part in ("weights", "KV cache", "logits", "self-conditioning", "activations", "overhead", "total", "fits"):
         assert part in text
     assert "x 0.5159 bytes" in text  # the arithmetic, not just the result
 
@@ -72,3 +73,21 @@ def test_load_that_cannot_fit_is_refused_with_numbers(tiny_dir: Path, monkeypatc
     with pytest.raises(WontFitError) as err:
         load_model(tiny_dir, device="cpu", quantization="none")
     assert "GB" in err.value.message and "weights" in err.value.message
+
+
+def test_quantization_plan_keeps_router_and_norms_16_bit_and_mixed_adds_8_bit() -> None:
+
+    config = real_config_dict()
+    for scheme in ("nf4", "nf4-mixed"):
+        rows = {r.kind: r for r in fit.plan_rows(config, scheme)}
+        assert rows["router"].storage == rows["norms"].storage == rows["embedding"].storage == "16-bit"
+        assert rows["experts"].storage == "nf4"
+        assert 10.8e6 < rows["router"].weights < 10.9e6 and rows["router"].bytes == 2 * rows["router"].weights
+        assert sum(r.weights for r in rows.values()) == fit.param_counts(config).total
+    mixed = {r.kind: r.storage for r in fit.plan_rows(config, "nf4-mixed")}
+    assert mixed["attention"] == mixed["dense_mlp"] == "int8"
+    nf4 = fit.estimate(config, "nf4", available_bytes=CARD_24GB, candidates=3)
+    both = fit.estimate(config, "nf4-mixed", available_bytes=CARD_24GB, candidates=3)
+    assert 0.7e9 < both.weights_bytes - nf4.weights_bytes < 0.9e9  # attention + dense MLP: 1 byte instead of 0.52
+    assert nf4.verdict == "fits" and both.verdict in ("fits", "tight")  # +0.8 GB of 8-bit weights
+    assert "router" in fit.plan_text(config, "nf4") and "int8" in both.text()

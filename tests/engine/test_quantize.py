@@ -46,13 +46,17 @@ def _logits(model: nn.Module) -> torch.Tensor:
         return model(input_ids=ids, decoder_input_ids=canvas).logits
 
 
-def test_every_linear_and_expert_of_the_text_stack_is_4bit(nf4) -> None:
+def test_every_linear_and_expert_but_the_router_is_4bit(nf4) -> None:
     model = nf4.model
     assert nf4.info.quantization == "nf4"
     assert unquantized_text_weights(model) == []
-    checked = 0
+    checked = routers = 0
     for _, stack in text_stacks(model):
         for name, module in stack.named_modules():
+            if name.endswith("router.proj"):  # the router stays in the compute dtype (engine.weights.plan)
+                assert isinstance(module, nn.Linear) and module.weight.dtype == torch.float32, name
+                routers += 1
+                continue
             assert not isinstance(module, nn.Linear), name
             if is_experts(module):
                 assert isinstance(module.gate_up_proj, NF4Weight) and isinstance(module.down_proj, NF4Weight)
@@ -62,9 +66,9 @@ def test_every_linear_and_expert_of_the_text_stack_is_4bit(nf4) -> None:
                 assert module.qweight.numel() * 2 == module.logical_numel  # two 4-bit codes per byte
                 checked += 1
         for name, p in stack.named_parameters():
-            # What may stay in higher precision: the (tied) embedding and 1-D norm/scale vectors.
-            assert p.dim() == 1 or name.endswith("embed_tokens.weight"), name
-    assert checked > 0
+            # What may stay in higher precision: the (tied) embedding, the router and 1-D norm/scale vectors.
+            assert p.dim() == 1 or name.endswith(("embed_tokens.weight", "router.proj.weight")), name
+    assert checked > 0 and routers == 4  # 2 layers x (encoder, decoder)
     assert model.lm_head.weight is model.model.decoder.embed_tokens.weight  # tied output head stays shared
 
 
@@ -75,8 +79,9 @@ def test_shared_encoder_decoder_weights_are_quantized_once(nf4) -> None:
         assert e_layer.experts is d_layer.experts
         assert e_layer.mlp.gate_proj is d_layer.mlp.gate_proj
         assert e_layer.self_attn.q_proj is d_layer.self_attn.q_proj
-    # per layer: q,k,(v on the sliding layer),o + 3 MLP + router + 2 expert stacks; then 3 self-conditioning
-    assert len(list(nf4_modules(nf4.model))) == (4 + 3 + 1 + 2) + (3 + 3 + 1 + 2) + 3
+    # per layer: q,k,(v on the sliding layer),o + 3 MLP + 2 expert stacks (the router stays 16-bit); then 3
+    # self-conditioning
+    assert len(list(nf4_modules(nf4.model))) == (4 + 3 + 2) + (3 + 3 + 2) + 3
 
 
 def test_quantized_forward_equals_full_precision_forward_on_the_same_weights(nf4, full) -> None:
@@ -162,3 +167,26 @@ def test_nf4_on_cuda_generates_and_stays_close(tiny_dir: Path, monkeypatch, tmp_
     out = loaded.model.generate(ids, max_new_tokens=32)
     seq = out.sequences if hasattr(out, "sequences") else out
     assert seq.shape[1] > ids.shape[1]
+
+
+def test_nf4_mixed_keeps_attention_and_dense_mlp_at_8_bits(tiny_dir: Path, full, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.tools.inspect_report import observed_plan
+    from engine.weights.quantize import Int8Linear
+
+    monkeypatch.setenv("LETTERPRESS_CACHE_DIR", str(tmp_path))
+    mixed = load_model(tiny_dir, device="cpu", quantization="nf4-mixed")
+    assert mixed.info.quantization == "nf4-mixed"
+    dec = mixed.model.model.decoder
+    assert isinstance(dec.layers[0].self_attn.q_proj, Int8Linear) and isinstance(dec.layers[0].mlp.up_proj, Int8Linear)
+    assert isinstance(dec.layers[0].experts.gate_up_proj, NF4Weight)
+    assert isinstance(dec.layers[0].router.proj, nn.Linear)
+    plan = {p["kind"]: p["storage"] for p in observed_plan(mixed.model)}
+    assert plan == {"router": "float32", "attention": "int8", "dense_mlp": "int8", "experts": "nf4",
+                    "embedding": "float32", "norms": "float32"}
+    # 8-bit row-wise storage is ~100x closer than 4-bit: the mixed model's logits sit between nf4 and full
+    ref = _logits(full.model)
+    rel = ((_logits(mixed.model) - ref).norm() / ref.norm()).item()
+    assert rel < LOGITS_REL
+    again = load_model(tiny_dir, device="cpu", quantization="nf4-mixed")  # from its own cache slot
+    assert torch.equal(_logits(again.model), _logits(mixed.model))
