@@ -438,6 +438,10 @@ class Assistant(QObject):
         else:
             chunk = text[: self.ghost.first_line_length(sug.spans)] or text
         complete = chunk == text
+        if not complete and chunk.rstrip(" \t").strip():
+            # A visual line ends with the space where it wrapped (the real engine's words keep their trailing
+            # space): that space stays with the ghost, so it never doubles the writer's own space after the region.
+            chunk = chunk.rstrip(" \t")
         accepted = sug.accepted + chunk
         s, e = sug.full()
         joined = join(self._char_before(s), accepted, self._char_after(e), original=sug.original,
@@ -462,6 +466,7 @@ class Assistant(QObject):
             cursor.endEditBlock()
         finally:
             self._muted = False
+        self.editor.seal_undo_step()  # what the writer types next is its own undo step, not part of this accept
         sug.start.setPosition(s)
         sug.end.setPosition(s + units(new))
         caret = QTextCursor(self.editor.document())
