@@ -179,7 +179,9 @@ class Assistant(QObject):
         share re-noised) defaults to what `strength_for` remembers for that instruction, else 1.0."""
         cursor = self.editor.textCursor()
         if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
-            self.message.emit("Select the text you want rewritten first, then choose Rewrite (Ctrl+R).")
+            key = self._key("rewrite", "Ctrl+R")
+            self.message.emit("Select the text you want rewritten first, then choose Rewrite"
+                              + (f" ({key})." if key else "."))
             return None
         s, e = cursor.selectionStart(), cursor.selectionEnd()
         before, after = self._context(s, e)
@@ -489,6 +491,15 @@ class Assistant(QObject):
         self._show()
         return True
 
+    def _key(self, name: str, default: str) -> str:
+        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it."""
+        if self.settings is None:
+            return default
+        try:
+            return str(self.settings[f"keys.{name}"])
+        except Exception:  # noqa: BLE001 - a settings object without keys: the defaults are what is bound
+            return default
+
     def _char_before(self, pos: int) -> str:
         return self._text(max(0, pos - 2), pos)[-1:] if pos > 0 else ""
 
@@ -541,7 +552,9 @@ class Assistant(QObject):
             if count > 1:
                 badge += f" · {sug.index + 1}/{count}"
         else:
-            badge = (f"{sug.index + 1}/{count} · " if count > 1 else "") + "Tab accept · Esc dismiss"
+            hints = [f"{key} {verb}" for key, verb in ((self._key("accept", "Tab"), "accept"),
+                                                        (self._key("dismiss", "Esc"), "dismiss")) if key]
+            badge = " · ".join(([f"{sug.index + 1}/{count}"] if count > 1 else []) + hints)
         content = GhostContent(sug.layout, sug.spans, badge, sug.error)
         for hook in self.view_hooks:
             content = hook(sug, content)

@@ -102,3 +102,20 @@ def test_accept_line_that_ends_at_a_wrap_leaves_no_doubled_space(qtbot, monkeypa
     undo(qtbot, window)
     undo(qtbot, window)
     assert window.editor.toPlainText() == DOC
+
+
+def test_the_badge_and_hints_name_the_keys_the_writer_bound(qtbot, settings):
+    # After Settings ▸ Assistant keys moved accept to Ctrl+J, the ghost's badge still said "Tab accept".
+    settings.set("keys.accept", "Ctrl+J")
+    settings.set("keys.rewrite", "Ctrl+Alt+W")
+    window = build_window(qtbot, FakeEngine(texts=[" and then it rained."], steps=2), settings=settings)
+    set_text(window, "It was calm")
+    window.actionDraft.trigger()
+    wait_ready(qtbot, window)
+    badge = window.assistant.ghost.content.badge
+    assert "Ctrl+J accept" in badge and "Esc dismiss" in badge and "Tab" not in badge
+    assert "Ctrl+J" in window.actionAcceptSuggestion.toolTip()
+    qtbot.keyClick(window.editor, Qt.Key.Key_J, CTRL)
+    assert window.editor.toPlainText() == "It was calm and then it rained."
+    window.actionRewrite.trigger()  # nothing selected: the hint names the rewrite key as bound
+    assert "(Ctrl+Alt+W)" in window.statusBar().currentMessage()
