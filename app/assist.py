@@ -509,7 +509,12 @@ class Assistant(QObject):
 
     def _cycle(self, delta: int) -> bool:
         sug = self._sug
-        if sug is None or len(sug.alternatives) < 2:
+        if sug is None:
+            return False
+        if len(sug.alternatives) < 2:
+            if not sug.running and not sug.error:
+                self.message.emit("This suggestion has no other alternative." if not sug.accepted else
+                                  "Only the rest of the accepted alternative is left; Esc dismisses it.")
             return False
         sug.index = (sug.index + delta) % len(sug.alternatives)
         self._show()

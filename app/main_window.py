@@ -285,8 +285,10 @@ class MainWindow(QMainWindow):
         for act in (self.actionAcceptSuggestion, self.actionAcceptWord, self.actionAcceptLine):
             act.setEnabled(visible or running)
         self.actionDismissSuggestion.setEnabled(a.active)
-        self.actionNextAlternative.setEnabled(visible and count > 1)
-        self.actionPreviousAlternative.setEnabled(visible and count > 1)
+        # Alt+]/Alt+[ belong to a suggestion as long as one is shown, even with a single alternative (the rest
+        # after a partial accept): a disabled action lets Qt type "]" into the region, cancelling the suggestion.
+        self.actionNextAlternative.setEnabled(a.active)
+        self.actionPreviousAlternative.setEnabled(a.active)
 
     # -- commands ----------------------------------------------------------------------------------------------------
 

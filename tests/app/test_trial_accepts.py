@@ -119,3 +119,22 @@ def test_the_badge_and_hints_name_the_keys_the_writer_bound(qtbot, settings):
     assert window.editor.toPlainText() == "It was calm and then it rained."
     window.actionRewrite.trigger()  # nothing selected: the hint names the rewrite key as bound
     assert "(Ctrl+Alt+W)" in window.statusBar().currentMessage()
+
+
+def test_alt_bracket_after_a_partial_accept_never_types_into_the_document(qtbot, settings):
+    # After Ctrl+Right the rest is the only alternative, so Alt+] was disabled and reached the editor as text:
+    # "]" landed after the accepted word and the suggestion was cancelled as "edited".
+    texts = [" She commanded the boats home.", " Other words here.", " A third way."]
+    window = build_window(qtbot, FakeEngine(texts=texts, steps=2), settings=settings)
+    rewrite_sentence(qtbot, window)
+    assert window.assistant.alternatives[1] > 1
+    qtbot.keyClick(window.editor, Qt.Key.Key_Right, CTRL)
+    accepted = window.editor.toPlainText()
+    assert accepted == BEFORE + "She" + AFTER
+    for key in (Qt.Key.Key_BracketRight, Qt.Key.Key_BracketLeft):
+        qtbot.keyClick(window.editor, key, Qt.KeyboardModifier.AltModifier)
+        assert window.editor.toPlainText() == accepted
+        assert ghost_state(window) == "ready" and ghost_text(window) == " commanded the boats home."
+    assert "alternative" in window.statusBar().currentMessage()
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == BEFORE + "She commanded the boats home." + AFTER
