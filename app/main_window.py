@@ -161,6 +161,9 @@ class MainWindow(QMainWindow):
             self.actionDismissSuggestion, self.actionNextAlternative, self.actionPreviousAlternative,
         ]
         self.editor.priority_actions.extend(self.suggestion_actions)
+        # The requests too: their keys can be rebound (app.keys) to ones the editor would take for itself (Tab,
+        # Ctrl+Right…); a key the writer gave to Draft must draft, not type a tab.
+        self.editor.priority_actions.extend([self.actionDraft, self.actionRewrite, self.actionInfill])
         self.preset_actions: list[QAction] = []
         for key, instruction in a.presets().items():
             act = self._action(f"actionPreset_{key}", PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
