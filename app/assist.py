@@ -15,11 +15,12 @@ import dataclasses
 import logging
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTextBoundaryFinder, Signal, Slot
 from PySide6.QtGui import QTextCursor
 
 from app.editor import Editor
@@ -435,8 +436,7 @@ class Assistant(QObject):
         if part == "all":
             chunk = text
         elif part == "word":
-            match = _WORD.match(text)
-            chunk = match.group(0) if match else text
+            chunk = _next_word(text)
         else:
             chunk = text[: self.ghost.first_line_length(sug.spans)] or text
         complete = chunk == text
@@ -594,6 +594,35 @@ def _offered(rows: list[tuple[Span, ...]], wanted: int) -> list[tuple[Span, ...]
             seen.add(text)
             kept.append(spans)
     return (kept or rows[:1])[: max(1, wanted)]
+
+
+def _next_word(text: str) -> str:
+    """The next word of `text` with the whitespace before it: up to the next space in spaced scripts ("night."
+    stays whole), but at a Unicode word boundary inside Chinese or Japanese, which have no spaces (the space rule
+    took the whole suggestion at once); there a word is what Ctrl+Right moves the caret over in the editor, and
+    closing punctuation goes with it."""
+    match = _WORD.match(text)
+    if match is None:
+        return text
+    chunk = match.group(0)
+    body = chunk.lstrip()
+    lead = len(chunk) - len(body)
+    if not any(ch.isalpha() and unicodedata.east_asian_width(ch) in ("W", "F") for ch in body):
+        return chunk
+    finder = QTextBoundaryFinder(QTextBoundaryFinder.BoundaryType.Word, body)
+    offsets: list[int] = []  # UTF-16 unit -> code point index (the finder counts in UTF-16 units)
+    for i, ch in enumerate(body):
+        offsets.extend([i] * (2 if ord(ch) > 0xFFFF else 1))
+    offsets.append(len(body))
+    end = 0
+    while not any(ch.isalnum() for ch in body[:end]):
+        unit = finder.toNextBoundary()
+        if unit < 0 or unit >= len(offsets) - 1:
+            return chunk
+        end = offsets[unit]
+    while end < len(body) and not body[end].isalnum() and not body[end].isspace():
+        end += 1
+    return chunk[: lead + end]
 
 
 def _drop_prefix(spans: tuple[Span, ...], n: int) -> tuple[Span, ...]:

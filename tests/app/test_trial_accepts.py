@@ -138,3 +138,31 @@ def test_alt_bracket_after_a_partial_accept_never_types_into_the_document(qtbot,
     assert "alternative" in window.statusBar().currentMessage()
     qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
     assert window.editor.toPlainText() == BEFORE + "She commanded the boats home." + AFTER
+
+
+def test_accept_word_in_japanese_takes_a_word_not_the_whole_unspaced_text(qtbot):
+    # Ctrl+Right took everything up to the next space; Japanese and Chinese have none, so "accept next word"
+    # accepted the whole suggestion at once. It now stops at a Unicode word boundary (where Ctrl+Right moves the
+    # caret in the editor), keeping closing punctuation with its word.
+    alternative = "静かな朝だった。船は戻った。"
+    window = build_window(qtbot, FakeEngine(texts=[alternative], steps=2))
+    doc = "前の文。古い文です。後の文。"
+    set_text(window, doc, select=(4, 10))
+    window.actionRewrite.trigger()
+    wait_ready(qtbot, window)
+    seen = []
+    for _ in range(len(alternative)):
+        qtbot.keyClick(window.editor, Qt.Key.Key_Right, CTRL)
+        text = window.editor.toPlainText()
+        assert text.startswith("前の文。") and text.endswith("後の文。")
+        middle = text[4: len(text) - 4]
+        assert alternative.startswith(middle)
+        seen.append(middle)
+        if ghost_state(window) == "idle":
+            break
+    assert seen[0] == "静" and len(seen) > 5, seen
+    assert "だった。" in "".join(s[-3:] for s in seen) or any(s.endswith("た。") for s in seen)
+    assert seen[-1] == alternative
+    for _ in seen:
+        undo(qtbot, window)
+    assert window.editor.toPlainText() == doc
