@@ -67,7 +67,7 @@ def test_a_request_bound_to_a_key_the_editor_uses_runs_instead_of_typing(qtbot, 
     from tests.helpers.gui import build_window, ghost_state, set_text
 
     settings.set("keys.accept", "Ctrl+J")
-    settings.set("keys.accept_word", "Ctrl+Alt+Right")
+    settings.set("keys.accept_word", "Ctrl+Shift+K")
     settings.set(setting, QKeySequence(mods | key).toString(QKeySequence.SequenceFormat.PortableText))
     window = build_window(qtbot, FakeEngine(texts=[" more words."], steps=2), settings=settings)
     set_text(window, "Some text here", select=(5, 9))
