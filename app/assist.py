@@ -15,11 +15,12 @@ import dataclasses
 import logging
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTextBoundaryFinder, Signal, Slot
 from PySide6.QtGui import QTextCursor
 
 from app.editor import Editor
@@ -179,7 +180,9 @@ class Assistant(QObject):
         share re-noised) defaults to what `strength_for` remembers for that instruction, else 1.0."""
         cursor = self.editor.textCursor()
         if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
-            self.message.emit("Select the text you want rewritten first, then choose Rewrite (Ctrl+R).")
+            key = self._key("rewrite", "Ctrl+R")
+            self.message.emit("Select the text you want rewritten first, then choose Rewrite"
+                              + (f" ({key})." if key else "."))
             return None
         s, e = cursor.selectionStart(), cursor.selectionEnd()
         before, after = self._context(s, e)
@@ -433,11 +436,14 @@ class Assistant(QObject):
         if part == "all":
             chunk = text
         elif part == "word":
-            match = _WORD.match(text)
-            chunk = match.group(0) if match else text
+            chunk = _next_word(text)
         else:
             chunk = text[: self.ghost.first_line_length(sug.spans)] or text
         complete = chunk == text
+        if not complete and chunk.rstrip(" \t").strip():
+            # A visual line ends with the space where it wrapped (the real engine's words keep their trailing
+            # space): that space stays with the ghost, so it never doubles the writer's own space after the region.
+            chunk = chunk.rstrip(" \t")
         accepted = sug.accepted + chunk
         s, e = sug.full()
         joined = join(self._char_before(s), accepted, self._char_after(e), original=sug.original,
@@ -462,6 +468,7 @@ class Assistant(QObject):
             cursor.endEditBlock()
         finally:
             self._muted = False
+        self.editor.seal_undo_step()  # what the writer types next is its own undo step, not part of this accept
         sug.start.setPosition(s)
         sug.end.setPosition(s + units(new))
         caret = QTextCursor(self.editor.document())
@@ -484,6 +491,15 @@ class Assistant(QObject):
         self._show()
         return True
 
+    def _key(self, name: str, default: str) -> str:
+        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it."""
+        if self.settings is None:
+            return default
+        try:
+            return str(self.settings[f"keys.{name}"])
+        except Exception:  # noqa: BLE001 - a settings object without keys: the defaults are what is bound
+            return default
+
     def _char_before(self, pos: int) -> str:
         return self._text(max(0, pos - 2), pos)[-1:] if pos > 0 else ""
 
@@ -493,7 +509,12 @@ class Assistant(QObject):
 
     def _cycle(self, delta: int) -> bool:
         sug = self._sug
-        if sug is None or len(sug.alternatives) < 2:
+        if sug is None:
+            return False
+        if len(sug.alternatives) < 2:
+            if not sug.running and not sug.error:
+                self.message.emit("This suggestion has no other alternative." if not sug.accepted else
+                                  "Only the rest of the accepted alternative is left; Esc dismisses it.")
             return False
         sug.index = (sug.index + delta) % len(sug.alternatives)
         self._show()
@@ -536,7 +557,9 @@ class Assistant(QObject):
             if count > 1:
                 badge += f" · {sug.index + 1}/{count}"
         else:
-            badge = (f"{sug.index + 1}/{count} · " if count > 1 else "") + "Tab accept · Esc dismiss"
+            hints = [f"{key} {verb}" for key, verb in ((self._key("accept", "Tab"), "accept"),
+                                                        (self._key("dismiss", "Esc"), "dismiss")) if key]
+            badge = " · ".join(([f"{sug.index + 1}/{count}"] if count > 1 else []) + hints)
         content = GhostContent(sug.layout, sug.spans, badge, sug.error)
         for hook in self.view_hooks:
             content = hook(sug, content)
@@ -571,6 +594,35 @@ def _offered(rows: list[tuple[Span, ...]], wanted: int) -> list[tuple[Span, ...]
             seen.add(text)
             kept.append(spans)
     return (kept or rows[:1])[: max(1, wanted)]
+
+
+def _next_word(text: str) -> str:
+    """The next word of `text` with the whitespace before it: up to the next space in spaced scripts ("night."
+    stays whole), but at a Unicode word boundary inside Chinese or Japanese, which have no spaces (the space rule
+    took the whole suggestion at once); there a word is what Ctrl+Right moves the caret over in the editor, and
+    closing punctuation goes with it."""
+    match = _WORD.match(text)
+    if match is None:
+        return text
+    chunk = match.group(0)
+    body = chunk.lstrip()
+    lead = len(chunk) - len(body)
+    if not any(ch.isalpha() and unicodedata.east_asian_width(ch) in ("W", "F") for ch in body):
+        return chunk
+    finder = QTextBoundaryFinder(QTextBoundaryFinder.BoundaryType.Word, body)
+    offsets: list[int] = []  # UTF-16 unit -> code point index (the finder counts in UTF-16 units)
+    for i, ch in enumerate(body):
+        offsets.extend([i] * (2 if ord(ch) > 0xFFFF else 1))
+    offsets.append(len(body))
+    end = 0
+    while not any(ch.isalnum() for ch in body[:end]):
+        unit = finder.toNextBoundary()
+        if unit < 0 or unit >= len(offsets) - 1:
+            return chunk
+        end = offsets[unit]
+    while end < len(body) and not body[end].isalnum() and not body[end].isspace():
+        end += 1
+    return chunk[: lead + end]
 
 
 def _drop_prefix(spans: tuple[Span, ...], n: int) -> tuple[Span, ...]:

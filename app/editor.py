@@ -71,6 +71,7 @@ class Editor(QPlainTextEdit):
         self.priority_actions: list[QAction] = []
         self.overlay_painters: list[Callable[[QPainter], None]] = []
         self.in_undo_redo = False  # True while undo()/redo() change the document (listeners can tell why)
+        self._sealed = False  # the next typed or pasted text starts its own undo step (see seal_undo_step)
         self._zoom = 0
         self._words = 0
         self._count_timer = QTimer(self, singleShot=True, interval=250)
@@ -141,6 +142,36 @@ class Editor(QPlainTextEdit):
             self.setTextCursor(cursor)
             self.ensureCursorVisible()
 
+    def seal_undo_step(self) -> None:
+        """Make the next text the writer types or pastes its own undo step.
+
+        Qt merges a typed insertion into the previous edit block when it continues that block's last insertion,
+        so after a programmatic edit (an accepted suggestion) "type a letter, Ctrl+Z" would take back the letter
+        and the whole edit with it. Wrapping that first input in its own edit block stops the merge; the
+        characters typed after it still group with it as usual."""
+        self._sealed = True
+
+    def _input_step(self, deliver: Callable[[], None]) -> None:
+        if not self._sealed:
+            deliver()
+            return
+        self._sealed = False
+        cursor = self.textCursor()
+        cursor.beginEditBlock()
+        try:
+            deliver()
+        finally:
+            cursor.endEditBlock()
+
+    def inputMethodEvent(self, e) -> None:  # noqa: ANN001, N802 - Qt virtual
+        if e.commitString():
+            self._input_step(lambda: super(Editor, self).inputMethodEvent(e))
+            return
+        super().inputMethodEvent(e)
+
+    def insertFromMimeData(self, source) -> None:  # noqa: ANN001, N802 - Qt virtual
+        self._input_step(lambda: super(Editor, self).insertFromMimeData(source))
+
     def createStandardContextMenu(self, position: QPoint | None = None) -> QMenu:  # noqa: N802 - Qt's name
         """The standard menu, with its Undo/Redo going through undo()/redo() (the caret lands as with the keys)."""
         menu = super().createStandardContextMenu() if position is None else super().createStandardContextMenu(position)
@@ -163,6 +194,9 @@ class Editor(QPlainTextEdit):
             if self.isUndoRedoEnabled() and not self.isReadOnly():
                 self.redo()
             e.accept()
+            return
+        if e.text():
+            self._input_step(lambda: super(Editor, self).keyPressEvent(e))
             return
         super().keyPressEvent(e)
 

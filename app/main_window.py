@@ -161,6 +161,9 @@ class MainWindow(QMainWindow):
             self.actionDismissSuggestion, self.actionNextAlternative, self.actionPreviousAlternative,
         ]
         self.editor.priority_actions.extend(self.suggestion_actions)
+        # The requests too: their keys can be rebound (app.keys) to ones the editor would take for itself (Tab,
+        # Ctrl+Right…); a key the writer gave to Draft must draft, not type a tab.
+        self.editor.priority_actions.extend([self.actionDraft, self.actionRewrite, self.actionInfill])
         self.preset_actions: list[QAction] = []
         for key, instruction in a.presets().items():
             act = self._action(f"actionPreset_{key}", PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
@@ -285,8 +288,10 @@ class MainWindow(QMainWindow):
         for act in (self.actionAcceptSuggestion, self.actionAcceptWord, self.actionAcceptLine):
             act.setEnabled(visible or running)
         self.actionDismissSuggestion.setEnabled(a.active)
-        self.actionNextAlternative.setEnabled(visible and count > 1)
-        self.actionPreviousAlternative.setEnabled(visible and count > 1)
+        # Alt+]/Alt+[ belong to a suggestion as long as one is shown, even with a single alternative (the rest
+        # after a partial accept): a disabled action lets Qt type "]" into the region, cancelling the suggestion.
+        self.actionNextAlternative.setEnabled(a.active)
+        self.actionPreviousAlternative.setEnabled(a.active)
 
     # -- commands ----------------------------------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QKeySequence
+from PySide6.QtCore import QKeyCombination, Qt
+from PySide6.QtGui import QFocusEvent, QFontDatabase, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -49,6 +49,25 @@ SECTION_TITLES = {
 }
 SCREEN_MARGIN = 60  # pixels of the screen's height the dialog leaves free (title bar, panels)
 SYSTEM_FONT = "System default"
+
+
+class KeyEdit(QKeySequenceEdit):
+    """One key for an assistant command. Tab and Shift+Tab are keys a writer binds (Tab accepts by default), so a
+    field clicked into records them like any other key; a field reached by Tab, or one that has just recorded
+    its key, lets Tab move on through the dialog as usual."""
+
+    _MOVE_ON = [QKeyCombination(Qt.Key.Key_Tab), QKeyCombination(Qt.Key.Key_Backtab)]
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setMaximumSequenceLength(1)
+        self.setClearButtonEnabled(True)
+        self.editingFinished.connect(lambda: self.setFinishingKeyCombinations(self._MOVE_ON))
+
+    def focusInEvent(self, e: QFocusEvent) -> None:  # noqa: N802 - Qt virtual
+        tabbed = e.reason() in (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason)
+        self.setFinishingKeyCombinations(self._MOVE_ON if tabbed else [])
+        super().focusInEvent(e)
 
 
 class PresetTable(QTableWidget):
@@ -210,10 +229,7 @@ class SettingsDialog(QDialog):
 
     def _make_input(self, s: Setting) -> QWidget:
         if s.kind == "key":
-            edit = QKeySequenceEdit()
-            edit.setMaximumSequenceLength(1)
-            edit.setClearButtonEnabled(True)
-            return edit
+            return KeyEdit()
         if s.type is bool:
             return QCheckBox(s.label)
         if s.type is int:
