@@ -6,6 +6,8 @@ alternatives the writer asked for and the length of the document. Rather than fa
 error, a request that would not fit first gives up alternatives (down to one), then trims the context it reads
 (the far end of the document, as the prompt builder already does), and says so in the result's notice. Only when
 even one alternative over the bare instruction cannot fit is it refused, with the numbers.
+Memory held by the prefix cache (`engine.prefix_cache`) is given back before any of that: the session drops the
+cached prefixes and plans again when a request does not fit as asked.
 """
 
 from __future__ import annotations

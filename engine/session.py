@@ -288,11 +288,26 @@ class Session:
         model, tok = self.model, self.tokenizer
         new_tokens = (1 if frozen is not None else math.ceil(max_new / canvas)) * canvas
         bare = len(prompts.build_prompt(tok, _without_context(request), 1 << 30).ids)
-        plan = request_budget.plan_request(
-            self._config, rows=rows, prompt_tokens=len(prompt.ids), new_tokens=new_tokens,
-            min_prompt_tokens=min(bare, len(prompt.ids)), free_bytes=request_budget.free_device_bytes(model.device),
-            device_label=str(model.device),
-        )
+
+        def plan_now() -> request_budget.RequestPlan:
+            return request_budget.plan_request(
+                self._config, rows=rows, prompt_tokens=len(prompt.ids), new_tokens=new_tokens,
+                min_prompt_tokens=min(bare, len(prompt.ids)),
+                free_bytes=request_budget.free_device_bytes(model.device), device_label=str(model.device),
+            )
+
+        # Cached prefixes are a convenience, the writer's alternatives and context are not: when the request does
+        # not fit as asked and the prefix cache holds memory, the cache is dropped first and the request re-planned.
+        try:
+            plan = plan_now()
+            short = plan.rows < rows or plan.context_tokens < len(prompt.ids)
+        except OutOfMemoryError:
+            short, plan = True, None
+        if short and self.prefix_cache is not None and self.prefix_cache.nbytes:
+            self.prefix_cache.clear()
+            plan = plan_now()
+        elif plan is None:
+            plan = plan_now()  # nothing to give back: raises the out-of-memory error with its numbers
         self.last_plan = plan
         if plan.rows < rows:
             rows = plan.rows

@@ -138,3 +138,23 @@ def test_a_warm_rewrite_runs_only_the_rows_the_budget_allows(session, monkeypatc
     assert plan is not None and plan.rows < 3
     assert session.last_output.sequences.shape[0] == plan.rows
     assert result.candidates and f"generating {plan.rows}" in result.notice
+
+
+def test_cached_prefixes_are_given_back_before_alternatives(session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory held by the prefix cache counts as reclaimable: the cache is dropped rather than an alternative."""
+
+    def request() -> DraftRequest:
+        return DraftRequest("It was the best of times, it was the worst of times", max_new_tokens=32,
+                            settings=DenoiseSettings(candidates=3, seed=5, max_steps=4))
+
+    session.run(request())
+    cache = session.prefix_cache
+    assert cache is not None and cache.nbytes > 0
+    context = session.last_output.prompt_length + 32
+    three = _need_of(session, 3, context)
+    # Free memory as a device would report it: enough for three rows only once the cached prefixes are gone.
+    monkeypatch.setattr(budget, "free_device_bytes", lambda device: _free_for(three) - cache.nbytes)
+    result = session.run(request())
+    assert session.last_plan is not None and session.last_plan.rows == 3
+    assert session.last_output.sequences.shape[0] == 3
+    assert "generating" not in result.notice
