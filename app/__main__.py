@@ -158,8 +158,35 @@ def build_window(args: argparse.Namespace) -> Any:
     return window
 
 
+def _qt_platform_blocked(*, json_line: bool) -> int:
+    """Qt aborts (exit 134) when its platform plugin cannot load: say which libraries are missing and how to
+    install them, and exit with `EXIT_QT_PLATFORM` instead (0 when nothing stands in the way)."""
+    from app.qt_platform import EXIT_QT_PLATFORM, platform_problem
+
+    problem = platform_problem()
+    if problem is None:
+        return 0
+    print(problem.message(), file=sys.stderr)
+    if json_line:  # the self-test's contract: one JSON summary on stdout
+        import json
+
+        print(json.dumps({"ok": False, "exit_code": EXIT_QT_PLATFORM, "error": problem.message(),
+                          "missing_libraries": list(problem.missing)}))
+    return EXIT_QT_PLATFORM
+
+
 def main(argv: list[str] | None = None) -> int:
-    if "--self-test" in (sys.argv[1:] if argv is None else argv):  # installers and CI: prove the build works
+    from engine.threads import prepare_openmp
+
+    prepare_openmp()  # before anything can import torch (the engine thread does): OpenMP must not spin-wait
+    self_test = "--self-test" in (sys.argv[1:] if argv is None else argv)
+    if self_test:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # the self-test's own default, checked below
+    if not any(a in ("-h", "--help") for a in (sys.argv[1:] if argv is None else argv)):
+        blocked = _qt_platform_blocked(json_line=self_test)
+        if blocked:
+            return blocked
+    if self_test:  # installers and CI: prove the build works
         from app.selftest import run_self_test
 
         return run_self_test(sys.argv[1:] if argv is None else argv)

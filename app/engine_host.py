@@ -11,6 +11,7 @@ The real engine is created lazily inside the worker thread, so importing this mo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -41,6 +42,11 @@ EngineFactory = Callable[[], Engine]
 
 def default_engine_factory() -> Engine:
     """The real engine. Imported here, inside the engine thread, so importing the app never imports torch."""
+    from engine.threads import prepare_openmp, preload_torch_libraries, reserve_ui_core
+
+    prepare_openmp()  # before torch loads OpenMP (a no-op when `python -m app` already did it)
+    reserve_ui_core()  # the UI thread shares these cores: compute on the others
+    preload_torch_libraries()  # the big dlopen without the GIL: the window keeps painting meanwhile
     from engine.session import Session
 
     return Session()
@@ -61,6 +67,13 @@ class _Run:
 
 
 _STOP = object()
+
+
+def _no_collector_pauses() -> contextlib.AbstractContextManager[None]:
+    """`engine.threads.no_collector_pauses` (torch-free): the load's million objects never trigger a full GC."""
+    from engine.threads import no_collector_pauses
+
+    return no_collector_pauses()
 
 
 class EngineHost(QObject):
@@ -196,14 +209,17 @@ class EngineHost(QObject):
             return
         self._loadStartedX.emit(item.model_dir)
         try:
-            engine = self._ensure_engine()  # no unload(): the engine swaps models only once the new one is in
-            info = engine.load(
-                item.model_dir,
-                device=item.device,
-                quantization=item.quantization,
-                on_progress=self._loadProgressX.emit,
-                cancel=item.cancel,
-            )
+            with _no_collector_pauses():  # imports and load without collector pauses that freeze the UI
+                if self.engine is None:
+                    self._loadProgressX.emit(LoadProgress(0, 0, stage="starting"))
+                engine = self._ensure_engine()  # no unload(): the engine swaps models only once the new one is in
+                info = engine.load(
+                    item.model_dir,
+                    device=item.device,
+                    quantization=item.quantization,
+                    on_progress=self._loadProgressX.emit,
+                    cancel=item.cancel,
+                )
         except EngineError as exc:
             self._loadFailedX.emit(exc)
         except Exception as exc:  # noqa: BLE001 - surface anything as a readable failure

@@ -373,15 +373,23 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_load_started(self, folder: str) -> None:
+        self.loadBar.setRange(0, 0)  # busy until the first measurable phase
         self.loadBar.setValue(0)
         self.loadBar.show()
         self._set_model_state("loading", "Loading model…", f"Loading {folder}")
 
     @Slot(object)
     def _on_load_progress(self, progress: LoadProgress) -> None:
+        from app.load_status import describe, percent
+
+        share = percent(progress)
         self.loadBar.show()
-        self.loadBar.setValue(round(100 * progress.fraction))
-        self.modelLabel.setText(f"Loading model… {round(100 * progress.fraction)}%")
+        if share is None:  # a phase without a measurable fraction: a busy bar and "Preparing…", not 0%
+            self.loadBar.setRange(0, 0)
+        else:
+            self.loadBar.setRange(0, 100)
+            self.loadBar.setValue(share)
+        self.modelLabel.setText(describe(progress))
 
     @Slot(object)
     def _on_loaded(self, info: ModelInfo) -> None:

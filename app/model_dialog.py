@@ -465,11 +465,16 @@ class ModelDialog(QDialog):
         self.progress.show()
 
     def _on_load_progress(self, p: LoadProgress) -> None:
-        if p.total:
+        from app.load_status import describe, percent
+
+        share = percent(p)
+        if share is None:
+            self.progress.setRange(0, 0)  # busy: a phase without a measurable fraction
+        else:
             self.progress.setRange(0, 1000)
             self.progress.setValue(int(1000 * p.fraction))
-        gb = f" ({p.bytes_done / 1e9:.1f} of {p.bytes_total / 1e9:.1f} GB)" if p.bytes_total else ""
-        self._show_status(f"{p.stage.capitalize()}: {p.done} of {p.total}{gb}")
+        tensors = f", {p.done} of {p.total} tensors" if p.total else ""
+        self._show_status(f"{describe(p)}{tensors}")
 
     def _on_loaded(self, info: ModelInfo) -> None:
         self._finish_loading()

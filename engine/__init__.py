@@ -1,8 +1,8 @@
 """The engine: the public API and the runtime path a request takes (never imports Qt).
 
 api -> prompts -> infill -> canvas (warm starts) -> prefix_cache -> denoise (fastpath on GPU) -> display ->
-session; `fake` is the torch-free scripted engine with the same interface, `__main__` the command line. Rooms
-beside it: `engine.weights` (validation, loading, quantization, cache, fit), `engine.tools` (benchmarks,
-checkpoint builders, inspect report) and `engine.training` (the demo model). The runtime path may import
-`engine.weights`, never `engine.tools` or `engine.training`.
+session; `threads` is the CPU thread policy, `fake` the torch-free scripted engine with the same interface,
+`__main__` the command line. Rooms beside it: `engine.weights` (validation, loading, quantization, cache, fit),
+`engine.tools` (benchmarks, checkpoint builders, inspect report) and `engine.training` (the demo model). The
+runtime path may import `engine.weights`, never `engine.tools` or `engine.training`.
 """

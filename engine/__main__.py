@@ -6,6 +6,7 @@ Every failure is reported as one line (or one JSON object with --jsonl) and a no
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -192,6 +193,11 @@ def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     emit = _jsonl_printer() if args.jsonl else _live_printer()
+    with emit if isinstance(emit, _LivePrinter) else contextlib.nullcontext():
+        return _generate(args, emit)
+
+
+def _generate(args: argparse.Namespace, emit: Any) -> int:
     try:
         from engine.weights.validate import validate_folder
 
@@ -201,10 +207,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if args.raw_prompt_file:
             _read(args.raw_prompt_file)
         validate_folder(args.model or default_model_dir())  # a broken folder is refused before torch is imported
+        if isinstance(emit, _LivePrinter):
+            emit.status("starting the engine (importing torch)")
         from engine.session import Session
 
         session = Session()
-        session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize)
+        session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize,
+                     on_progress=emit.on_load if isinstance(emit, _LivePrinter) else None)
         if request is None:
             result = _raw_draft(session, args, emit)
         else:
@@ -235,7 +244,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.jsonl:
         print(json.dumps({"event": "done", **result}, ensure_ascii=False), flush=True)
     else:
-        sys.stdout.write("\n")
+        if getattr(emit, "interactive", False):
+            sys.stdout.write("\n")  # end the line the steps were redrawn on
         for i, cand in enumerate(result["candidates"]):
             label = f"[{i + 1}/{len(result['candidates'])}] " if len(result["candidates"]) > 1 else ""
             print(f"{label}{cand['text']}")
@@ -291,17 +301,67 @@ def _jsonl_printer() -> Any:
     return emit
 
 
-def _live_printer() -> Any:
-    """Redraw the current best text in place, like the ghost text in the editor."""
-    interactive = sys.stdout.isatty()
+class _LivePrinter:
+    """Human-readable progress. On a terminal each step's text is redrawn in place, like the ghost text in the
+    editor. Otherwise (a pipe, a log file) stdout gets only the final text, and stderr a progress line at least once
+    a second from a ticker thread, so a slow load or a slow step never looks like a hang."""
 
-    def emit(event: StepEvent, text: str | None = None) -> None:
+    def __init__(self, interactive: bool | None = None, interval: float = 1.0) -> None:
+        import threading
+
+        self.interactive = sys.stdout.isatty() if interactive is None else interactive
+        self.interval = interval
+        self._status = "starting"
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._began = time.monotonic()
+
+    def __call__(self, event: StepEvent, text: str | None = None) -> None:
         shown = text if text is not None else event.text
-        if interactive:
+        if self.interactive:
             sys.stdout.write("\x1b[2K\r" + f"[step {event.step:>2}] " + shown.replace("\n", " ")[-100:])
             sys.stdout.flush()
+            return
+        block = f", block {event.block + 1}" if event.block else ""
+        words = len(shown.split())
+        with self._lock:
+            self._status = f"denoising: step {event.step}/{event.max_steps}{block}, {words} words so far"
 
-    return emit
+    def on_load(self, progress: Any) -> None:
+        """A `LoadProgress` callback: the phase and, where it has one, its fraction."""
+        share = f" {round(100 * progress.fraction)}%" if progress.total else ""
+        with self._lock:
+            self._status = f"loading the model: {progress.stage}{share}"
+
+    def status(self, text: str) -> None:
+        with self._lock:
+            self._status = text
+
+    def __enter__(self) -> _LivePrinter:
+        import threading
+
+        if not self.interactive:
+            self._thread = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                line = f"[{time.monotonic() - self._began:6.1f} s] {self._status}"
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+
+def _live_printer() -> Any:
+    """Redraw the current best text in place, like the ghost text in the editor (see `_LivePrinter`)."""
+    return _LivePrinter()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -375,6 +435,9 @@ def _delegate(module: str, func: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; anything unexpected is one line on stderr and exit 1, never a traceback."""
+    from engine.threads import prepare_openmp
+
+    prepare_openmp()  # before any command imports torch: OpenMP threads sleep, not spin, while they wait
     try:
         return _main(argv)
     except KeyboardInterrupt:

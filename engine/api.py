@@ -317,7 +317,12 @@ class Result:
 
 @dataclass(frozen=True)
 class LoadProgress:
-    """Loading progress: tensors and bytes done out of the total, and what is happening now."""
+    """Loading progress: tensors and bytes done out of the total, and what is happening now.
+
+    `stage` names the phase: "starting" (importing torch), "preparing" (checkpoint, tokenizer, empty model),
+    "loading"/"reading cache" (reading weights), "quantizing", "moving to the GPU", "warming up", "ready". A phase
+    without a measurable share has `total == 0` (`measurable` is False): show it as "Preparing…", not as 0%.
+    """
 
     done: int
     total: int
@@ -326,7 +331,14 @@ class LoadProgress:
     stage: str = "loading"
 
     @property
+    def measurable(self) -> bool:
+        return self.bytes_total > 0 or self.total > 0
+
+    @property
     def fraction(self) -> float:
+        """The share done, by bytes where known (a tensor count runs ahead on small tensors and stalls on big ones)."""
+        if self.bytes_total:
+            return min(1.0, self.bytes_done / self.bytes_total)
         return self.done / self.total if self.total else 0.0
 
 

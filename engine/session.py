@@ -30,6 +30,7 @@ from engine.api import (
     EngineError,
     GenerationError,
     InfillRequest,
+    LoadProgress,
     ModelInfo,
     ModelNotLoadedError,
     OutOfMemoryError,
@@ -48,6 +49,7 @@ from engine.api import (
 from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
 from engine.display import TokenText
 from engine.prefix_cache import PrefixCache
+from engine.threads import ThreadPolicy, model_bytes
 from engine.weights.loader import LoadedModel, load_model
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,7 @@ class Session:
         self.last_plan: request_budget.RequestPlan | None = None  # the memory plan of the latest request
         self._config: dict[str, Any] = {}
         self.checkpoint_settings = DenoiseSettings()  # the loaded checkpoint's sampler settings (generation_config)
+        self.threads: ThreadPolicy | None = None  # the CPU thread policy, re-applied before every request
 
     # -- Engine protocol ------------------------------------------------------------------------------------
 
@@ -94,15 +97,23 @@ class Session:
         # The model in use stays loaded until the new one has loaded completely, so a folder that fails its check
         # or its load never takes away a working model. Only when the new one needs the memory the old one holds
         # is the old one released first, and then loaded again if the new one fails after all.
+        held: list[LoadProgress] = []  # "ready" waits until the warm-up below is done
+
+        def relay(progress: LoadProgress) -> None:
+            if progress.stage == "ready":
+                held.append(progress)
+            elif on_progress is not None:
+                on_progress(progress)
+
         try:
-            loaded = self._load_new(model_dir, device, quantization, on_progress, cancel)
+            loaded = self._load_new(model_dir, device, quantization, relay, cancel)
         except (WontFitError, OutOfMemoryError) as exc:
             previous = self._loaded
             if previous is None:
                 raise
             self.unload()
             try:
-                loaded = self._load_new(model_dir, device, quantization, on_progress, cancel)
+                loaded = self._load_new(model_dir, device, quantization, relay, cancel)
             except EngineError as again:
                 restored = self._restore(previous.info)
                 raise type(again)(again.message + (f" {previous.info.name} was loaded again." if restored else
@@ -120,6 +131,14 @@ class Session:
         self.prefix_cache = PrefixCache(prefix_cache_bytes())  # the old model's cached prefixes go with it
         if replaced:
             self._free_memory()
+        self.threads = ThreadPolicy(model_bytes(loaded.model)) if loaded.info.device == "cpu" else None
+        if self.threads is not None:
+            self.threads.apply()
+        if on_progress is not None:
+            on_progress(LoadProgress(0, 0, stage="warming up"))
+        self._warm_up(loaded)
+        if on_progress is not None:
+            on_progress(held[-1] if held else LoadProgress(1, 1, stage="ready"))
         return loaded.info
 
     def _load_new(self, model_dir: str | Path, device: Device, quantization: Quantization,
@@ -143,17 +162,33 @@ class Session:
             return False
         return True
 
+    def _warm_up(self, loaded: LoadedModel) -> None:
+        """One tiny request through the whole path (chat template, first forward's allocations, lazy imports), so
+        the writer's first suggestion is as fast as every later one. A failure here is only logged."""
+        request = DraftRequest(before="Hello.", max_new_tokens=1, settings=DenoiseSettings(max_steps=1, seed=0))
+        try:
+            with torch.inference_mode():
+                self._run(loaded, request, None, None)
+        except Exception:  # noqa: BLE001 - the real request will report any real problem
+            log.warning("warm-up request failed", exc_info=True)
+        self.last_output = None
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()  # the warm-up's prompt is nobody's document
+
     def unload(self) -> None:
         if self._loaded is not None:
             self._loaded = None
             self._text = None
             self.prefix_cache = None
+            self.threads = None
             self._free_memory()
 
     def run(
         self, request: Request, on_step: StepCallback | None = None, cancel: threading.Event | None = None
     ) -> Result:
         loaded = self._require()
+        if self.threads is not None:
+            self.threads.apply()  # the cores free now, in the thread that computes
         try:
             with torch.inference_mode():
                 return self._run(loaded, request, on_step, cancel)

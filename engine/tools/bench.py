@@ -580,6 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quant-quality", action="store_true",
                         help="NF4 and nf4-mixed vs full precision on --model (default: the demo model): logit KL, "
                              "argmax agreement, steps to finish a draft")
+    parser.add_argument("--busy", action="store_true", help="the same draft alone and beside a CPU hog on every "
+                        "core, per thread configuration (see `python -m engine bench --busy --help`)")
     rs = parser.add_argument_group("real-shape forward benchmark")
     rs.add_argument("--real-shape", action="store_true", help="time 26B-A4B-shaped layers instead")
     rs.add_argument("--layers", type=int, default=2)
@@ -596,6 +598,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main_bench(argv: list[str]) -> int:
+    if "--busy" in argv:  # the CPU thread policy under load: engine.tools.busybench
+        from engine.tools.busybench import main_busy
+
+        return main_busy([a for a in argv if a != "--busy"])
     args = build_parser().parse_args(argv)
     from engine.api import EngineError
 

@@ -126,6 +126,8 @@ def load_model(
     from engine.api import OutOfMemoryError, WontFitError
     from engine.weights.fit import estimate_for_device
 
+    if on_progress:
+        on_progress(LoadProgress(0, 0, stage="preparing"))
     ckpt = validate_checkpoint(model_dir)
     dev, notice = resolve_device(device)
     if cancel is not None and cancel.is_set():

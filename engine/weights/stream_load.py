@@ -218,6 +218,8 @@ def stream_into(
         for reader in readers.values():
             reader.close()
     check_keys(model, targets, filled, stats.unexpected)
+    if on_progress is not None and torch.device(device).type != "cpu":
+        on_progress(LoadProgress(0, 0, stage="moving to the GPU"))  # the buffers built with the model
     _finish(model, device)
     return stats
 

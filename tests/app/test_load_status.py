@@ -1,0 +1,88 @@
+"""Loading shows real progress: the bar follows the bytes loaded, and a phase without a fraction says
+"Preparing…" and what is happening, with a busy bar instead of 0%."""
+
+from __future__ import annotations
+
+import threading
+
+from engine.api import LoadProgress, ModelInfo
+from engine.fake import FakeEngine
+
+from app.load_status import describe, percent
+
+
+def test_a_measurable_phase_shows_the_share_of_bytes():
+    p = LoadProgress(1, 10, 600_000_000, 1_000_000_000, "loading")  # one big tensor of ten: 60% of the bytes
+    assert percent(p) == 60
+    assert describe(p) == "Loading model: reading weights 60% (600 MB of 1.0 GB)"
+    assert "quantizing to 4 bits" in describe(LoadProgress(3, 4, 3, 4, "quantizing"))
+
+
+def test_phases_without_a_fraction_say_preparing_and_what_happens():
+    for stage, words in (("starting", "starting the engine"), ("preparing", "reading the checkpoint"),
+                         ("moving to the GPU", "moving to the GPU"), ("warming up", "warming up")):
+        p = LoadProgress(0, 0, stage=stage)
+        assert percent(p) is None
+        assert describe(p) == f"Preparing… {words}"
+
+
+class _SteppedEngine(FakeEngine):
+    """Loads in phases the test releases one at a time."""
+
+    def __init__(self) -> None:
+        super().__init__(steps=2)
+        self.gates = [threading.Event() for _ in range(4)]
+        self.reached = [threading.Event() for _ in range(4)]
+
+    def load(self, model_dir, *, device="auto", quantization="auto", on_progress=None, cancel=None):
+        plan = [LoadProgress(0, 0, stage="preparing"), LoadProgress(1, 4, 250, 1000, "loading"),
+                LoadProgress(4, 4, 1000, 1000, "loading"), LoadProgress(0, 0, stage="warming up")]
+        for progress, gate, reached in zip(plan, self.gates, self.reached, strict=True):
+            on_progress(progress)
+            reached.set()
+            gate.wait(10)
+        self._info = ModelInfo("stepped", str(model_dir), "cpu", "float32", "none", 1, 32, 512)
+        return self._info
+
+
+def test_the_status_bar_follows_each_phase(qtbot):
+    from app.engine_host import EngineHost
+    from app.main_window import MainWindow
+
+    engine = _SteppedEngine()
+    host = EngineHost(lambda: engine)
+    host.start()
+    window = MainWindow(host, model_dir="fake")
+    qtbot.addWidget(window)
+    seen = []
+    try:
+        for i, gate in enumerate(engine.gates):
+            assert engine.reached[i].wait(10)
+            qtbot.wait(50)
+            seen.append((window.modelLabel.text(), window.loadBar.minimum(), window.loadBar.maximum(),
+                         window.loadBar.value()))
+            gate.set()
+        qtbot.waitUntil(lambda: window.model_state == "ready", timeout=10_000)
+    finally:
+        for gate in engine.gates:
+            gate.set()
+        host.shutdown()
+    assert seen[0][:3] == ("Preparing… reading the checkpoint", 0, 0)  # busy, not 0%
+    assert seen[1][0].startswith("Loading model: reading weights 25%") and seen[1][1:] == (0, 100, 25)
+    assert seen[2][3] == 100
+    assert seen[3][:3] == ("Preparing… warming up", 0, 0)
+    assert not window.loadBar.isVisible() and window.modelLabel.text().startswith("Ready")
+
+
+def test_the_real_load_reports_phases_in_order_and_bytes_only_grow(tmp_path):
+    from engine.session import Session
+    from engine.tools.tiny import make_tiny
+
+    model = make_tiny(tmp_path / "tiny")
+    events: list[LoadProgress] = []
+    Session().load(model, device="cpu", on_progress=events.append)
+    stages = [e.stage for e in events]
+    assert stages[0] == "preparing" and stages[-2:] == ["warming up", "ready"]
+    loading = [e for e in events if e.stage == "loading"]
+    assert len(loading) > 3 and loading[-1].fraction == 1.0
+    assert all(a.bytes_done <= b.bytes_done for a, b in zip(loading, loading[1:], strict=False))

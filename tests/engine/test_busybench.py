@@ -1,0 +1,43 @@
+"""`python -m engine bench --busy`: the busy/quiet benchmark runs, starts and stops its own hogs, and reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_busy_bench_reports_quiet_busy_and_the_ratio_and_leaves_no_hog(tiny_dir):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "engine", "bench", "--busy", "--model", str(tiny_dir), "--threads", "default,1",
+         "--repeats", "1", "--steps", "2", "--tokens", "8", "--candidates", "1", "--json", "--hog-limit", "120"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["cores"] >= 1 and [r["config"] for r in report["rows"]] == ["default", "1"]
+    for row in report["rows"]:
+        assert row["quiet_median"] > 0 and row["busy_median"] > 0
+        assert row["ratio"] == row["busy_median"] / row["quiet_median"]
+        assert row["threads"] >= 1
+        assert row["hog_pids"]
+        for pid in row["hog_pids"]:  # every hog it started is gone
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                continue
+            raise AssertionError(f"hog {pid} outlived the bench")
+
+
+def test_the_table_names_each_configuration():
+    from engine.tools.busybench import _format_row
+
+    line = _format_row({"config": "torch", "quiet_median": 1.0, "busy_median": 35.0, "ratio": 35.0, "threads": 2,
+                        "quiet": [1.0]})
+    assert line.startswith("torch default (before)") and "35.0" in line
+    assert "error" in _format_row({"config": "2", "error": "boom"})
