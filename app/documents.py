@@ -158,6 +158,23 @@ def _save_failure(p: Path, exc: OSError) -> str:
     return f"{what}: {exc.strerror or exc}{kept}. Your text is still in the editor; try Save As."
 
 
+def final_save_path(chosen: str | Path) -> Path:
+    """The file a Save As to `chosen` writes: `.md` is added when the name has no extension."""
+    target = Path(chosen)
+    if not target.suffix:
+        target = target.with_name(target.name + ".md")
+    return target
+
+
+def _same_file(a: Path, b: Path | None) -> bool:
+    if b is None:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def editor_text(editor: QPlainTextEdit) -> str:
     """The document exactly as typed: unlike toPlainText, this keeps no-break spaces and line separators."""
     return editor.document().toRawText().replace("\u2029", "\n")
@@ -253,6 +270,7 @@ class DocumentController(QObject):
         self.ask_unsaved: Callable[[str], Choice] = lambda name: _ask_unsaved_box(self.window, name)
         self.choose_open_path: Callable[[], str] = self._open_dialog
         self.choose_save_path: Callable[[str], str] = self._save_dialog
+        self.ask_replace: Callable[[Path], bool] = self._ask_replace_box
         self.show_error: Callable[[str, str], None] = lambda title, text: QMessageBox.warning(
             self.window, title, text
         )
@@ -348,13 +366,19 @@ class DocumentController(QObject):
         return self._write(self.path)
 
     def save_as(self) -> bool:
+        """Ask for a name and save there. The name that is checked is the one written: the default extension
+        is added before the "replace?" question, never after it, so no file is replaced unasked."""
         suggested = str(self.path) if self.path else "Untitled.md"
         chosen = self.choose_save_path(suggested)
         if not chosen:
             return False
-        target = Path(chosen)
-        if not target.suffix:
-            target = target.with_suffix(".md")
+        target = final_save_path(chosen)
+        if target.exists() and not _same_file(target, self.path):
+            if target.is_dir():
+                self.show_error("Document not saved", f"{target} is a folder. Choose a file name.")
+                return False
+            if not self.ask_replace(target):
+                return False
         if self._write(target):
             if target != self.path:
                 self.path = target
@@ -415,7 +439,23 @@ class DocumentController(QObject):
         return QFileDialog.getOpenFileName(self.window, "Open document", start, FILE_FILTER)[0]
 
     def _save_dialog(self, suggested: str) -> str:
-        return QFileDialog.getSaveFileName(self.window, "Save document as", suggested, FILE_FILTER)[0]
+        # The dialog's own overwrite check would look at the name before ".md" is added; `save_as` asks about
+        # the final name instead, so the dialog must not ask a second, different question.
+        dialog = QFileDialog(self.window, "Save document as", suggested, FILE_FILTER)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setDefaultSuffix("md")
+        dialog.setOption(QFileDialog.Option.DontConfirmOverwrite, True)
+        if dialog.exec() != QFileDialog.DialogCode.Accepted or not dialog.selectedFiles():
+            return ""
+        return dialog.selectedFiles()[0]
+
+    def _ask_replace_box(self, target: Path) -> bool:
+        answer = QMessageBox.question(
+            self.window, "Replace file?",
+            f"“{target.name}” already exists in {target.parent}.\nDo you want to replace it with this document?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel,
+        )
+        return answer == QMessageBox.StandardButton.Yes
 
     def _install_actions(self, menu: QMenu | None) -> None:
         if menu is None:

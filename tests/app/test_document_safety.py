@@ -1,0 +1,105 @@
+"""Documents in the situations where editors lose words: Save As names, changes made by other programs, a second
+window on one file, links, exact line endings and encodings, file modes. Every test drives the real window
+(`app.create_window`) with temporary user folders; dialogs are replaced by answers the test chooses."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import app
+from app.documents import editor_text
+
+pytestmark = pytest.mark.usefixtures("user_dirs")
+
+
+class Answers:
+    """What the writer answers to each question the window asks; every question is recorded."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+        self.replace = False
+        self.save_path = ""
+        self.errors: list[str] = []
+
+
+def _window(qtbot, argv: list[str] | None = None):
+    window = app.create_window([*(argv or []), "--fake-engine"])
+    qtbot.addWidget(window)
+    docs = window.services.documents
+    answers = Answers()
+    docs.show_error = lambda title, text: answers.errors.append(text)
+    docs.ask_unsaved = lambda name: answers.asked.append(("unsaved", name)) or "discard"
+    docs.ask_replace = lambda target: answers.asked.append(("replace", str(target))) or answers.replace
+    docs.choose_save_path = lambda suggested: answers.asked.append(("save as", suggested)) or answers.save_path
+    window.answers = answers
+    return window, docs, answers
+
+
+@pytest.fixture
+def win(qtbot):
+    window, docs, answers = _window(qtbot)
+    yield window, docs, answers
+    docs.editor.document().setModified(False)
+    window.close()
+
+
+def _type(qtbot, window, text: str) -> None:
+    window.editor.moveCursor(window.editor.textCursor().MoveOperation.End)
+    qtbot.keyClicks(window.editor, text)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 1. Save As never replaces a file the writer did not choose
+
+
+def test_save_as_asks_before_replacing_the_file_the_extension_points_to(win, qtbot, tmp_path):
+    window, docs, answers = win
+    existing = tmp_path / "notes.md"
+    existing.write_text("the notes I keep\n", encoding="utf-8")
+    _type(qtbot, window, "a new draft")
+    answers.save_path = str(tmp_path / "notes")  # the dialog checked "notes"; ".md" is added afterwards
+    answers.replace = False
+    assert not docs.save_as()
+    assert ("replace", str(existing)) in answers.asked
+    assert existing.read_text(encoding="utf-8") == "the notes I keep\n"
+    assert window.isWindowModified() and docs.path is None
+    answers.replace = True
+    assert docs.save_as()
+    assert existing.read_text(encoding="utf-8") == "a new draft" and docs.path == existing
+
+
+def test_save_as_to_a_new_name_asks_nothing_and_saving_again_asks_nothing(win, qtbot, tmp_path):
+    window, docs, answers = win
+    _type(qtbot, window, "fresh")
+    answers.save_path = str(tmp_path / "fresh")
+    assert docs.save_as()
+    assert (tmp_path / "fresh.md").read_text(encoding="utf-8") == "fresh"
+    answers.save_path = str(tmp_path / "fresh.md")  # Save As onto the document's own file is no replacement
+    _type(qtbot, window, " again")
+    assert docs.save_as()
+    assert [kind for kind, _ in answers.asked] == ["save as", "save as"]
+
+
+def test_the_save_dialog_adds_the_extension_before_it_checks(win):
+    """The real dialog (not replaced): its default suffix is md and its own overwrite check is off."""
+    from PySide6.QtWidgets import QFileDialog
+
+    window, docs, _ = win
+    seen = {}
+
+    def fake_exec(self):
+        seen["suffix"] = self.defaultSuffix()
+        seen["no confirm"] = self.testOption(QFileDialog.Option.DontConfirmOverwrite)
+        return QFileDialog.DialogCode.Rejected
+
+    original = QFileDialog.exec
+    QFileDialog.exec = fake_exec
+    try:
+        assert docs._save_dialog("Untitled.md") == ""
+    finally:
+        QFileDialog.exec = original
+    assert seen == {"suffix": "md", "no confirm": True}
