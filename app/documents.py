@@ -16,7 +16,7 @@ import logging
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +25,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
 from app.atomic import atomic_write_bytes
+from app.line_endings import dominant, normalise, restore_endings, split_lines
 
 log = logging.getLogger(__name__)
 
@@ -47,50 +48,65 @@ class DocumentError(Exception):
 
 @dataclass(frozen=True)
 class TextFile:
-    """A document's text (newlines always "\\n") plus what is needed to write it back the way it was."""
+    """A document's text (newlines always "\\n") plus what is needed to write it back the way it was.
+
+    `encoding` is a Python codec name; "utf-16-le/-be" and "utf-32-le/-be" files always carry their byte-order
+    mark, "utf-8-sig" is UTF-8 with one. `newline` is the dominant line ending (new lines get it); `raw` is the
+    text exactly as decoded from disk, so `encode_text` can give every untouched line its own ending back.
+    """
 
     text: str
     encoding: str = "utf-8"
     newline: str = "\n"
+    raw: str | None = field(default=None, compare=False, repr=False)
 
 
 _BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
     (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+# Codecs that do not write their own byte-order mark: `encode_text` puts it back in front.
+_EXPLICIT_BOM = {
+    "utf-32-le": codecs.BOM_UTF32_LE, "utf-32-be": codecs.BOM_UTF32_BE,
+    "utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE,
+}
 
 
 def decode_text(data: bytes, name: str = "This file") -> TextFile:
-    """Decode UTF-8 (or UTF-8/16/32 with a byte-order mark); refuse binary data and other encodings."""
+    """Decode UTF-8 (or UTF-8/16/32 with a byte-order mark, either byte order); refuse binary data and other
+    encodings. Nothing is normalised away: `encode_text` of the result gives back `data` exactly."""
     encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
+    body = data
     if encoding is None:
         if _looks_binary(data):
             raise DocumentError(
                 f"{name} is not a text file (it contains binary data). Letterpress opens .txt and .md documents."
             )
         encoding = "utf-8"
+    elif encoding in _EXPLICIT_BOM:
+        body = data[len(_EXPLICIT_BOM[encoding]):]
     try:
-        text = data.decode(encoding)
+        raw = body.decode(encoding)
     except UnicodeDecodeError as exc:
         raise DocumentError(
             f"{name} is not valid {encoding.upper().removesuffix('-SIG')} text (byte {exc.start} cannot be "
             "read). It is probably in an older encoding such as Windows-1252 or Shift-JIS: open it in another "
             "editor, save it as UTF-8 and open it again."
         ) from exc
-    newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text else "\n"
-    if newline != "\n":
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return TextFile(text, encoding, newline)
+    _, endings = split_lines(raw)
+    return TextFile(normalise(raw), encoding, dominant(endings), raw)
 
 
 def _looks_binary(data: bytes) -> bool:
+    """NUL bytes, or many control characters. Tab, CR/LF, VT, FF and ESC are ordinary in text files
+    (page breaks, old terminals' colour codes), so they never count."""
     head = data[:65536]
     if b"\x00" in head:
         return True
-    controls = sum(1 for b in head if b < 0x20 and b not in b"\t\n\r\f\x1b")
+    controls = sum(1 for b in head if b < 0x20 and b not in b"\t\n\r\v\f\x1b")
     return bool(head) and controls / len(head) > 0.1
 
 
@@ -116,9 +132,10 @@ def read_text_file(path: str | Path) -> TextFile:
 
 
 def encode_text(doc: TextFile) -> bytes:
-    text = doc.text.replace("\n", doc.newline) if doc.newline != "\n" else doc.text
+    """The bytes for `doc`: its own endings per line (see `app.line_endings`), its encoding, its BOM."""
+    text = restore_endings(doc.text, doc.raw, doc.newline)
     try:
-        return text.encode(doc.encoding)
+        return _EXPLICIT_BOM.get(doc.encoding, b"") + text.encode(doc.encoding)
     except UnicodeEncodeError as exc:  # only possible for lone surrogates
         raise DocumentError(
             f"The text contains a character that cannot be saved as {doc.encoding} (position {exc.start})."
@@ -134,16 +151,19 @@ def is_read_only(path: Path) -> bool:
     return not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
 
 
-def write_text_file(path: str | Path, doc: TextFile) -> None:
-    """Save atomically; on failure the file on disk is exactly as before and `DocumentError` says why."""
+def write_text_file(path: str | Path, doc: TextFile) -> TextFile:
+    """Save atomically; on failure the file on disk is exactly as before and `DocumentError` says why.
+    Returns the document as now on disk (its `raw` is what the next save keeps line endings from)."""
     p = Path(path)
     if is_read_only(p):
         raise DocumentError(f"{p.name} is read-only. Use Save As to save a copy somewhere else.")
-    data = encode_text(doc)
+    raw = restore_endings(doc.text, doc.raw, doc.newline)
+    data = encode_text(TextFile(doc.text, doc.encoding, doc.newline, raw))
     try:
         atomic_write_bytes(p, data)
     except OSError as exc:
         raise DocumentError(_save_failure(p, exc)) from exc
+    return TextFile(doc.text, doc.encoding, doc.newline, raw)
 
 
 def _save_failure(p: Path, exc: OSError) -> str:
@@ -262,6 +282,7 @@ class DocumentController(QObject):
         self.path: Path | None = None
         self.encoding = "utf-8"
         self.newline = "\n"
+        self.raw: str | None = None  # the text as on disk at the last open/save: each line's own ending
         if recent_path is None:
             from app.settings import data_dir
 
@@ -340,7 +361,7 @@ class DocumentController(QObject):
             return False
         if not self.maybe_save():
             return False
-        self._set_text(doc.text, p, doc.encoding, doc.newline)
+        self._set_text(doc.text, p, doc.encoding, doc.newline, doc.raw)
         self.recent.add(p)
         self._rebuild_recent_menu()
         self.opened.emit(str(p))
@@ -350,14 +371,14 @@ class DocumentController(QObject):
     def restore(self, text: str, path: str | Path | None) -> None:
         """Put recovered text in the editor as unsaved changes to `path` (None: an untitled document)."""
         p = Path(path) if path else None
-        encoding, newline = "utf-8", "\n"
+        encoding, newline, raw = "utf-8", "\n", None
         if p is not None and p.is_file():
             try:
                 on_disk = read_text_file(p)
-                encoding, newline = on_disk.encoding, on_disk.newline
+                encoding, newline, raw = on_disk.encoding, on_disk.newline, on_disk.raw
             except DocumentError:
                 pass
-        self._set_text(text, p, encoding, newline)
+        self._set_text(text, p, encoding, newline, raw)
         self.editor.document().setModified(True)
 
     def save(self) -> bool:
@@ -407,14 +428,15 @@ class DocumentController(QObject):
     # -- internals -------------------------------------------------------------------------------------------
 
     def _write(self, target: Path) -> bool:
-        doc = TextFile(self.text(), self.encoding, self.newline)
+        doc = TextFile(self.text(), self.encoding, self.newline, self.raw)
         try:
-            write_text_file(target, doc)
+            written = write_text_file(target, doc)
         except DocumentError as exc:
             log.warning("save failed: %s", exc.message)
             self.show_error("Document not saved", exc.message)
             self.message.emit(exc.message)
             return False
+        self.raw = written.raw
         self.editor.document().setModified(False)
         self.recent.add(target)
         self._rebuild_recent_menu()
@@ -422,10 +444,11 @@ class DocumentController(QObject):
         self.message.emit(f"Saved {target.name}")
         return True
 
-    def _set_text(self, text: str, path: Path | None, encoding: str, newline: str) -> None:
+    def _set_text(self, text: str, path: Path | None, encoding: str, newline: str,
+                  raw: str | None = None) -> None:
         self.editor.setPlainText(text)  # also clears the undo history: undo never crosses documents
         self.editor.document().setModified(False)
-        self.path, self.encoding, self.newline = path, encoding, newline
+        self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
         self._dirty = True
         self.pathChanged.emit(str(path) if path else "")
         self._update_title()

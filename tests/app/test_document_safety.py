@@ -4,6 +4,7 @@ window on one file, links, exact line endings and encodings, file modes. Every t
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from pathlib import Path
@@ -103,3 +104,65 @@ def test_the_save_dialog_adds_the_extension_before_it_checks(win):
     finally:
         QFileDialog.exec = original
     assert seen == {"suffix": "md", "no confirm": True}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 7. Round trips are exact
+
+
+ROUND_TRIPS = {
+    "mixed CRLF and LF": b"one\r\ntwo\nthree\r\nfour",
+    "LF with one stray CR": b"first\nsecond\rstill second?\nthird\n",
+    "old Mac CR only": b"a\rb\rc\r",
+    "line and paragraph separators": "soft\u2028break\u2029next paragraph\nend\n".encode("utf-8"),
+    "UTF-16BE with BOM": codecs.BOM_UTF16_BE + "Grüße\r\nСлава\n👋\n".encode("utf-16-be"),
+    "UTF-16LE with BOM": codecs.BOM_UTF16_LE + "Grüße\n".encode("utf-16-le"),
+    "UTF-32BE with BOM": codecs.BOM_UTF32_BE + "日本語\r\n".encode("utf-32-be"),
+    "UTF-32LE with BOM": codecs.BOM_UTF32_LE + "日本語\n".encode("utf-32-le"),
+    "UTF-8 with BOM": codecs.BOM_UTF8 + b"bom\r\n",
+    "vertical tabs and form feeds": b"a\vb\vc\v\fpage two\f\n",
+    "BOM-like character inside": "x\ufeffy\n".encode("utf-8"),
+    "no final newline": b"last line",
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("name", ROUND_TRIPS)
+def test_open_and_save_without_an_edit_is_byte_identical(win, tmp_path, name):
+    _, docs, answers = win
+    data = ROUND_TRIPS[name]
+    p = tmp_path / "doc.txt"
+    p.write_bytes(data)
+    assert docs.open(p), answers.errors
+    assert docs.save()
+    assert p.read_bytes() == data
+
+
+def test_after_an_edit_untouched_lines_keep_their_endings_and_new_lines_take_the_dominant_one(win, tmp_path):
+    from PySide6.QtGui import QTextCursor
+
+    window, docs, _ = win
+    p = tmp_path / "mixed.txt"
+    p.write_bytes(b"one\r\ntwo\nthree\r\nfour\r\nfive\r")
+    assert docs.open(p)
+    doc = window.editor.document()
+    c = QTextCursor(doc.findBlockByNumber(1))
+    c.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+    c.insertText("!")  # "two" edited in place: keeps its LF
+    c = QTextCursor(doc.findBlockByNumber(2))
+    c.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+    c.insertText("\nnew line")  # a new line: CRLF, the file's dominant ending
+    assert docs.save()
+    assert p.read_bytes() == b"one\r\ntwo!\nthree\r\nnew line\r\nfour\r\nfive\r"
+    c = QTextCursor(doc.findBlockByNumber(0))
+    c.insertText("0 ")
+    assert docs.save()  # a second save keeps the endings of the first
+    assert p.read_bytes() == b"0 one\r\ntwo!\nthree\r\nnew line\r\nfour\r\nfive\r"
+
+
+def test_a_lone_cr_is_not_taken_as_the_file_s_newline(tmp_path):
+    from app.documents import read_text_file
+
+    p = tmp_path / "stray.txt"
+    p.write_bytes(b"a\nb\rc\nd\n")
+    assert read_text_file(p).newline == "\n"

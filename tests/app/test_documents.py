@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import stat
@@ -40,7 +41,7 @@ def test_utf8_round_trips_byte_for_byte(tmp_path):
 
 @pytest.mark.parametrize("raw, encoding", [
     ("\ufeffBOM text\n".encode("utf-8"), "utf-8-sig"),
-    ("UTF-16 text é\n".encode("utf-16"), "utf-16"),
+    (codecs.BOM_UTF16_LE + "UTF-16 text é\n".encode("utf-16-le"), "utf-16-le"),
 ])
 def test_byte_order_marks_are_detected_and_kept(tmp_path, raw, encoding):
     p = tmp_path / "bom.txt"
