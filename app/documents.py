@@ -24,7 +24,7 @@ from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
-from app.atomic import atomic_write_bytes
+from app.atomic import BackupKept, TempHook, atomic_write_bytes, default_file_mode, write_in_place_with_backup
 from app.line_endings import dominant, normalise, restore_endings, split_lines
 
 log = logging.getLogger(__name__)
@@ -151,16 +151,35 @@ def is_read_only(path: Path) -> bool:
     return not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
 
 
-def write_text_file(path: str | Path, doc: TextFile) -> TextFile:
+def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None = None) -> TextFile:
     """Save atomically; on failure the file on disk is exactly as before and `DocumentError` says why.
-    Returns the document as now on disk (its `raw` is what the next save keeps line endings from)."""
+    Returns the document as now on disk (its `raw` is what the next save keeps line endings from).
+
+    Links are respected: a symbolic link is written through (the target is replaced atomically, next to the
+    target, and the link stays a link); a file with several hard links is rewritten in place after a verified
+    backup, so every name sees the new text. A new file gets the umask's default mode, an existing one keeps
+    its own. `on_temp` is told about every temporary file first (crash clean-up, see `app.recovery`).
+    """
     p = Path(path)
-    if is_read_only(p):
+    real = Path(os.path.realpath(p))
+    if is_read_only(real):
         raise DocumentError(f"{p.name} is read-only. Use Save As to save a copy somewhere else.")
     raw = restore_endings(doc.text, doc.raw, doc.newline)
     data = encode_text(TextFile(doc.text, doc.encoding, doc.newline, raw))
     try:
-        atomic_write_bytes(p, data)
+        st = real.stat()
+    except OSError:
+        st = None
+    try:
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            write_in_place_with_backup(real, data, on_temp=on_temp)
+        else:
+            atomic_write_bytes(real, data, new_mode=default_file_mode(), on_temp=on_temp)
+    except BackupKept as exc:
+        raise DocumentError(
+            f"{p.name} was not saved ({exc.strerror}) and could not be put back as it was; its previous "
+            f"version is safe in {exc.backup}. Your text is still in the editor: use Save As to save it elsewhere."
+        ) from exc
     except OSError as exc:
         raise DocumentError(_save_failure(p, exc)) from exc
     return TextFile(doc.text, doc.encoding, doc.newline, raw)

@@ -49,8 +49,15 @@ def win(qtbot):
 
 
 def _type(qtbot, window, text: str) -> None:
+    """Type at the end of the document (Return for each newline: QTest has no key for "\\n")."""
+    from PySide6.QtCore import Qt
+
     window.editor.moveCursor(window.editor.textCursor().MoveOperation.End)
-    qtbot.keyClicks(window.editor, text)
+    for i, part in enumerate(text.split("\n")):
+        if i:
+            qtbot.keyClick(window.editor, Qt.Key.Key_Return)
+        if part:
+            qtbot.keyClicks(window.editor, part)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -166,3 +173,90 @@ def test_a_lone_cr_is_not_taken_as_the_file_s_newline(tmp_path):
     p = tmp_path / "stray.txt"
     p.write_bytes(b"a\nb\rc\nd\n")
     assert read_text_file(p).newline == "\n"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 6. Links are respected; new files get the umask's mode, existing ones keep theirs
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="POSIX symlinks")
+def test_saving_through_a_symlink_writes_the_target_and_keeps_the_link(win, qtbot, tmp_path):
+    window, docs, _ = win
+    real_dir = tmp_path / "synced"
+    real_dir.mkdir()
+    target = real_dir / "book.md"
+    target.write_text("chapter one\n", encoding="utf-8")
+    link = tmp_path / "book-link.md"
+    link.symlink_to(target)
+    assert docs.open(link)
+    _type(qtbot, window, "chapter two\n")
+    assert docs.save()
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text(encoding="utf-8") == "chapter one\nchapter two\n"
+    assert sorted(x.name for x in real_dir.iterdir()) == ["book.md"]  # the temp file lived next to the target
+    assert sorted(x.name for x in tmp_path.iterdir() if x.name.startswith(".")) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "link"), reason="hard links")
+def test_a_hard_linked_file_is_updated_in_place_so_every_name_sees_the_new_text(win, qtbot, tmp_path):
+    window, docs, _ = win
+    a = tmp_path / "a.md"
+    a.write_text("shared\n", encoding="utf-8")
+    b = tmp_path / "b.md"
+    os.link(a, b)
+    inode = a.stat().st_ino
+    assert docs.open(a)
+    _type(qtbot, window, "more")
+    assert docs.save()
+    assert b.read_text(encoding="utf-8") == "shared\nmore" and a.stat().st_ino == inode
+    assert a.stat().st_nlink == 2
+    assert sorted(x.name for x in tmp_path.iterdir() if x.name.endswith(".md") or x.name.startswith(".")) == [
+        "a.md", "b.md"]  # the backup copy is gone once the new text is in place
+
+
+def test_a_failed_in_place_write_puts_the_old_text_back(win, qtbot, tmp_path, monkeypatch):
+    from app import atomic
+
+    window, docs, answers = win
+    a = tmp_path / "a.md"
+    a.write_text("precious\n", encoding="utf-8")
+    os.link(a, tmp_path / "b.md")
+    assert docs.open(a)
+    _type(qtbot, window, "new")
+    calls = []
+    real_rewrite = atomic._rewrite
+
+    def failing_once(target, data):
+        calls.append(data)
+        if len(calls) == 1:
+            with open(target, "r+b") as fh:
+                fh.write(b"half")  # a partial write, then the disk fills up
+            raise OSError(28, "No space left on device")
+        real_rewrite(target, data)
+
+    monkeypatch.setattr(atomic, "_rewrite", failing_once)
+    assert not docs.save()
+    assert "disk is full" in answers.errors[-1]
+    assert (tmp_path / "b.md").read_text(encoding="utf-8") == "precious\n"
+    assert window.isWindowModified()
+    assert not [x for x in tmp_path.iterdir() if x.name.endswith(".backup")]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+def test_new_documents_get_the_umask_default_mode_and_existing_ones_keep_theirs(win, qtbot, tmp_path):
+    window, docs, answers = win
+    old = os.umask(0o022)
+    try:
+        _type(qtbot, window, "new file")
+        answers.save_path = str(tmp_path / "new.md")
+        assert docs.save_as()
+        assert stat.S_IMODE((tmp_path / "new.md").stat().st_mode) == 0o644
+        kept = tmp_path / "kept.md"
+        kept.write_text("x", encoding="utf-8")
+        kept.chmod(0o604)
+        assert docs.open(kept)
+        _type(qtbot, window, "y")
+        assert docs.save()
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o604
+    finally:
+        os.umask(old)
