@@ -18,13 +18,15 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
-from PySide6.QtCore import QEvent, QObject, Signal
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
 from app.atomic import BackupKept, TempHook, atomic_write_bytes, default_file_mode, write_in_place_with_backup
+from app.locks import FileLock
+from app.one_editor import EditorClaim, Elsewhere
 from app.line_endings import dominant, normalise, restore_endings, split_lines
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,15 @@ log = logging.getLogger(__name__)
 MAX_BYTES = 200 * 1024 * 1024
 FILE_FILTER = "Text and Markdown (*.txt *.md *.markdown *.text);;All files (*)"
 Choice = Literal["save", "discard", "cancel"]
+OpenChoice = Literal["switch", "read-only", "cancel"]
+
+
+class SaveJournal(Protocol):
+    """Where a save notes its temporary files before writing them (see `RecoveryManager.note_temp`)."""
+
+    def note_temp(self, temp: Path, target: Path) -> None: ...
+
+    def temps_done(self) -> None: ...
 
 
 class DocumentError(Exception):
@@ -293,7 +304,8 @@ class DocumentController(QObject):
     pathChanged = Signal(str)
 
     def __init__(self, window: QMainWindow, editor: QPlainTextEdit, settings: object | None = None,
-                 *, recent_path: Path | None = None, menu: QMenu | None = None) -> None:
+                 *, recent_path: Path | None = None, menu: QMenu | None = None,
+                 lock_folder: Path | None = None) -> None:
         super().__init__(window)
         self.window = window
         self.editor = editor
@@ -307,6 +319,12 @@ class DocumentController(QObject):
 
             recent_path = data_dir() / "recent.json"
         self.recent = RecentFiles(recent_path)
+        # One file, one editor: the lock of the document this window edits (app.one_editor).
+        self.claim = EditorClaim(lock_folder or recent_path.parent / "recovery" / "locks", self._raise_window)
+        self.read_only = False
+        self.save_journal: SaveJournal | None = None  # the recovery manager: notes temp files of each save
+        self.keep_copy: Callable[[str, str | None], Path] | None = None  # recovery copy before a reload
+        self.ask_already_open: Callable[[str, str], OpenChoice] = self._ask_already_open_box
         self.ask_unsaved: Callable[[str], Choice] = lambda name: _ask_unsaved_box(self.window, name)
         self.choose_open_path: Callable[[], str] = self._open_dialog
         self.choose_save_path: Callable[[str], str] = self._save_dialog
@@ -324,7 +342,7 @@ class DocumentController(QObject):
         editor.document().contentsChanged.connect(self._mark_dirty)
         guards = getattr(window, "close_guards", None)
         if isinstance(guards, list):  # the main window asks its guards before it shuts anything down
-            guards.append(self.maybe_save)
+            guards.append(self._close_guard)
         else:
             window.installEventFilter(self)
         self._update_title()
@@ -359,11 +377,16 @@ class DocumentController(QObject):
     def new(self) -> bool:
         if not self.maybe_save():
             return False
+        self.claim.release()
         self._set_text("", None, "utf-8", "\n")
+        self._set_read_only(False)
         return True
 
-    def open(self, path: str | Path | None = None) -> bool:
-        """Open `path` (or ask for one); unsaved work is offered for saving first. Returns True when opened."""
+    def open(self, path: str | Path | None = None, *, read_only: bool = False) -> bool:
+        """Open `path` (or ask for one); unsaved work is offered for saving first. Returns True when opened.
+
+        A file another Letterpress window edits is not opened for editing twice: the writer is asked to switch
+        to that window or to open it read-only."""
         if path is None:
             chosen = self.choose_open_path()
             if not chosen:
@@ -378,13 +401,32 @@ class DocumentController(QObject):
                 self.recent.remove(p.resolve())
                 self._rebuild_recent_menu()
             return False
+        lock: FileLock | None = None
+        if not read_only:
+            claimed = self.claim.try_claim(p)
+            if isinstance(claimed, Elsewhere):
+                choice = self.ask_already_open(p.name, claimed.where)
+                if choice == "switch":
+                    if not EditorClaim.switch_to(claimed):
+                        self.show_error("Cannot switch", f"The window that edits {p.name} did not answer. "
+                                        "Open it read-only, or close it there first.")
+                    return False
+                if choice != "read-only":
+                    return False
+                read_only = True
+            else:
+                lock = claimed
         if not self.maybe_save():
+            if lock is not None and lock is not self.claim.lock:
+                lock.release()
             return False
+        self.claim.adopt(lock, p)
         self._set_text(doc.text, p, doc.encoding, doc.newline, doc.raw)
+        self._set_read_only(read_only)
         self.recent.add(p)
         self._rebuild_recent_menu()
         self.opened.emit(str(p))
-        self.message.emit(f"Opened {p.name}")
+        self.message.emit(f"Opened {p.name}" + (" read-only" if read_only else ""))
         return True
 
     def restore(self, text: str, path: str | Path | None) -> None:
@@ -397,11 +439,25 @@ class DocumentController(QObject):
                 encoding, newline, raw = on_disk.encoding, on_disk.newline, on_disk.raw
             except DocumentError:
                 pass
+        lock, read_only = None, False
+        if p is not None:
+            claimed = self.claim.try_claim(p)
+            if isinstance(claimed, Elsewhere):  # keep the text; saving it goes through Save As
+                read_only = True
+                self.message.emit(f"{p.name} is open in {claimed.where}; the recovered text opens read-only.")
+            else:
+                lock = claimed
+        self.claim.adopt(lock, p)
         self._set_text(text, p, encoding, newline, raw)
+        self._set_read_only(read_only)
         self.editor.document().setModified(True)
 
     def save(self) -> bool:
         if self.path is None:
+            return self.save_as()
+        if self.read_only:
+            self.message.emit(f"{self.display_name} is open read-only (another window edits it): choose where "
+                              "to save this copy.")
             return self.save_as()
         return self._write(self.path)
 
@@ -413,19 +469,29 @@ class DocumentController(QObject):
         if not chosen:
             return False
         target = final_save_path(chosen)
-        if target.exists() and not _same_file(target, self.path):
+        own = _same_file(target, self.path) and not self.read_only
+        if target.exists() and not own:
             if target.is_dir():
                 self.show_error("Document not saved", f"{target} is a folder. Choose a file name.")
                 return False
             if not self.ask_replace(target):
                 return False
+        claimed = self.claim.try_claim(target)
+        if isinstance(claimed, Elsewhere):
+            self.show_error("Document not saved", f"{target.name} is open in {claimed.where}. Save there, "
+                            "or choose another name.")
+            return False
         if self._write(target):
+            self.claim.adopt(claimed, target)
+            self._set_read_only(False)
             if target != self.path:
                 self.path = target
                 self._dirty = True
                 self.pathChanged.emit(str(target))
                 self._update_title()
             return True
+        if claimed is not None and claimed is not self.claim.lock:
+            claimed.release()
         return False
 
     def maybe_save(self) -> bool:
@@ -448,13 +514,18 @@ class DocumentController(QObject):
 
     def _write(self, target: Path) -> bool:
         doc = TextFile(self.text(), self.encoding, self.newline, self.raw)
+        journal = self.save_journal
+        on_temp = (lambda temp: journal.note_temp(temp, Path(os.path.realpath(target)))) if journal else None
         try:
-            written = write_text_file(target, doc)
+            written = write_text_file(target, doc, on_temp=on_temp)
         except DocumentError as exc:
             log.warning("save failed: %s", exc.message)
             self.show_error("Document not saved", exc.message)
             self.message.emit(exc.message)
             return False
+        finally:
+            if journal is not None:
+                journal.temps_done()
         self.raw = written.raw
         self.editor.document().setModified(False)
         self.recent.add(target)
@@ -472,8 +543,45 @@ class DocumentController(QObject):
         self.pathChanged.emit(str(path) if path else "")
         self._update_title()
 
+    def _set_read_only(self, read_only: bool) -> None:
+        self.read_only = read_only
+        self.editor.setReadOnly(read_only)
+        self._update_title()
+
+    def _raise_window(self) -> None:
+        self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
+
+    def _close_guard(self) -> bool:
+        """The window's close guard: ask about unsaved work; once the window really closed, let the lock go."""
+        if not self.maybe_save():
+            return False
+        QTimer.singleShot(0, self._release_if_closed)
+        return True
+
+    def _release_if_closed(self) -> None:
+        if not self.window.isVisible():
+            self.claim.release()
+
+    def _ask_already_open_box(self, name: str, where: str) -> OpenChoice:
+        box = QMessageBox(self.window)
+        box.setIcon(QMessageBox.Icon.Information)
+        box.setWindowTitle("Document already open")
+        box.setText(f"“{name}” is already open in {where}.")
+        box.setInformativeText("Editing it in two places would let one save silently replace the other's words. "
+                               "Switch to that window, or open a read-only view here.")
+        switch = box.addButton("Switch to it", QMessageBox.ButtonRole.AcceptRole)
+        read_only = box.addButton("Open read-only", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(switch)
+        box.exec()
+        clicked = box.clickedButton()
+        return "switch" if clicked is switch else "read-only" if clicked is read_only else "cancel"
+
     def _update_title(self, *_: object) -> None:
-        self.window.setWindowTitle(f"{self.display_name}[*] — Letterpress")
+        suffix = " (read-only)" if getattr(self, "read_only", False) else ""
+        self.window.setWindowTitle(f"{self.display_name}{suffix}[*] — Letterpress")
         self.window.setWindowModified(self.is_modified())
 
     def _open_dialog(self) -> str:
@@ -558,7 +666,7 @@ class DocumentController(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
         """Ask about unsaved work before the window closes; cancelling keeps the window open."""
         if watched is self.window and event.type() == QEvent.Type.Close:
-            if not self.maybe_save():
+            if not self._close_guard():
                 assert isinstance(event, QCloseEvent)
                 event.ignore()
                 return True

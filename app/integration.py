@@ -43,9 +43,10 @@ def install_services(window: QMainWindow, settings: Settings | None = None, *, f
     if isinstance(existing, Services):  # installing twice would double every menu entry and autosave
         return existing
     editor = window.editor  # type: ignore[attr-defined]
+    folder = recovery_folder or recovery_dir()
     documents = DocumentController(window, editor, settings, recent_path=data_dir() / "recent.json",
-                                   menu=getattr(window, "menuFile", None))
-    recovery = RecoveryManager(recovery_folder or recovery_dir(), documents.recovery_snapshot, parent=window)
+                                   menu=getattr(window, "menuFile", None), lock_folder=folder / "locks")
+    recovery = RecoveryManager(folder, documents.recovery_snapshot, parent=window)
     recovery.connect_document(documents)
     if settings is not None:
         recovery.connect_settings(settings)

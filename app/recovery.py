@@ -1,17 +1,32 @@
 """Autosave and crash recovery: unsaved text is copied to the recovery folder every few seconds.
 
-Each running window writes one file, `<session id>.json`, holding the text, the document's path (or none for an
-untitled document), when it was written and the writing process's id. A clean save, a discard or a clean quit
-removes it. At the next start, files whose process is no longer running are crash leftovers: the window offers
-to restore each one, showing which document it belongs to and when it was autosaved.
+Layout of the recovery folder (`app.settings.recovery_dir()`), all written atomically:
+
+- `<session>.json`  one per running window: {"version", "pid", "path" (or null: untitled), "saved_at", "text",
+  optional "kind": "autosave" | "kept before reload" | "interrupted save"}. A clean save, a discard or a clean
+  quit removes it.
+- `<session>.lock`  held (flock / msvcrt) by that window's process for as long as it runs. A copy belongs to a
+  dead session exactly when its lock is free: the kernel releases it when the process dies however it dies, so
+  this works in PID namespaces (containers, sandboxes) and after a reboot, where a PID says nothing. A copy
+  without a lock file (kept copies, older versions) is a leftover too.
+- `<session>.saving.json`  the temporary files a save of that session is writing right now ({"temps":
+  [{"temp", "target"}]}); at the next start, leftovers of a session whose lock is free are removed, or offered as
+  recovery when they hold text the document on disk does not.
+- `locks/<hash>.lock`  one file, one editor: see `app.locks.document_lock_path`.
+
+Anything else a module adds beside a session's files must be named `<session>.<something>` and removed with it.
+At the next start, copies of dead sessions are offered: the window restores each one, showing which document it
+belongs to and when it was autosaved.
 
 Snapshots are taken on the UI thread (a string copy) and written on one background thread, in order, so a
-large document never stalls typing; writes are atomic, so a kill in the middle leaves the previous copy.
+large document never stalls typing; writes are atomic, so a kill in the middle leaves the previous copy. A write
+that fails is reported through `statusChanged` until one succeeds again (the window shows it in its status bar).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -28,6 +43,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from app.atomic import atomic_write_bytes
+from app.locks import FileLock, holder_info, is_locked
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +60,7 @@ class RecoveredDocument:
     path: str | None
     saved_at: float
     pid: int
+    kind: str = "autosave"
 
     @property
     def name(self) -> str:
@@ -53,36 +70,32 @@ class RecoveredDocument:
         when = datetime.fromtimestamp(self.saved_at).strftime("%Y-%m-%d %H:%M:%S")
         where = self.path or "an untitled document"
         words = len(self.text.split())
-        return f"{where}\nautosaved {when} ({words:,} words)"
+        how = {"kept before reload": "kept before the file was reloaded",
+               "interrupted save": "from a save that was interrupted (it may be incomplete)"}.get(self.kind, "autosaved")
+        return f"{where}\n{how} {when} ({words:,} words)"
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    if os.name == "posix":  # a killed child that nobody reaped yet is a zombie: as good as dead
-        with contextlib.suppress(OSError):
-            status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()
-            if status and status[0] in ("Z", "X"):
-                return False
-    return True
+def session_of(file: Path) -> str:
+    """The session id a recovery file belongs to (`<session>.json`, `<session>.saving.json`)."""
+    return file.name.split(".", 1)[0]
 
 
-def find_recovered(folder: Path) -> list[RecoveredDocument]:
-    """Autosaves whose writer is gone, oldest first; unreadable files are skipped (and logged), never fatal."""
+def session_alive(folder: Path, session: str) -> bool:
+    """True while the process that owns `session` runs: its lock is held. No PID is consulted."""
+    return is_locked(folder / f"{session}.lock")
+
+
+def find_recovered(folder: Path, *, own: str | None = None) -> list[RecoveredDocument]:
+    """Autosaves whose session is gone (lock free), oldest first; unreadable files are skipped (and logged)."""
     found: list[RecoveredDocument] = []
     if not folder.is_dir():
         return found
     for file in sorted(folder.glob("*.json")):
+        if file.name.endswith(".saving.json"):
+            continue
+        session = session_of(file)
+        if session == own or session_alive(folder, session):
+            continue
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
             doc = RecoveredDocument(
@@ -91,13 +104,82 @@ def find_recovered(folder: Path) -> list[RecoveredDocument]:
                 path=data.get("path") or None,
                 saved_at=float(data["saved_at"]),
                 pid=int(data.get("pid", 0)),
+                kind=str(data.get("kind") or "autosave"),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("skipping unreadable recovery file %s: %s", file.name, exc)
             continue
-        if not _pid_alive(doc.pid):
-            found.append(doc)
+        found.append(doc)
     return sorted(found, key=lambda d: d.saved_at)
+
+
+def clean_interrupted_saves(folder: Path, *, own: str | None = None) -> list[Path]:
+    """Deal with temporary files of saves that a crash interrupted (sessions whose lock is free): a temp that
+    adds nothing to the document on disk is removed; one holding other text becomes a recovery copy first
+    (kind "interrupted save"), so the writer is offered it. Returns the recovery copies made."""
+    from app.documents import DocumentError, decode_text
+
+    made: list[Path] = []
+    if not folder.is_dir():
+        return made
+    for journal in sorted(folder.glob("*.saving.json")):
+        session = session_of(journal)
+        if session == own or session_alive(folder, session):
+            continue
+        try:
+            entries = json.loads(journal.read_text(encoding="utf-8")).get("temps", [])
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("unreadable save journal %s: %s", journal.name, exc)
+            entries = []
+        keep_journal = False
+        for entry in entries:
+            try:
+                temp, target = Path(entry["temp"]), Path(entry["target"])
+                data = temp.read_bytes()
+            except FileNotFoundError:
+                continue
+            except (OSError, KeyError, TypeError) as exc:
+                log.warning("leftover temporary file not readable: %s", exc)
+                keep_journal = True
+                continue
+            try:
+                same = target.read_bytes() == data
+            except OSError:
+                same = False
+            if not same:
+                try:
+                    text = decode_text(data, temp.name).text
+                except DocumentError:
+                    text = data.decode("utf-8", errors="replace")
+                record = {"version": FORMAT_VERSION, "pid": 0, "path": str(target), "kind": "interrupted save",
+                          "saved_at": temp.stat().st_mtime, "text": text}
+                copy = folder / f"{uuid.uuid4().hex}.json"
+                try:
+                    atomic_write_bytes(copy, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+                except OSError as exc:
+                    log.warning("could not keep the text of an interrupted save: %s", exc)
+                    keep_journal = True
+                    continue
+                made.append(copy)
+            with contextlib.suppress(OSError):
+                temp.unlink()
+                log.info("removed %s left by an interrupted save", temp)
+        if not keep_journal:
+            with contextlib.suppress(OSError):
+                journal.unlink()
+            with contextlib.suppress(OSError):
+                (folder / f"{session}.lock").unlink()
+    return made
+
+
+def autosave_failure_reason(exc: OSError) -> str:
+    """What the status bar says when autosave cannot write: the reason and what to do."""
+    if exc.errno == errno.ENOSPC or exc.errno == getattr(errno, "EDQUOT", -1):
+        return "Autosave failed: the recovery folder's disk is full — save your document elsewhere."
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return ("Autosave failed: the recovery folder cannot be written (no permission or a read-only disk) — "
+                "save your document now, and check the data folder.")
+    return f"Autosave failed: {exc.strerror or exc} — save your document now."
 
 
 def _ask_box(parent: QWidget | None, doc: RecoveredDocument, index: int, total: int) -> Answer:
@@ -121,7 +203,9 @@ class RecoveryManager(QObject):
     unsaved) every `interval` seconds, and offers recovered copies at start.
 
     Wire it with `connect_document(controller)` so a save or discard removes the copy; `shutdown()` on a clean
-    quit removes it too.
+    quit removes it too. It holds the session lock `<session>.lock` from construction to `shutdown()`, and is
+    the controller's save journal (`note_temp` / `temps_done`) so temporary files of an interrupted save are
+    found at the next start.
     """
 
     autosaved = Signal(str)  # path of the recovery file just written
@@ -131,13 +215,21 @@ class RecoveryManager(QObject):
         super().__init__(parent)
         self.folder = folder
         self.snapshot = snapshot
-        self.file = folder / f"{uuid.uuid4().hex}.json"
+        self.session = uuid.uuid4().hex
+        self.file = folder / f"{self.session}.json"
+        self.journal = folder / f"{self.session}.saving.json"
+        self.lock = FileLock(folder / f"{self.session}.lock")
+        try:
+            self.lock.acquire(holder_info(session=self.session))
+        except OSError as exc:  # the copy can still be written; it just is not protected from another start
+            log.warning("recovery session lock not taken: %s", exc.strerror or exc)
         self.ask: Callable[[RecoveredDocument, int, int], Answer] = (
             lambda doc, i, n: _ask_box(parent if isinstance(parent, QWidget) else None, doc, i, n)
         )
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="autosave")
         self._last: tuple[str, str | None] | None = None
         self._pending: Future[None] | None = None
+        self._temps: list[dict[str, str]] = []
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.autosave_now)
         self.set_interval(interval_s)
@@ -154,9 +246,13 @@ class RecoveryManager(QObject):
         )
 
     def connect_document(self, controller: object) -> None:
-        """Remove the autosave when the controller saves or discards the document."""
+        """Remove the autosave when the controller saves or discards the document; journal its saves."""
         controller.saved.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
         controller.discarded.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
+        if hasattr(controller, "save_journal"):
+            controller.save_journal = self  # type: ignore[attr-defined]
+        if hasattr(controller, "keep_copy"):
+            controller.keep_copy = self.keep_copy  # type: ignore[attr-defined]
 
     # -- autosave --------------------------------------------------------------------------------------------
 
@@ -176,7 +272,7 @@ class RecoveryManager(QObject):
         self._last = snap
         text, path = snap
         record = {"version": FORMAT_VERSION, "pid": os.getpid(), "path": path, "saved_at": time.time(),
-                  "text": text}
+                  "kind": "autosave", "text": text}
         self._pending = self._pool.submit(self._write, record)
 
     def _write(self, record: dict[str, object]) -> None:
@@ -187,6 +283,16 @@ class RecoveryManager(QObject):
             log.warning("autosave failed: %s", exc.strerror or exc)
             return
         self.autosaved.emit(str(self.file))
+
+    def keep_copy(self, text: str, path: str | None, kind: str = "kept before reload") -> Path:
+        """Write `text` as a recovery copy of its own, owned by no session, so the next start offers it (used
+        before a reload replaces unsaved edits). Synchronous: the caller goes on only once it is on disk."""
+        copy = self.folder / f"{uuid.uuid4().hex}.json"
+        record = {"version": FORMAT_VERSION, "pid": os.getpid(), "path": path, "saved_at": time.time(),
+                  "kind": kind, "text": text}
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(copy, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        return copy
 
     def clear(self) -> None:
         """Forget the copy (after a save or a discard); queued behind any write still in flight."""
@@ -204,16 +310,44 @@ class RecoveryManager(QObject):
             self._pending.result(timeout)
 
     def shutdown(self, *, keep: bool = False) -> None:
-        """Clean quit: nothing unsaved is left (the window asked), so the copy goes unless `keep`."""
+        """Clean quit: nothing unsaved is left (the window asked), so the copy goes unless `keep`. The session
+        lock is released last, so a kept copy becomes a leftover only once this process is done with it."""
         self._timer.stop()
         if not keep:
             self.clear()
         self._pool.shutdown(wait=True)
+        self.lock.release()
+
+    # -- the save journal --------------------------------------------------------------------------------------
+
+    def note_temp(self, temp: Path, target: Path) -> None:
+        """A save is about to write `temp` for `target`: recorded (synchronously) before any byte goes in."""
+        self._temps.append({"temp": str(temp), "target": str(target)})
+        self._store_journal()
+
+    def temps_done(self) -> None:
+        """The save finished (either way): its temporary files are gone."""
+        if self._temps:
+            self._temps = []
+            self._store_journal()
+
+    def _store_journal(self) -> None:
+        try:
+            if self._temps:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(self.journal, json.dumps({"temps": self._temps}).encode("utf-8"))
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    self.journal.unlink()
+        except OSError as exc:  # the save itself must go on
+            log.warning("save journal not written: %s", exc.strerror or exc)
 
     # -- recovery --------------------------------------------------------------------------------------------
 
     def pending(self) -> list[RecoveredDocument]:
-        return [d for d in find_recovered(self.folder) if d.file != self.file]
+        """Copies of dead sessions (their lock is free), after tidying up their interrupted saves."""
+        clean_interrupted_saves(self.folder, own=self.session)
+        return find_recovered(self.folder, own=self.session)
 
     def offer(self, restore: Callable[[RecoveredDocument], bool]) -> list[RecoveredDocument]:
         """Ask about each recovered copy. `restore(doc)` puts it somewhere and returns False if it could not
@@ -228,6 +362,7 @@ class RecoveryManager(QObject):
                 self._adopt(doc)
             elif answer == "discard":
                 self._remove(doc.file)
+                self._remove(doc.file.with_name(f"{session_of(doc.file)}.lock"))
         return restored
 
     def _adopt(self, doc: RecoveredDocument) -> None:
@@ -241,5 +376,7 @@ class RecoveryManager(QObject):
             record["pid"] = os.getpid()
             atomic_write_bytes(self.file, json.dumps(record, ensure_ascii=False).encode("utf-8"))
             old.unlink()
+            with contextlib.suppress(OSError):
+                old.with_name(f"{session_of(old)}.lock").unlink()
         except (OSError, ValueError) as exc:
             log.warning("could not take over recovery file %s: %s", old.name, exc)

@@ -66,7 +66,7 @@ def test_discarding_removes_the_copy_and_clean_state_writes_nothing(doc_ui, qtbo
     window, editor, ctrl, rec = doc_ui
     rec.autosave_now()
     rec.flush()
-    assert not rec.folder.exists() or not any(rec.folder.iterdir())  # nothing unsaved, nothing written
+    assert [f.name for f in rec.folder.glob("*.json")] == []  # nothing unsaved, nothing written (but the lock)
     qtbot.keyClicks(editor, "scratch")
     rec.autosave_now()
     rec.flush()
@@ -88,13 +88,20 @@ def test_undo_back_to_the_saved_text_removes_the_copy(doc_ui, qtbot):
     assert not rec.file.exists()
 
 
-def test_copies_of_running_processes_are_not_offered(tmp_path):
+def test_copies_of_running_sessions_are_not_offered(tmp_path):
+    """Alive means: the session's lock is held. The PID in the copy is never trusted (here it is even ours)."""
+    from app.locks import FileLock
+
     folder = tmp_path / "recovery"
-    _plant(folder, "mine", "still open here", None, time.time(), os.getpid())
-    _plant(folder, "dead", "crashed", "/tmp/x.md", time.time(), _dead_pid())
+    _plant(folder, "running", "still open here", None, time.time(), _dead_pid())
+    held = FileLock(folder / "running.lock")
+    assert held.acquire()
+    _plant(folder, "dead", "crashed", "/tmp/x.md", time.time(), os.getpid())
     (folder / "broken.json").write_text("{not json", encoding="utf-8")
     found = find_recovered(folder)
     assert [d.text for d in found] == ["crashed"]
+    held.release()
+    assert sorted(d.text for d in find_recovered(folder)) == ["crashed", "still open here"]
     assert "/tmp/x.md" in found[0].describe() and "autosaved" in found[0].describe()
 
 

@@ -1,0 +1,148 @@
+"""Advisory file locks that a crash cannot leave behind: the operating system drops them with the process.
+
+`FileLock` holds `flock` (POSIX) or `msvcrt.locking` (Windows) on a small lock file for as long as it is
+acquired. Nothing here trusts a process id: a lock whose holder died (SIGKILL, power loss, another PID
+namespace, a reboot that gave the PID to an unrelated process) is simply free, because the kernel released it.
+The lock file also carries a little JSON about its holder (process, host, how to reach it) for messages and
+for "switch to the other window".
+
+Used for one file, one editor (`document_lock_path`, keyed by the document's real path) and by recovery, where
+each running session holds `<session>.lock` so its autosave is never offered while it is alive.
+
+We use our own few lines rather than the `filelock` package: we need the lock to conflict between two windows
+of one process (flock does, per open file description; `filelock` instances are re-entrant per process), the
+holder's details inside the lock file, and a race-free removal of the file on release.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+if os.name == "nt":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+else:
+    import fcntl
+
+_INFO_LIMIT = 64 * 1024
+_WIN_LOCK_OFFSET = 1 << 30  # Windows locks a byte far past the JSON, so others can still read who holds it
+
+
+class FileLock:
+    """An exclusive, non-blocking lock on `path`; `acquire()` returns False when someone else holds it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self, info: dict[str, Any] | None = None) -> bool:
+        """Take the lock (creating the file); writes `info` into it. Raises OSError if the folder is unusable."""
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):  # the file can be removed by its last holder between our open and our lock
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            if not _lock(fd):
+                os.close(fd)
+                return False
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._fd = fd
+                if info is not None:
+                    self.write_info(info)
+                return True
+            _unlock(fd)
+            os.close(fd)
+        return False
+
+    def write_info(self, info: dict[str, Any]) -> None:
+        if self._fd is None:
+            return
+        data = json.dumps(info).encode("utf-8")[:_INFO_LIMIT]
+        with contextlib.suppress(OSError):
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            os.ftruncate(self._fd, 0)
+            os.write(self._fd, data)
+
+    def release(self) -> None:
+        """Let go (the lock file is removed while still locked, so nobody else can be holding it)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            _unlock(fd)
+        os.close(fd)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.release()
+
+
+def is_locked(path: Path) -> bool:
+    """True when some live process (or another lock in this one) holds the lock on `path`."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False  # no lock file: nobody holds it
+    try:
+        if _lock(fd):
+            _unlock(fd)
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
+def read_info(path: Path) -> dict[str, Any]:
+    """What the holder wrote into the lock file ({} when unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read(_INFO_LIMIT).decode("utf-8") or "{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def document_lock_path(folder: Path, document: Path) -> Path:
+    """The lock file for `document` (its real path, so a symlink and its target are one document)."""
+    real = os.path.normcase(os.path.realpath(document))
+    return folder / f"{hashlib.sha256(real.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.lock"
+
+
+def holder_info(**extra: Any) -> dict[str, Any]:
+    """The details a lock holder writes about itself."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), **extra}
+
+
+def _lock(fd: int) -> bool:
+    try:
+        if os.name == "nt":  # pragma: no cover
+            os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        else:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if os.name == "nt":  # pragma: no cover
+        os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
