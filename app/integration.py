@@ -16,7 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QMainWindow, QMenu
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMenu
 
 from app import privacy
 from app.documents import DocumentController
@@ -35,6 +35,7 @@ class Services:
     action_settings: QAction | None
     kept_for_later: list[RecoveredDocument]
     brief: Any = None  # app.brief.BriefController
+    autosave_warning: QLabel | None = None
 
 
 def install_services(window: QMainWindow, settings: Settings | None = None, *, files: list[str] | None = None,
@@ -63,6 +64,7 @@ def install_services(window: QMainWindow, settings: Settings | None = None, *, f
     services.action_model = _add_model_action(window, settings)
     services.action_settings = _add_settings_action(window, settings)
     documents.message.connect(lambda text: _show(window, text))
+    services.autosave_warning = _add_autosave_warning(window, recovery)
     window.services = services  # type: ignore[attr-defined]
 
     def start() -> None:
@@ -94,6 +96,26 @@ def offer(services: Services, window: QMainWindow) -> list[RecoveredDocument]:
         return True
 
     return services.recovery.offer(restore)
+
+
+def _add_autosave_warning(window: QMainWindow, recovery: RecoveryManager) -> QLabel:
+    """A permanent status-bar warning (objectName `autosaveWarning`) shown for as long as autosave fails: the
+    writer must never believe unsaved text is protected when it is not. Saving keeps working meanwhile."""
+    label = QLabel(window)
+    label.setObjectName("autosaveWarning")
+    label.setStyleSheet("QLabel { color: #b00020; font-weight: bold; }")
+    label.hide()
+    window.statusBar().addPermanentWidget(label)
+
+    def update(failure: str) -> None:
+        label.setText(f"⚠ {failure}" if failure else "")
+        label.setToolTip(f"{failure}\nRecovery folder: {recovery.folder}" if failure else "")
+        label.setVisible(bool(failure))
+        if failure:
+            _show(window, failure)
+
+    recovery.statusChanged.connect(update)
+    return label
 
 
 def _show(window: QMainWindow, text: str) -> None:

@@ -208,7 +208,10 @@ class RecoveryManager(QObject):
     found at the next start.
     """
 
-    autosaved = Signal(str)  # path of the recovery file just written
+    autosaved = Signal(str)  # path of the recovery file just written (emitted on the autosave thread)
+    # "" when autosave works, else what failed and what to do; emitted on the UI thread on every change
+    statusChanged = Signal(str)
+    _writeResult = Signal(str)  # from the autosave thread to `_on_write_result` (queued onto the UI thread)
 
     def __init__(self, folder: Path, snapshot: Callable[[], tuple[str, str | None] | None], *,
                  interval_s: float = 5.0, parent: QObject | None = None) -> None:
@@ -230,6 +233,8 @@ class RecoveryManager(QObject):
         self._last: tuple[str, str | None] | None = None
         self._pending: Future[None] | None = None
         self._temps: list[dict[str, str]] = []
+        self.failure = ""  # why the last autosave failed; "" while autosave works
+        self._writeResult.connect(self._on_write_result)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.autosave_now)
         self.set_interval(interval_s)
@@ -281,8 +286,17 @@ class RecoveryManager(QObject):
             atomic_write_bytes(self.file, json.dumps(record, ensure_ascii=False).encode("utf-8"))
         except OSError as exc:
             log.warning("autosave failed: %s", exc.strerror or exc)
+            self._writeResult.emit(autosave_failure_reason(exc))
             return
+        self._writeResult.emit("")
         self.autosaved.emit(str(self.file))
+
+    def _on_write_result(self, failure: str) -> None:
+        if failure:
+            self._last = None  # the next tick tries again, even if nothing was typed since
+        if failure != self.failure:
+            self.failure = failure
+            self.statusChanged.emit(failure)
 
     def keep_copy(self, text: str, path: str | None, kind: str = "kept before reload") -> Path:
         """Write `text` as a recovery copy of its own, owned by no session, so the next start offers it (used

@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QLabel
 
 import app
 from app.documents import editor_text
@@ -260,3 +261,43 @@ def test_new_documents_get_the_umask_default_mode_and_existing_ones_keep_theirs(
         assert stat.S_IMODE(kept.stat().st_mode) == 0o604
     finally:
         os.umask(old)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 5. Autosave failures are visible and persistent
+
+
+def test_a_failing_autosave_shows_a_lasting_warning_and_save_still_works(win, qtbot, tmp_path, monkeypatch):
+    import errno
+
+    from app import recovery as recovery_module
+
+    window, docs, answers = win
+    rec = window.services.recovery
+    real_write = recovery_module.atomic_write_bytes
+
+    def full_disk(path, data, **kw):
+        if Path(path).parent == rec.folder:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(path, data, **kw)
+
+    monkeypatch.setattr(recovery_module, "atomic_write_bytes", full_disk)
+    warning = window.findChild(QLabel, "autosaveWarning")
+    _type(qtbot, window, "words at risk")
+    rec.autosave_now()
+    qtbot.waitUntil(lambda: not warning.isHidden(), timeout=10_000)
+    assert "disk is full" in warning.text() and "save your document elsewhere" in warning.text()
+    window.statusBar().showMessage("something else", 100)  # other messages do not hide it
+    rec.autosave_now()  # tried again (same text) and still failing: still shown
+    rec.flush()
+    qtbot.wait(10)
+    assert not warning.isHidden()
+    answers.save_path = str(tmp_path / "kept.md")
+    assert docs.save_as()  # Save writes the document itself, elsewhere: it still works
+    assert (tmp_path / "kept.md").read_text(encoding="utf-8") == "words at risk"
+    assert not warning.isHidden()  # autosave has not worked yet
+    monkeypatch.setattr(recovery_module, "atomic_write_bytes", real_write)
+    _type(qtbot, window, " and more")
+    rec.autosave_now()
+    qtbot.waitUntil(warning.isHidden, timeout=10_000)
+    assert rec.failure == ""
