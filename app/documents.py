@@ -25,6 +25,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
 from app.atomic import BackupKept, TempHook, atomic_write_bytes, default_file_mode, write_in_place_with_backup
+from app.external_change import CompareDialog, DiskState, ExternalChangeWatcher, Resolution, compare, disk_state
 from app.locks import FileLock
 from app.one_editor import EditorClaim, Elsewhere
 from app.line_endings import dominant, normalise, restore_endings, split_lines
@@ -302,6 +303,7 @@ class DocumentController(QObject):
     discarded = Signal()
     message = Signal(str)
     pathChanged = Signal(str)
+    externalChange = Signal(str)  # "deleted", "reloaded", "kept", "cancelled": what came of a change on disk
 
     def __init__(self, window: QMainWindow, editor: QPlainTextEdit, settings: object | None = None,
                  *, recent_path: Path | None = None, menu: QMenu | None = None,
@@ -325,6 +327,14 @@ class DocumentController(QObject):
         self.save_journal: SaveJournal | None = None  # the recovery manager: notes temp files of each save
         self.keep_copy: Callable[[str, str | None], Path] | None = None  # recovery copy before a reload
         self.ask_already_open: Callable[[str, str], OpenChoice] = self._ask_already_open_box
+        # A change made on disk by another program (app.external_change): asked, compared, never overwritten.
+        self.ask_external_change: Callable[[str, bool], Resolution] = self._ask_external_change_box
+        self.show_compare: Callable[[str, str, str], Resolution] = self._compare_dialog
+        self._disk: DiskState | None = None
+        self._resolving = False
+        self._deleted_reported = False
+        self.watcher = ExternalChangeWatcher(self)
+        self.watcher.noticed.connect(self._on_external_change)
         self.ask_unsaved: Callable[[str], Choice] = lambda name: _ask_unsaved_box(self.window, name)
         self.choose_open_path: Callable[[], str] = self._open_dialog
         self.choose_save_path: Callable[[str], str] = self._save_dialog
@@ -513,6 +523,9 @@ class DocumentController(QObject):
     # -- internals -------------------------------------------------------------------------------------------
 
     def _write(self, target: Path) -> bool:
+        if self.path is not None and (target == self.path or _same_file(target, self.path)):
+            if not self._disk_allows_save(target):
+                return False
         doc = TextFile(self.text(), self.encoding, self.newline, self.raw)
         journal = self.save_journal
         on_temp = (lambda temp: journal.note_temp(temp, Path(os.path.realpath(target)))) if journal else None
@@ -527,6 +540,9 @@ class DocumentController(QObject):
             if journal is not None:
                 journal.temps_done()
         self.raw = written.raw
+        self._disk = disk_state(target)
+        self._deleted_reported = False
+        self.watcher.watch(target)
         self.editor.document().setModified(False)
         self.recent.add(target)
         self._rebuild_recent_menu()
@@ -539,9 +555,133 @@ class DocumentController(QObject):
         self.editor.setPlainText(text)  # also clears the undo history: undo never crosses documents
         self.editor.document().setModified(False)
         self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
+        self._disk = disk_state(path) if path is not None else None
+        self._deleted_reported = False
+        self.watcher.watch(path)
         self._dirty = True
         self.pathChanged.emit(str(path) if path else "")
         self._update_title()
+
+    # -- changes made on disk by others ------------------------------------------------------------------------
+
+    def reload(self) -> bool:
+        """Read the document again from disk. Unsaved edits go to a recovery copy first (offered at the next
+        start); if that copy cannot be written nothing is reloaded."""
+        if self.path is None:
+            return False
+        try:
+            doc = read_text_file(self.path)
+        except DocumentError as exc:
+            self.show_error("Cannot reload document", exc.message)
+            return False
+        had_edits = self.is_modified()
+        if had_edits:
+            if self.keep_copy is None:
+                self.show_error("Not reloaded", "There is no recovery folder to keep your unsaved version in, so "
+                                "nothing was reloaded. Use Save As to keep your version.")
+                return False
+            try:
+                copy = self.keep_copy(self.text(), str(self.path))
+            except OSError as exc:
+                self.show_error("Not reloaded", f"Your unsaved version could not be kept as a recovery copy "
+                                f"({exc.strerror or exc}), so nothing was reloaded. Use Save As to keep it.")
+                return False
+            self.message.emit(f"Your unsaved version of {self.display_name} was kept as a recovery copy "
+                              f"({copy}); Letterpress offers it at the next start.")
+        read_only = self.read_only
+        self._set_text(doc.text, self.path, doc.encoding, doc.newline, doc.raw)
+        self._set_read_only(read_only)
+        if had_edits:
+            self.discarded.emit()
+        return True
+
+    def check_disk(self) -> None:
+        """Look at the file on disk now (what the watcher triggers)."""
+        self._on_external_change()
+
+    def _disk_allows_save(self, target: Path) -> bool:
+        verdict, now = compare(target, self._disk)
+        if verdict == "same":
+            return True
+        if verdict == "deleted":
+            self.message.emit(f"{target.name} had been deleted or moved on disk; saving recreated it.")
+            return True
+        choice = self._resolve(saving=True)
+        self.externalChange.emit({"keep": "kept", "reload": "reloaded"}.get(choice, "cancelled"))
+        if choice == "keep":
+            return True
+        if choice == "reload":
+            self.reload()
+        return False
+
+    def _resolve(self, *, saving: bool) -> Resolution:
+        choice = self.ask_external_change(self.display_name, saving)
+        if choice == "compare":
+            try:
+                theirs = read_text_file(self.path).text if self.path else ""
+            except DocumentError as exc:
+                theirs = f"(the file on disk cannot be read: {exc.message})"
+            choice = self.show_compare(self.display_name, self.text(), theirs)
+        return choice if choice in ("reload", "keep") else "cancel"
+
+    def _on_external_change(self) -> None:
+        if self._resolving or self.path is None:
+            return
+        verdict, now = compare(self.path, self._disk)
+        if verdict == "same":
+            if now is not None:
+                self._disk = now
+            return
+        self._resolving = True
+        try:
+            if verdict == "deleted":
+                if not self._deleted_reported:
+                    self._deleted_reported = True
+                    self.editor.document().setModified(True)  # closing now asks; Save recreates the file
+                    self.message.emit(f"{self.display_name} was deleted or moved on disk. Your text is still "
+                                      "here: Save recreates the file.")
+                    self.externalChange.emit("deleted")
+                return
+            self._deleted_reported = False
+            if not self.is_modified():  # nothing of the writer's can be lost: follow the disk
+                if self.reload():
+                    self.message.emit(f"{self.display_name} was changed by another program and reloaded.")
+                    self.externalChange.emit("reloaded")
+                return
+            choice = self._resolve(saving=False)
+            if choice == "reload":
+                self.reload()
+            elif choice == "keep":
+                self._disk = now  # the writer chose their version over this one: the next save replaces it
+                self.message.emit(f"Keeping your version of {self.display_name}; saving replaces the one on disk.")
+            self.externalChange.emit({"keep": "kept", "reload": "reloaded"}.get(choice, "cancelled"))
+        finally:
+            self._resolving = False
+
+    def _ask_external_change_box(self, name: str, saving: bool) -> Resolution:
+        box = QMessageBox(self.window)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Changed on disk")
+        box.setText(f"“{name}” was changed on disk by another program since you opened or saved it.")
+        box.setInformativeText("Reload it (your unsaved edits are kept as a recovery copy first), keep your "
+                               "version" + (" and save it" if saving else "") + ", or compare the two.")
+        reload_button = box.addButton("Reload", QMessageBox.ButtonRole.DestructiveRole)
+        keep = box.addButton("Save mine anyway" if saving else "Keep mine", QMessageBox.ButtonRole.AcceptRole)
+        compare_button = box.addButton("Compare…", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(compare_button)
+        box.exec()
+        clicked = box.clickedButton()
+        if clicked is reload_button:
+            return "reload"
+        if clicked is keep:
+            return "keep"
+        return "compare" if clicked is compare_button else "cancel"
+
+    def _compare_dialog(self, name: str, mine: str, theirs: str) -> Resolution:
+        dialog = CompareDialog(self.window, name, mine, theirs)
+        dialog.exec()
+        return dialog.choice
 
     def _set_read_only(self, read_only: bool) -> None:
         self.read_only = read_only

@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
 import app
 from app.documents import editor_text
@@ -301,3 +301,110 @@ def test_a_failing_autosave_shows_a_lasting_warning_and_save_still_works(win, qt
     rec.autosave_now()
     qtbot.waitUntil(warning.isHidden, timeout=10_000)
     assert rec.failure == ""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 2. External changes are noticed
+
+
+def _open_and_edit(qtbot, window, docs, p: Path, typed: str = " mine") -> None:
+    assert docs.open(p)
+    _type(qtbot, window, typed)
+
+
+def _asker(answers: Answers, answer: str):
+    return lambda name, saving: answers.asked.append(("changed", f"{name} saving={saving}")) or answer
+
+
+def test_a_change_on_disk_is_never_overwritten_silently_by_save(win, qtbot, tmp_path):
+    window, docs, answers = win
+    p = tmp_path / "shared.md"
+    p.write_text("original\n", encoding="utf-8")
+    _open_and_edit(qtbot, window, docs, p)
+    p.write_text("written by the sync client\n", encoding="utf-8")  # same moment as far as mtime can tell
+    docs.ask_external_change = _asker(answers, "cancel")
+    assert not docs.save()
+    assert answers.asked[-1] == ("changed", "shared.md saving=True")
+    assert p.read_text(encoding="utf-8") == "written by the sync client\n" and window.isWindowModified()
+    docs.ask_external_change = _asker(answers, "keep")
+    assert docs.save()  # "save mine anyway"
+    assert p.read_text(encoding="utf-8") == "original\n mine"
+    docs.ask_external_change = lambda *a: pytest.fail("asked again although nothing changed since the save")
+    _type(qtbot, window, "!")
+    assert docs.save()
+
+
+def test_compare_shows_both_versions_and_reload_keeps_the_unsaved_edits_as_a_recovery_copy(win, qtbot, tmp_path):
+    from app.recovery import find_recovered
+
+    window, docs, answers = win
+    p = tmp_path / "shared.md"
+    p.write_text("line one\n", encoding="utf-8")
+    _open_and_edit(qtbot, window, docs, p, " and my edit")
+    p.write_text("line one\ntheir new line\n", encoding="utf-8")
+    docs.ask_external_change = _asker(answers, "compare")
+    compared = []
+    docs.show_compare = lambda name, mine, theirs: compared.append((name, mine, theirs)) or "reload"
+    assert not docs.save()
+    assert compared == [("shared.md", "line one\n and my edit", "line one\ntheir new line\n")]
+    assert editor_text(window.editor) == "line one\ntheir new line\n" and not window.isWindowModified()
+    kept = [d for d in find_recovered(window.services.recovery.folder) if d.kind == "kept before reload"]
+    assert [(d.text, d.path) for d in kept] == [("line one\n and my edit", str(p))]
+
+
+def test_the_compare_dialog_shows_a_diff_and_returns_the_choice(win):
+    from PySide6.QtWidgets import QPushButton
+
+    from app.external_change import CompareDialog
+
+    window, _, _ = win
+    dialog = CompareDialog(window, "a.md", "same\nmine\n", "same\ntheirs\n")
+    view = dialog.findChild(QPlainTextEdit, "compareView").toPlainText()
+    assert "-theirs" in view and "+mine" in view and " same" in view
+    keep = next(b for b in dialog.findChildren(QPushButton) if b.text() == "Keep my version")
+    keep.click()
+    assert dialog.choice == "keep"
+
+
+def test_the_watcher_reloads_an_unmodified_document_and_asks_when_there_are_edits(win, qtbot, tmp_path):
+    window, docs, answers = win
+    p = tmp_path / "live.md"
+    p.write_text("v1\n", encoding="utf-8")
+    assert docs.open(p)
+    with qtbot.waitSignal(docs.externalChange, timeout=10_000) as got:
+        p.write_text("v2 from git\n", encoding="utf-8")
+    assert got.args == ["reloaded"] and editor_text(window.editor) == "v2 from git\n"
+    _type(qtbot, window, "typed")
+    docs.ask_external_change = _asker(answers, "keep")
+    with qtbot.waitSignal(docs.externalChange, timeout=10_000) as got:
+        tmp = tmp_path / "other-editor.tmp"
+        tmp.write_text("v3 from another editor\n", encoding="utf-8")
+        os.replace(tmp, p)  # an atomic replace, like most editors save
+    assert got.args == ["kept"] and answers.asked[-1] == ("changed", "live.md saving=False")
+    assert editor_text(window.editor) == "v2 from git\ntyped"
+    docs.ask_external_change = lambda *a: pytest.fail("asked twice about the same change")
+    assert docs.save() and p.read_text(encoding="utf-8") == "v2 from git\ntyped"
+
+
+def test_a_deleted_file_is_reported_and_save_recreates_it(win, qtbot, tmp_path):
+    window, docs, _ = win
+    p = tmp_path / "gone.md"
+    p.write_text("still wanted\n", encoding="utf-8")
+    assert docs.open(p)
+    with qtbot.waitSignal(docs.externalChange, timeout=10_000) as got:
+        p.unlink()
+    assert got.args == ["deleted"]
+    assert window.isWindowModified()  # closing now asks before the only copy goes
+    assert "deleted" in window.statusBar().currentMessage() and "Save recreates" in window.statusBar().currentMessage()
+    assert docs.save()
+    assert p.read_text(encoding="utf-8") == "still wanted\n"
+
+
+def test_a_touch_without_a_content_change_asks_nothing(win, qtbot, tmp_path):
+    window, docs, _ = win
+    p = tmp_path / "touched.md"
+    p.write_text("same bytes\n", encoding="utf-8")
+    _open_and_edit(qtbot, window, docs, p)
+    os.utime(p, ns=(1, 1))
+    docs.ask_external_change = lambda *a: pytest.fail("a touch is not a change")
+    assert docs.save()
