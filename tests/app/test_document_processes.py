@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 import app
-from app.locks import FileLock, is_locked
 
 pytestmark = [
     pytest.mark.usefixtures("user_dirs"),
@@ -235,6 +234,8 @@ def test_recovery_is_offered_although_the_dead_session_s_pid_belongs_to_a_live_p
 
 
 def test_a_live_session_s_copy_is_not_offered_whatever_its_pid(qtbot, tmp_path):
+    from app.locks import FileLock
+
     folder = tmp_path / "data" / "recovery"
     folder.mkdir(parents=True)
     (folder / "alive.json").write_text(json.dumps(
@@ -282,6 +283,7 @@ def test_a_leftover_temp_equal_to_the_document_is_just_removed(tmp_path):
 
 
 def test_a_running_session_s_temp_files_are_left_alone(tmp_path):
+    from app.locks import FileLock, is_locked
     from app.recovery import clean_interrupted_saves
 
     folder = tmp_path / "recovery"
