@@ -4,7 +4,13 @@ Two layers. The functions (`read_text_file`, `write_text_file`, `RecentFiles`) a
 `DocumentError` with a message a writer can act on. `DocumentController` puts them behind the File menu of a
 window (New, Open, Open Recent, Save, Save As, Quit), keeps the title's modified marker, and asks before
 unsaved work is closed. Dialog calls are attributes (`ask_unsaved`, `choose_open_path`, `choose_save_path`,
-`show_error`) so tests replace them instead of clicking modal boxes.
+`ask_replace`, `ask_already_open`, `ask_external_change`, `show_compare`, `show_error`) so tests replace them
+instead of clicking modal boxes.
+
+What a save and an open guard against, and where it lives: exact bytes and per-line endings
+(`app.line_endings`), links and file modes (`write_text_file`, `app.atomic`), changes made on disk by other
+programs (`app.external_change`), one file, one editor (`app.one_editor`, `app.locks`), temporary files of an
+interrupted save (`save_journal`, kept by `app.recovery`).
 """
 
 from __future__ import annotations
@@ -24,11 +30,24 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
-from app.atomic import BackupKept, TempHook, atomic_write_bytes, default_file_mode, write_in_place_with_backup
-from app.external_change import CompareDialog, DiskState, ExternalChangeWatcher, Resolution, compare, disk_state
+from app.atomic import (
+    BackupKept,
+    TempHook,
+    atomic_write_bytes,
+    default_file_mode,
+    write_in_place_with_backup,
+)
+from app.external_change import (
+    CompareDialog,
+    DiskState,
+    ExternalChangeWatcher,
+    Resolution,
+    compare,
+    disk_state,
+)
+from app.line_endings import dominant, normalise, restore_endings, split_lines
 from app.locks import FileLock
 from app.one_editor import EditorClaim, Elsewhere
-from app.line_endings import dominant, normalise, restore_endings, split_lines
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +209,8 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     except BackupKept as exc:
         raise DocumentError(
             f"{p.name} was not saved ({exc.strerror}) and could not be put back as it was; its previous "
-            f"version is safe in {exc.backup}. Your text is still in the editor: use Save As to save it elsewhere."
+            f"version is safe in {exc.backup}. Your text is still in the editor: use Save As to save it "
+            "elsewhere."
         ) from exc
     except OSError as exc:
         raise DocumentError(_save_failure(p, exc)) from exc
@@ -577,8 +597,8 @@ class DocumentController(QObject):
         had_edits = self.is_modified()
         if had_edits:
             if self.keep_copy is None:
-                self.show_error("Not reloaded", "There is no recovery folder to keep your unsaved version in, so "
-                                "nothing was reloaded. Use Save As to keep your version.")
+                self.show_error("Not reloaded", "There is no recovery folder to keep your unsaved version in, "
+                                "so nothing was reloaded. Use Save As to keep your version.")
                 return False
             try:
                 copy = self.keep_copy(self.text(), str(self.path))
@@ -653,7 +673,8 @@ class DocumentController(QObject):
                 self.reload()
             elif choice == "keep":
                 self._disk = now  # the writer chose their version over this one: the next save replaces it
-                self.message.emit(f"Keeping your version of {self.display_name}; saving replaces the one on disk.")
+                self.message.emit(f"Keeping your version of {self.display_name}; saving replaces the one on "
+                                  "disk.")
             self.externalChange.emit({"keep": "kept", "reload": "reloaded"}.get(choice, "cancelled"))
         finally:
             self._resolving = False
@@ -743,7 +764,8 @@ class DocumentController(QObject):
         answer = QMessageBox.question(
             self.window, "Replace file?",
             f"“{target.name}” already exists in {target.parent}.\nDo you want to replace it with this document?",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
         )
         return answer == QMessageBox.StandardButton.Yes
 

@@ -71,7 +71,8 @@ class RecoveredDocument:
         where = self.path or "an untitled document"
         words = len(self.text.split())
         how = {"kept before reload": "kept before the file was reloaded",
-               "interrupted save": "from a save that was interrupted (it may be incomplete)"}.get(self.kind, "autosaved")
+               "interrupted save": "from a save that was interrupted (it may be incomplete)",
+               }.get(self.kind, "autosaved")
         return f"{where}\n{how} {when} ({words:,} words)"
 
 
