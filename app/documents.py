@@ -647,7 +647,7 @@ class DocumentController(QObject):
     def _on_external_change(self) -> None:
         if self._resolving or self.path is None:
             return
-        verdict, now = compare(self.path, self._disk)
+        verdict, now = compare(self.path, self._disk, quick=True)
         if verdict == "same":
             if now is not None:
                 self._disk = now

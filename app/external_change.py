@@ -44,8 +44,17 @@ def disk_state(path: Path) -> DiskState | None:
     return DiskState(st.st_size, st.st_mtime_ns, h.hexdigest())
 
 
-def compare(path: Path, known: DiskState | None) -> tuple[Verdict, DiskState | None]:
-    """Is the file at `path` still the one we know? ("same" also when only its time changed.)"""
+def compare(path: Path, known: DiskState | None, *, quick: bool = False) -> tuple[Verdict, DiskState | None]:
+    """Is the file at `path` still the one we know? ("same" also when only its time changed.) `quick` trusts an
+    unchanged size and modification time without reading the file (the watcher, which fires for any change in
+    the folder); the check before a save always compares the content hash."""
+    if quick and known is not None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return "deleted", None
+        if st.st_size == known.size and st.st_mtime_ns == known.mtime_ns:
+            return "same", known
     now = disk_state(path)
     if now is None:
         return ("same" if known is None else "deleted"), None

@@ -96,8 +96,10 @@ def is_locked(path: Path) -> bool:
     """True when some live process (or another lock in this one) holds the lock on `path`."""
     try:
         fd = os.open(path, os.O_RDWR)
-    except OSError:
+    except FileNotFoundError:
         return False  # no lock file: nobody holds it
+    except OSError:
+        return True  # cannot look (permissions): assume its owner is alive rather than take its work
     try:
         if _lock(fd):
             _unlock(fd)

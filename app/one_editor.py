@@ -56,6 +56,9 @@ class EditorClaim:
             assert self.lock is not None
             return self.lock
         key = real_key(path)
+        local = self._local.get(key)
+        if local is not None and local is not self:  # also where flock is emulated per process (NFS)
+            return Elsewhere("another Letterpress window", {}, local)
         lock = FileLock(document_lock_path(self.folder, path))
         try:
             from app.window_switch import server
@@ -68,10 +71,7 @@ class EditorClaim:
             return None
         if got:
             return lock
-        local = self._local.get(key)
         info = read_info(lock.path)
-        if local is not None and local is not self:
-            return Elsewhere("another Letterpress window", info, local)
         pid, host = info.get("pid"), info.get("host")
         where = "another Letterpress program" + (f" (process {pid} on {host})" if pid and host else "")
         return Elsewhere(where, info)
