@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.atomic import atomic_write_bytes
+from app.locks import is_locked
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class BriefStore:
             session = file.stem[len(UNTITLED):]
             if file.stem == keep or (recovery_folder / f"{session}.json").exists():
                 continue
+            if session_alive(recovery_folder, session):  # its window runs (maybe in another PID namespace)
+                continue
             try:
                 pid = int(json.loads(file.read_text(encoding="utf-8")).get("pid", 0))
             except (OSError, ValueError, AttributeError, TypeError):
@@ -106,6 +109,11 @@ class BriefStore:
             if not _alive(pid):  # a window still running may not have autosaved its untitled text yet
                 with contextlib.suppress(OSError):
                     file.unlink()
+
+
+def session_alive(recovery_folder: Path, session: str) -> bool:
+    """The recovery session's lock is held (app.recovery): true wherever its PID is not visible or reused."""
+    return is_locked(recovery_folder / f"{session}.lock")
 
 
 def _alive(pid: int) -> bool:

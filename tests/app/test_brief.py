@@ -216,3 +216,24 @@ def test_an_unreadable_brief_reads_as_none(tmp_path) -> None:
     store = BriefStore(tmp_path)
     store.file("path-x").write_text("{not json", encoding="utf-8")
     assert store.load("path-x") == ""
+
+
+def test_a_brief_whose_window_holds_its_session_lock_is_kept_whatever_its_pid(tmp_path) -> None:
+    """Inside a PID namespace the window's PID means nothing here; its recovery session lock does."""
+    from app.locks import FileLock
+
+    store = BriefStore(tmp_path / "briefs")
+    (tmp_path / "recovery").mkdir()
+    store.save(untitled_key("sandboxed"), "x")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    f = store.file(untitled_key("sandboxed"))
+    f.write_text(f.read_text(encoding="utf-8").replace(f'"pid": {os.getpid()}', f'"pid": {dead.pid}'),
+                 encoding="utf-8")
+    lock = FileLock(tmp_path / "recovery" / "sandboxed.lock")
+    assert lock.acquire()
+    store.forget_orphans(tmp_path / "recovery", keep=untitled_key("mine"))
+    assert f.exists()
+    lock.release()
+    store.forget_orphans(tmp_path / "recovery", keep=untitled_key("mine"))
+    assert not f.exists()
