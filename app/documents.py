@@ -455,8 +455,8 @@ class DocumentController(QObject):
         self._set_read_only(read_only)
         self.recent.add(p)
         self._rebuild_recent_menu()
-        self.opened.emit(str(p))
         self.message.emit(f"Opened {p.name}" + (" read-only" if read_only else ""))
+        self.opened.emit(str(p))  # after the message: what listeners report about the file stays visible
         return True
 
     def restore(self, text: str, path: str | Path | None) -> None:

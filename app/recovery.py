@@ -11,7 +11,8 @@ Layout of the recovery folder (`app.settings.recovery_dir()`), all written atomi
   without a lock file (kept copies, older versions) is a leftover too.
 - `<session>.saving.json`  the temporary files a save of that session is writing right now ({"temps":
   [{"temp", "target"}]}); at the next start, leftovers of a session whose lock is free are removed, or offered as
-  recovery when they hold text the document on disk does not.
+  recovery when they hold text the document on disk does not. Temps no journal knows (`.<name>.<8>.tmp` or
+  `.backup` beside a document, older than two minutes) are handled the same way when that document is opened.
 - `locks/<hash>.lock`  one file, one editor: see `app.locks.document_lock_path`.
 
 Anything else a module adds beside a session's files must be named `<session>.<something>` and removed with it.
@@ -30,6 +31,7 @@ import errno
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -118,8 +120,6 @@ def clean_interrupted_saves(folder: Path, *, own: str | None = None) -> list[Pat
     """Deal with temporary files of saves that a crash interrupted (sessions whose lock is free): a temp that
     adds nothing to the document on disk is removed; one holding other text becomes a recovery copy first
     (kind "interrupted save"), so the writer is offered it. Returns the recovery copies made."""
-    from app.documents import DocumentError, decode_text
-
     made: list[Path] = []
     if not folder.is_dir():
         return made
@@ -136,41 +136,92 @@ def clean_interrupted_saves(folder: Path, *, own: str | None = None) -> list[Pat
         for entry in entries:
             try:
                 temp, target = Path(entry["temp"]), Path(entry["target"])
-                data = temp.read_bytes()
-            except FileNotFoundError:
+            except (KeyError, TypeError):
                 continue
-            except (OSError, KeyError, TypeError) as exc:
-                log.warning("leftover temporary file not readable: %s", exc)
-                keep_journal = True
-                continue
-            try:
-                same = target.read_bytes() == data
-            except OSError:
-                same = False
-            if not same:
-                try:
-                    text = decode_text(data, temp.name).text
-                except DocumentError:
-                    text = data.decode("utf-8", errors="replace")
-                record = {"version": FORMAT_VERSION, "pid": 0, "path": str(target), "kind": "interrupted save",
-                          "saved_at": temp.stat().st_mtime, "text": text}
-                copy = folder / f"{uuid.uuid4().hex}.json"
-                try:
-                    atomic_write_bytes(copy, json.dumps(record, ensure_ascii=False).encode("utf-8"))
-                except OSError as exc:
-                    log.warning("could not keep the text of an interrupted save: %s", exc)
-                    keep_journal = True
-                    continue
+            done, copy = settle_temp(folder, temp, target)
+            keep_journal |= not done
+            if copy is not None:
                 made.append(copy)
-            with contextlib.suppress(OSError):
-                temp.unlink()
-                log.info("removed %s left by an interrupted save", temp)
         if not keep_journal:
             with contextlib.suppress(OSError):
                 journal.unlink()
             with contextlib.suppress(OSError):
                 (folder / f"{session}.lock").unlink()
     return made
+
+
+# `.<name>.<8 of mkstemp's characters>.tmp|.backup`: exactly what app.atomic creates, nothing another program does
+_OUR_TEMP = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.(tmp|backup)$")
+STRAY_AGE_S = 120.0  # a save in progress notes its temp within microseconds; two minutes is beyond doubt
+
+
+def sweep_stray_temps(folder: Path, document: Path, *, now: float | None = None) -> list[Path]:
+    """Temporary files next to `document` left by an interrupted save that no journal knows (an older version,
+    or a journal that could not be written): same handling as `clean_interrupted_saves`. Files younger than
+    `STRAY_AGE_S` or listed by a running session's journal are left alone. Returns the recovery copies made."""
+    real = Path(os.path.realpath(document))
+    now = time.time() if now is None else now
+    live: set[str] = set()
+    if folder.is_dir():
+        for journal in folder.glob("*.saving.json"):
+            if session_alive(folder, session_of(journal)):
+                with contextlib.suppress(OSError, ValueError, AttributeError, KeyError, TypeError):
+                    live.update(e["temp"] for e in json.loads(journal.read_text(encoding="utf-8"))["temps"])
+    made: list[Path] = []
+    try:
+        siblings = list(real.parent.iterdir())
+    except OSError:
+        return made
+    for temp in siblings:
+        found = _OUR_TEMP.match(temp.name)
+        if not found or found.group("name") != real.name or str(temp) in live:
+            continue
+        try:
+            if now - temp.stat().st_mtime < STRAY_AGE_S:
+                continue
+        except OSError:
+            continue
+        _, copy = settle_temp(folder, temp, real)
+        if copy is not None:
+            made.append(copy)
+    return made
+
+
+def settle_temp(folder: Path, temp: Path, target: Path) -> tuple[bool, Path | None]:
+    """Remove `temp`, first keeping its text as a recovery copy when it differs from `target`. Returns (done,
+    copy): done is False when the temp had to stay (unreadable, or its text could not be kept)."""
+    from app.documents import DocumentError, decode_text
+
+    try:
+        data = temp.read_bytes()
+    except FileNotFoundError:
+        return True, None
+    except OSError as exc:
+        log.warning("leftover temporary file not readable: %s", exc)
+        return False, None
+    try:
+        same = target.read_bytes() == data
+    except OSError:
+        same = False
+    copy: Path | None = None
+    if not same:
+        try:
+            text = decode_text(data, temp.name).text
+        except DocumentError:
+            text = data.decode("utf-8", errors="replace")
+        record = {"version": FORMAT_VERSION, "pid": 0, "path": str(target), "kind": "interrupted save",
+                  "saved_at": temp.stat().st_mtime, "text": text}
+        copy = folder / f"{uuid.uuid4().hex}.json"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(copy, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        except OSError as exc:
+            log.warning("could not keep the text of an interrupted save: %s", exc)
+            return False, None
+    with contextlib.suppress(OSError):
+        temp.unlink()
+        log.info("removed %s left by an interrupted save", temp)
+    return True, copy
 
 
 def autosave_failure_reason(exc: OSError) -> str:
@@ -259,6 +310,16 @@ class RecoveryManager(QObject):
             controller.save_journal = self  # type: ignore[attr-defined]
         if hasattr(controller, "keep_copy"):
             controller.keep_copy = self.keep_copy  # type: ignore[attr-defined]
+        if hasattr(controller, "opened"):
+            controller.opened.connect(lambda path: self._sweep(Path(path), controller))  # type: ignore[attr-defined]
+
+    def _sweep(self, document: Path, controller: object) -> None:
+        """An opened document's folder may hold leftovers of a save no journal knows: tidy them, say so."""
+        made = sweep_stray_temps(self.folder, document)
+        if made and hasattr(controller, "message"):
+            controller.message.emit(  # type: ignore[attr-defined]
+                f"A save of {document.name} had been interrupted; its text is kept as a recovery copy and "
+                "offered at the next start.")
 
     # -- autosave --------------------------------------------------------------------------------------------
 

@@ -108,6 +108,7 @@ def _window(qtbot):
     docs.show_error = lambda title, text: window.errors.append(text)
     docs.ask_unsaved = lambda name: "discard"
     docs.choose_save_path = lambda suggested: ""
+    window.services.recovery.ask = lambda doc, i, n: "later"  # the start-up offer must not block on a box
     window.errors = []
     return window, docs
 
@@ -295,3 +296,28 @@ def test_a_running_session_s_temp_files_are_left_alone(tmp_path):
     assert lock.acquire() and is_locked(folder / "busy.lock")
     assert clean_interrupted_saves(folder) == [] and temp.exists()
     lock.release()
+
+
+def test_leftovers_no_journal_knows_are_tidied_when_their_document_is_opened(qtbot, tmp_path):
+    """A temp from an older version or a lost journal: kept as recovery if it holds other text, then removed."""
+    from app.recovery import find_recovered
+
+    doc = tmp_path / "old.md"
+    doc.write_text("on disk\n", encoding="utf-8")
+    other = tmp_path / ".old.md.k3j9x_2a.tmp"
+    other.write_text("newer words that never landed\n", encoding="utf-8")
+    same = tmp_path / ".old.md.abcdefgh.tmp"
+    same.write_text("on disk\n", encoding="utf-8")
+    fresh = tmp_path / ".old.md.zzzzzzzz.tmp"  # maybe a save in progress right now: left alone
+    fresh.write_text("being written", encoding="utf-8")
+    unrelated = tmp_path / ".old.md.swp"  # not ours
+    unrelated.write_text("vim", encoding="utf-8")
+    for f in (other, same):
+        os.utime(f, (time.time() - 3600, time.time() - 3600))
+    window, docs = _window(qtbot)
+    assert docs.open(doc)
+    assert not other.exists() and not same.exists() and fresh.exists() and unrelated.exists()
+    kept = [d for d in find_recovered(window.services.recovery.folder) if d.kind == "interrupted save"]
+    assert [(d.text, d.path) for d in kept] == [("newer words that never landed\n", os.path.realpath(doc))]
+    assert "interrupted" in window.statusBar().currentMessage()
+    _close(window)

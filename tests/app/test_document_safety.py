@@ -37,6 +37,7 @@ def _window(qtbot, argv: list[str] | None = None):
     docs.ask_unsaved = lambda name: answers.asked.append(("unsaved", name)) or "discard"
     docs.ask_replace = lambda target: answers.asked.append(("replace", str(target))) or answers.replace
     docs.choose_save_path = lambda suggested: answers.asked.append(("save as", suggested)) or answers.save_path
+    window.services.recovery.ask = lambda doc, i, n: "later"  # the start-up offer must not block on a box
     window.answers = answers
     return window, docs, answers
 
