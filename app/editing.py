@@ -120,7 +120,7 @@ class DiffusionEditing(QObject):
         self.panel = AlternativesPanel(w)
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
         self.panel.hide()
-        self.panel.chosen.connect(self.assistant.show_alternative)
+        self.panel.chosen.connect(self._choose_alternative)
         self.panel.visibilityChanged.connect(lambda shown: shown and self.panel_refresh())
         self.actionShowAlternatives = self.panel.toggleViewAction()
         self.actionShowAlternatives.setObjectName("actionShowAlternatives")
@@ -388,6 +388,11 @@ class DiffusionEditing(QObject):
             index = self._diff.sources[index]
             return index if index >= 0 else None
         return index
+
+    def _choose_alternative(self, index: int) -> None:
+        """Show the clicked alternative and give the keyboard back to the document (Tab, typing, Ctrl+Z)."""
+        self.assistant.show_alternative(index)
+        self.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def panel_refresh(self) -> None:
         self.panel.refresh(self.assistant.suggestion)

@@ -86,6 +86,9 @@ class StrengthDial(QWidget):
         self.slider.setFixedWidth(110)
         self.slider.setTickPosition(QSlider.TickPosition.TicksBelow)
         self.slider.setAccessibleName("Rewrite strength")
+        # A click or the wheel turns it without taking the keyboard from the document: typing, Tab and Ctrl+Z
+        # (an editor-only shortcut) must keep working after the writer adjusts the dial.
+        self.slider.setFocusPolicy(Qt.FocusPolicy.TabFocus)
         row.addWidget(self.caption)
         row.addWidget(self.slider)
         self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)

@@ -1,0 +1,69 @@
+"""Issue 16 as a writer met it in a real window (issue 16b's trial): the strength dial and the alternatives panel
+must leave the keyboard with the document, and the hints must name the keys the writer bound.
+
+Each test failed before its fix: after a click on the dial or on an alternative, typed letters and Ctrl+Z went
+to the slider or the list (nothing happened in the document), and the status hints named Alt+Shift+R and
+Ctrl+Alt+Right even after the writer had rebound them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QAbstractSlider, QApplication
+
+from engine.fake import FakeEngine
+from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text
+
+pytestmark = pytest.mark.usefixtures("user_dirs")
+
+
+def wait_ready(qtbot, window, timeout=10_000):
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=timeout)
+
+
+def type_where_focus_is(qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
+    """A real key press goes to the focused widget, wherever that is."""
+    target = QApplication.focusWidget()
+    assert target is not None
+    qtbot.keyClick(target, key, modifier)
+
+
+def test_after_clicking_an_alternative_typing_and_undo_go_to_the_document(qtbot, settings):
+    settings.set("denoise.alternatives", 3)
+    texts = [" alpha beta.", " one two three.", " red green."]
+    window = build_window(qtbot, FakeEngine(steps=3, texts=texts), settings=settings)
+    window.editing.actionShowAlternatives.trigger()
+    set_text(window, "Evening fell.")
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_ready(qtbot, window)
+    panel = window.editing.panel
+    item = panel.list.item(panel.list.count() - 1)
+    target = int(item.data(Qt.ItemDataRole.UserRole))
+    qtbot.mouseClick(panel.list.viewport(), Qt.MouseButton.LeftButton, pos=panel.list.visualItemRect(item).center())
+    assert ghost_text(window) == texts[target]
+    assert QApplication.focusWidget() is window.editor, "the writer's keys go back to the document"
+    type_where_focus_is(qtbot, Qt.Key.Key_Tab)
+    type_where_focus_is(qtbot, Qt.Key.Key_X)
+    assert window.editor.toPlainText() == "Evening fell." + texts[target] + "x"
+    type_where_focus_is(qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    type_where_focus_is(qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert window.editor.toPlainText() == "Evening fell."
+
+
+def test_clicking_the_strength_dial_leaves_typing_and_undo_with_the_document(qtbot, settings):
+    engine = FakeEngine(steps=3, texts=["The dog sat."])
+    window = build_window(qtbot, engine, settings=settings)
+    set_text(window, "The cat sat.", select=(0, 12))
+    window.actionRewrite.trigger()
+    wait_ready(qtbot, window)
+    slider = window.editing.dial.slider
+    qtbot.mouseClick(slider, Qt.MouseButton.LeftButton, pos=QPoint(slider.width() // 4, slider.height() // 2))
+    assert QApplication.focusWidget() is window.editor, "a click on the dial does not take the keyboard"
+    slider.triggerAction(QAbstractSlider.SliderAction.SliderPageStepSub)  # the turn the click (or wheel) makes
+    qtbot.waitUntil(lambda: len(engine.requests) >= 2)  # the dial re-ran the rewrite at its new strength
+    wait_ready(qtbot, window)
+    type_where_focus_is(qtbot, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == "The dog sat."
+    type_where_focus_is(qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert window.editor.toPlainText() == "The cat sat."
