@@ -68,7 +68,7 @@ class DiffusionEditing(QObject):
             "Keep the words you pinned and redraw everything else (Alt+Shift+R)")
         self.actionPinNextWord = w._action(
             "actionPinNextWord", "&Pin next word", self.pin_next_word, ["Ctrl+Alt+Right"],
-            "Extend the pinned words by one (Ctrl+Alt+Right); or click a word of the suggestion")
+            "Extend the pinned words by one, or click a word of the suggestion (Ctrl+Alt+Right)")
         self.actionUnpinLastWord = w._action(
             "actionUnpinLastWord", "Unpin &last word", self.unpin_last_word, ["Ctrl+Alt+Left"])
         self.actionClearPins = w._action("actionClearPins", "&Clear pins", self.clear_pins)
@@ -177,7 +177,8 @@ class DiffusionEditing(QObject):
         uncertain = [i for i in pinning.words(spans) if i not in pinned]
         if not uncertain:
             self.window.show_message(f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
-                                     "threshold in Settings ▸ Rewrite, or pin words and use Alt+Shift+R).")
+                                     "threshold in Settings ▸ Rewrite, or pin words and use "
+                                     f"{self._key('reroll_around_pins', 'Re-roll around pins')}).")
             return False
         return self._reroll(sug, pinned, f"Re-rolling {len(uncertain)} uncertain word(s); {len(pinned)} kept.")
 
@@ -188,7 +189,8 @@ class DiffusionEditing(QObject):
             return False
         pinned = self._user_pins(sug)
         if not pinned:
-            self.window.show_message("Pin some words first: click them in the suggestion, or Ctrl+Alt+Right.")
+            self.window.show_message("Pin some words first: click them in the suggestion"
+                                     + (f", or {key}." if (key := self._key("pin_next_word", "")) else "."))
             return False
         return self._reroll(sug, pinned, f"Re-rolling around {len(pinned)} pinned word(s).")
 
@@ -200,8 +202,7 @@ class DiffusionEditing(QObject):
         self._user_pins(sug)
         now = self.pins.toggle(index)
         word = sug.spans[index].text.strip()
-        self.window.show_message(f"Pinned “{word}” (Alt+Shift+R re-rolls around pins)." if now
-                                 else f"Unpinned “{word}”.")
+        self.window.show_message(self._pinned_hint(word) if now else f"Unpinned “{word}”.")
         self._repaint()
         return True
 
@@ -210,9 +211,11 @@ class DiffusionEditing(QObject):
         if sug is None:
             return False
         self._user_pins(sug)
-        done = self.pins.extend(sug.spans) is not None
+        index = self.pins.extend(sug.spans)
+        if index is not None:
+            self.window.show_message(self._pinned_hint(sug.spans[index].text.strip()))
         self._repaint()
-        return done
+        return index is not None
 
     def unpin_last_word(self) -> bool:
         sug = self._pinnable()
@@ -259,7 +262,10 @@ class DiffusionEditing(QObject):
     def _rerollable(self) -> Any:
         sug = self.assistant.suggestion
         if sug is None or not self.assistant.suggestion_visible:
-            self.window.show_message("There is no suggestion to re-roll; draft (Ctrl+Enter) or rewrite (Ctrl+R).")
+            draft, rewrite = self._key("draft", "Ctrl+Enter"), self._key("rewrite", "Ctrl+R")
+            self.window.show_message("There is no suggestion to re-roll; draft"
+                                     + (f" ({draft})" if draft else "") + " or rewrite"
+                                     + (f" ({rewrite})." if rewrite else "."))
             return None
         return sug
 
@@ -268,7 +274,9 @@ class DiffusionEditing(QObject):
         if sug is None or not self.assistant.suggestion_visible:
             return None
         if sug.running:
-            self.window.show_message("Pin words once the suggestion has settled (or press Esc to stop it).")
+            stop = self._key("dismiss", "Esc")
+            self.window.show_message("Pin words once the suggestion has settled"
+                                     + (f" (or press {stop} to stop it)." if stop else "."))
             return None
         return sug
 
@@ -349,6 +357,14 @@ class DiffusionEditing(QObject):
             self._repaint()
         elif key == "rewrite.presets":
             self.memory.presets = self.assistant.presets()
+
+    def _key(self, name: str, default: str) -> str:
+        """The key the writer bound to `keys.<name>` ("" for none), so hints never name a key that does nothing."""
+        return str(self._setting(f"keys.{name}", default))
+
+    def _pinned_hint(self, word: str) -> str:
+        key = self._key("reroll_around_pins", "")
+        return f"Pinned “{word}”" + (f" ({key} re-rolls around pins)." if key else ".")
 
     def _setting(self, key: str, default: Any) -> Any:
         if self.settings is None:

@@ -67,3 +67,21 @@ def test_clicking_the_strength_dial_leaves_typing_and_undo_with_the_document(qtb
     assert window.editor.toPlainText() == "The dog sat."
     type_where_focus_is(qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert window.editor.toPlainText() == "The cat sat."
+
+
+def test_pin_and_reroll_hints_name_the_keys_the_writer_bound(qtbot, settings):
+    settings.set("keys.reroll_around_pins", "Alt+K")
+    settings.set("keys.pin_next_word", "Ctrl+Shift+K")
+    window = build_window(qtbot, FakeEngine(steps=3), settings=settings)
+    set_text(window, "Evening fell.")
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_ready(qtbot, window)
+    assert not window.editing.reroll_around_pins()
+    hint = window.statusBar().currentMessage()
+    assert "Ctrl+Shift+K" in hint and "Ctrl+Alt+Right" not in hint
+    qtbot.keyClick(window.editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert window.editing.pinned_words()
+    hint = window.statusBar().currentMessage()
+    assert "Alt+K" in hint and "Alt+Shift+R" not in hint
+    assert "Ctrl+Shift+K" in window.editing.actionPinNextWord.toolTip()
+    assert "click a word" in window.editing.actionPinNextWord.toolTip(), "the rest of the tip survives rebinding"
