@@ -97,8 +97,14 @@ class PinSet:
 
 def reroll_request(request: Request, spans: Sequence[Span], pinned: Iterable[int]) -> Request:
     """`request` again, starting from the shown text with `pinned` words pinned and the rest as noise."""
+    kept = set(pinned)
     text = "".join(s.text for s in spans)
-    warm = WarmStart(text, pins=pin_ranges(spans, pinned), noise=1.0)
+    order = words(spans)
+    if order and order[-1] in kept:  # the last word is kept: the text ends there, as it did (nothing glued on)
+        text = text.rstrip()
+        warm = WarmStart(text, pins=pin_ranges(spans, kept), noise=1.0, pin_end=True)
+    else:
+        warm = WarmStart(text, pins=pin_ranges(spans, kept), noise=1.0)
     if isinstance(request, (DraftRequest, RewriteRequest)):
         return replace(request, canvas=warm, request_id=new_request_id())
     if isinstance(request, InfillRequest):  # the shown middle fixes the length; the ending stays pinned

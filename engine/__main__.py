@@ -151,20 +151,21 @@ def build_request(args: argparse.Namespace) -> Request:
 
 
 def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
-    """`--init-file F [--pin-file P] [--noise S]` as a warm start (None without --init-file)."""
+    """`--init-file F [--pin-file P] [--noise S] [--pin-end]` as a warm start (None without --init-file)."""
     init = getattr(args, "init_file", None)
     pin_file = getattr(args, "pin_file", None)
     noise = getattr(args, "noise", None)
+    pin_end = bool(getattr(args, "pin_end", False))
     if not init:
-        if pin_file or noise is not None:
-            raise EngineError("--pin-file and --noise need --init-file (the canvas text they refer to).")
+        if pin_file or noise is not None or pin_end:
+            raise EngineError("--pin-file, --noise and --pin-end need --init-file (the canvas text they refer to).")
         return None
     text = _read(init)
     pins = parse_pins(_read(pin_file), len(text)) if pin_file else ()
     share = 1.0 if noise is None else noise
     if not 0.0 <= share <= 1.0:
         raise EngineError("--noise must be between 0 and 1 (the share of unpinned positions that start as noise).")
-    return WarmStart(text, pins=pins, noise=share)
+    return WarmStart(text, pins=pins, noise=share, pin_end=pin_end)
 
 
 def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
@@ -411,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "or a JSON list of pairs)")
     gen.add_argument("--noise", metavar="S", type=float, default=None,
                      help="with --init-file: share of the unpinned positions that start as noise (default 1.0)")
+    gen.add_argument("--pin-end", action="store_true",
+                     help="with --init-file: pin the end of the text too, so the result ends exactly where it ends")
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (

@@ -118,12 +118,15 @@ class WarmStart:
 
     `text` is placed in the canvas; `pins` are character ranges of it that are never resampled (they come back
     exactly); `noise` is the share of the other positions that start as noise, which also sets where the
-    temperature schedule starts (1.0: all noise, the full schedule).
+    temperature schedule starts (1.0: all noise, the full schedule). `pin_end` also pins the end of the text
+    (its end-of-text and the padding after it), so the result ends exactly where `text` ends: a re-roll in place
+    whose last word was kept must not grow past it.
     """
 
     text: str
     pins: tuple[tuple[int, int], ...] = ()
     noise: float = 1.0
+    pin_end: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.noise <= 1.0:

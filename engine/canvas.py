@@ -27,7 +27,9 @@ the same draws and returns the same tokens as `generate()` (checked by the tests
 Layout: the given text is tokenized, followed by one end-of-text token and padding to the end of its last
 canvas; the tokens after the text are positions like any other (noised or kept), so a warm rewrite can grow or
 shrink only by what the model writes in noised positions and by moving its end-of-text; a light edit therefore
-changes length little. Pins are character ranges of the text; each maximal pinned run is tokenized on its own
+changes length little. With `WarmStart.pin_end` the end-of-text and the padding after it are pinned too: the
+text keeps its token count and ends exactly where it ended (a re-roll in place whose last word is kept; without
+it a noised tail after a pinned last word let the model write on past it, e.g. "sein.ies. eyes up his…"). Pins are character ranges of the text; each maximal pinned run is tokenized on its own
 (checked to decode back to exactly its characters), so pinned tokens never straddle a pin's edge.
 
 Infill (`infill_plan`): the canvas text is the middle; its token count fixes the middle length (no length
@@ -212,7 +214,7 @@ def plan(
     text_tokens = len(ids)
     total = max(1, math.ceil((text_tokens + 1) / canvas_length)) * canvas_length
     layout = ids + [eos_id] + [pad_id] * (total - text_tokens - 1)
-    pin_row = flags + [False] * (total - text_tokens)
+    pin_row = flags + [warm.pin_end] * (total - text_tokens)
     ids_t = torch.tensor([layout] * rows, dtype=torch.long)
     pinned = torch.tensor([pin_row] * rows, dtype=torch.bool)
     noised = torch.zeros(rows, total, dtype=torch.bool)
@@ -255,4 +257,4 @@ def infill_plan(
 
 def cold(warm: WarmStart | None) -> bool:
     """A warm start that changes nothing: all noise, no pins (the loop then runs exactly as `generate()`)."""
-    return warm is None or (warm.noise >= 1.0 and not warm.pins)
+    return warm is None or (warm.noise >= 1.0 and not warm.pins and not warm.pin_end)
