@@ -171,6 +171,8 @@ class DiffusionEditing(QObject):
         sug = self._rerollable()
         if sug is None:
             return False
+        if self._fresh(sug) is None:  # say the real reason first (not "every word is sure")
+            return self._stale()
         threshold = float(self._setting("rewrite.reroll_threshold", DEFAULT_THRESHOLD))
         spans = sug.spans
         pinned = pinning.confident(spans, threshold) | self._user_pins(sug)
@@ -187,6 +189,8 @@ class DiffusionEditing(QObject):
         sug = self._rerollable()
         if sug is None:
             return False
+        if self._fresh(sug) is None:
+            return self._stale()
         pinned = self._user_pins(sug)
         if not pinned:
             self.window.show_message("Pin some words first: click them in the suggestion"
@@ -247,8 +251,7 @@ class DiffusionEditing(QObject):
     def _reroll(self, sug: Any, pinned: set[int], message: str) -> bool:
         request = self._fresh(sug)
         if request is None:
-            self.window.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
-            return False
+            return self._stale()
         try:
             new = pinning.reroll_request(request, sug.spans, pinned)
         except (TypeError, ValueError) as exc:
@@ -258,6 +261,10 @@ class DiffusionEditing(QObject):
         self.assistant.restart(new)
         self.window.show_message(message)
         return True
+
+    def _stale(self) -> bool:
+        self.window.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
+        return False
 
     def _rerollable(self) -> Any:
         sug = self.assistant.suggestion
@@ -272,6 +279,9 @@ class DiffusionEditing(QObject):
     def _pinnable(self) -> Any:
         sug = self.assistant.suggestion
         if sug is None or not self.assistant.suggestion_visible:
+            return None
+        if self._fresh(sug) is None:  # a pin could never be used: re-rolls need the whole suggestion
+            self._stale()
             return None
         if sug.running:
             stop = self._key("dismiss", "Esc")

@@ -85,3 +85,18 @@ def test_pin_and_reroll_hints_name_the_keys_the_writer_bound(qtbot, settings):
     assert "Alt+K" in hint and "Alt+Shift+R" not in hint
     assert "Ctrl+Shift+K" in window.editing.actionPinNextWord.toolTip()
     assert "click a word" in window.editing.actionPinNextWord.toolTip(), "the rest of the tip survives rebinding"
+
+
+def test_reroll_after_a_partial_accept_says_why_even_when_every_word_is_sure(qtbot, settings):
+    settings.set("rewrite.reroll_threshold", 0.05)  # every word counts as confident
+    window = build_window(qtbot, FakeEngine(steps=3), settings=settings)
+    set_text(window, "Evening fell.")
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_ready(qtbot, window)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)  # accept one word
+    assert not window.editing.reroll_uncertain()
+    assert "partly accepted" in window.statusBar().currentMessage()
+    assert not window.editing.reroll_around_pins()
+    assert "partly accepted" in window.statusBar().currentMessage()
+    assert not window.editing.pin_next_word(), "a pin there could never be used"
+    assert "partly accepted" in window.statusBar().currentMessage()
