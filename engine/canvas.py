@@ -29,8 +29,9 @@ canvas; the tokens after the text are positions like any other (noised or kept),
 shrink only by what the model writes in noised positions and by moving its end-of-text; a light edit therefore
 changes length little. With `WarmStart.pin_end` the end-of-text and the padding after it are pinned too: the
 text keeps its token count and ends exactly where it ended (a re-roll in place whose last word is kept; without
-it a noised tail after a pinned last word let the model write on past it, e.g. "sein.ies. eyes up his…"). Pins are character ranges of the text; each maximal pinned run is tokenized on its own
-(checked to decode back to exactly its characters), so pinned tokens never straddle a pin's edge.
+it a noised tail after a pinned last word let the model write on past it, e.g. "sein.ies. eyes up his…").
+Pins are character ranges of the text; each maximal pinned run is tokenized on its own (checked to decode back
+to exactly its characters), so pinned tokens never straddle a pin's edge.
 
 Infill (`infill_plan`): the canvas text is the middle; its token count fixes the middle length (no length
 search), its pins are pinned inside the middle, and infill's pinned ending stays where `engine.infill` puts it.
