@@ -262,6 +262,22 @@ class DiffusionEditing(QObject):
         self.window.show_message(message)
         return True
 
+    def explain_unavailable(self, action: QAction) -> bool:
+        """One of this controller's keys was pressed while its action is disabled: its slot says why."""
+        slots = {
+            self.actionRerollUncertain: self.reroll_uncertain, self.actionRerollAroundPins: self.reroll_around_pins,
+            self.actionPinNextWord: self.pin_next_word, self.actionUnpinLastWord: self.unpin_last_word,
+            self.actionClearPins: self.clear_pins,
+        }
+        slot = slots.get(action)
+        if slot is None:
+            return False
+        self.window.statusBar().clearMessage()
+        slot()
+        if not self.window.statusBar().currentMessage():
+            self.window.show_message(f"{action.text().replace('&', '')} needs a suggestion on screen.")
+        return True
+
     def _stale(self) -> bool:
         self.window.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
         return False

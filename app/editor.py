@@ -54,6 +54,7 @@ class Editor(QPlainTextEdit):
     """A plain-text/Markdown editor for prose."""
 
     wordCountChanged = Signal(int)
+    keyUnavailable = Signal(QAction)  # an assistant key pressed while its action is disabled (nothing was typed)
     zoomChanged = Signal(int)  # zoom steps relative to the default size
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -196,9 +197,31 @@ class Editor(QPlainTextEdit):
             e.accept()
             return
         if e.text():
+            action = self._disabled_assistant_key(e)
+            if action is not None:
+                e.accept()
+                self.keyUnavailable.emit(action)
+                return
             self._input_step(lambda: super(Editor, self).keyPressEvent(e))
             return
         super().keyPressEvent(e)
+
+    def _disabled_assistant_key(self, e: QKeyEvent) -> QAction | None:
+        """The disabled priority action bound to this Alt/Ctrl key, if any. Without it Qt types the letter (Alt+R
+        typed "r" into the document when there was no suggestion to re-roll). Plain keys (Tab, letters a writer
+        bound) and AltGr characters (no Alt/Ctrl modifier on X11) still type as usual."""
+        mods = e.modifiers()
+        if not mods & (Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier):
+            return None
+        if not e.text().isprintable():
+            return None
+        pressed = QKeySequence(e.keyCombination())
+        for action in self.priority_actions:
+            if not action.isEnabled() and any(
+                s.matches(pressed) == QKeySequence.SequenceMatch.ExactMatch for s in action.shortcuts()
+            ):
+                return action
+        return None
 
     def event(self, e: QEvent) -> bool:
         # Text widgets claim Tab, Ctrl+Right etc. before shortcuts run; let enabled priority actions have them.

@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         from app.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
 
         self.editing = DiffusionEditing(self)
+        self.editor.keyUnavailable.connect(self._on_key_unavailable)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
 
@@ -346,6 +347,15 @@ class MainWindow(QMainWindow):
         self.model_dir = str(model_dir)
         self.host.load(self.model_dir, self.device, self.quantization)  # type: ignore[arg-type]
         self._set_model_state("loading", "Loading model…", f"Loading {self.model_dir}")
+
+    def _on_key_unavailable(self, action: QAction) -> None:
+        """An assistant key whose action cannot run now: say so (the editor typed nothing)."""
+        handler = getattr(self.editing, "explain_unavailable", None)
+        if handler is not None and handler(action):
+            return
+        name = action.text().replace("&", "").rstrip("…")
+        needs = "a suggestion on screen" if action in self.suggestion_actions else "the model to be ready"
+        self.show_message(f"{name} needs {needs}.")
 
     def show_message(self, text: str, ms: int = 8000) -> None:
         self.statusBar().showMessage(text, ms)

@@ -100,3 +100,17 @@ def test_reroll_after_a_partial_accept_says_why_even_when_every_word_is_sure(qtb
     assert "partly accepted" in window.statusBar().currentMessage()
     assert not window.editing.pin_next_word(), "a pin there could never be used"
     assert "partly accepted" in window.statusBar().currentMessage()
+
+
+@pytest.mark.parametrize("key, modifiers", [
+    (Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier),  # re-roll uncertain words
+    (Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier),  # re-roll around pins
+    (Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier),  # next alternative
+])
+def test_an_assistant_key_with_nothing_to_act_on_never_types_into_the_document(qtbot, settings, key, modifiers):
+    window = build_window(qtbot, FakeEngine(steps=3), settings=settings)
+    set_text(window, "Evening fell.", cursor=13)
+    qtbot.keyClick(window.editor, key, modifiers)
+    assert window.editor.toPlainText() == "Evening fell.", "the key is the assistant's, not a letter"
+    assert window.statusBar().currentMessage(), "and the writer is told why nothing happened"
+    assert not window.editor.document().isUndoAvailable()
