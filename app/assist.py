@@ -361,12 +361,13 @@ class Assistant(QObject):
         sug.running = False
         finals: list[tuple[Span, ...]] = []
         scores: list[float] = []
-        for i, cand in enumerate(result.candidates):
+        # The engine may return its rows reordered (an infill best first) or fewer (duplicates dropped): match each
+        # candidate to the row the steps showed with the same text, so its words, confidences and pins survive.
+        rows = {"".join(s.text for s in shown): shown for shown in reversed(sug.alternatives)}
+        for cand in result.candidates:
             if not cand.text.strip():
                 continue
-            shown = sug.alternatives[i] if i < len(sug.alternatives) else ()
-            same = "".join(s.text for s in shown) == cand.text
-            finals.append(shown if same else (Span(cand.text, cand.confidence),))
+            finals.append(rows.get(cand.text) or (Span(cand.text, cand.confidence),))
             scores.append(cand.confidence)
         if result.notice:
             self.message.emit(result.notice)

@@ -114,3 +114,33 @@ def test_an_assistant_key_with_nothing_to_act_on_never_types_into_the_document(q
     assert window.editor.toPlainText() == "Evening fell.", "the key is the assistant's, not a letter"
     assert window.statusBar().currentMessage(), "and the writer is told why nothing happened"
     assert not window.editor.document().isUndoAvailable()
+
+
+class _BestFirst(FakeEngine):
+    """Returns its candidates reordered, as the real engine does for an infill (best first) and after dropping
+    duplicate rows: the finished candidates no longer line up with the rows the steps showed."""
+
+    def run(self, request, on_step=None, cancel=None):
+        from dataclasses import replace
+
+        result = super().run(request, on_step, cancel)
+        return replace(result, candidates=tuple(reversed(result.candidates)))
+
+
+def test_finished_alternatives_keep_their_words_and_pins_when_the_engine_reorders_them(qtbot, settings):
+    settings.set("denoise.alternatives", 3)
+    texts = [" alpha beta gamma.", " one two three.", " red green blue."]
+    window = build_window(qtbot, _BestFirst(steps=3, texts=texts), settings=settings)
+    set_text(window, "Evening fell.")
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_ready(qtbot, window)
+    for alt in window.assistant.suggestion.alternatives:
+        assert len([s for s in alt if s.text.strip()]) == 3, alt  # words, not one span of the whole text
+    qtbot.keyClick(window.editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier
+                   | Qt.KeyboardModifier.AltModifier)  # pin the first word
+    first = window.editing.pinned_words()
+    assert len(first) == 1
+    qtbot.keyClick(window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier)
+    wait_ready(qtbot, window)
+    assert window.editing.pinned_words() == first, "the pinned word is still drawn pinned after the re-roll"
+    assert window.editor.toPlainText() == "Evening fell."
