@@ -77,6 +77,27 @@ def word_diff(original: str, new: tuple[Span, ...]) -> WordDiff:
     return WordDiff(tuple(_spaced(spans, styles)), tuple(styles), tuple(sources), deleted, inserted)
 
 
+def word_diff_after(original: str, accepted: str, new: tuple[Span, ...]) -> WordDiff:
+    """The diff of what is left to accept: `original` against `accepted` + `new`, with the accepted words (and
+    the deletions before them) left out, so words the writer just took are never drawn as deleted."""
+    if not accepted.strip():
+        return word_diff(original, new)
+    taken = [Span(w, 1.0) for w in split_words(accepted) if w.strip()]
+    full = word_diff(original, (*taken, *new))
+    n = len(taken)
+    last = max((i for i, src in enumerate(full.sources) if 0 <= src < n), default=-1)
+    spans: list[Span] = []
+    styles: list[str] = []
+    sources: list[int] = []
+    for span, style, src in zip(full.spans[last + 1:], full.styles[last + 1:], full.sources[last + 1:], strict=True):
+        spans.append(new[src - n] if src >= 0 else Span(span.text.strip(), span.confidence))  # respaced below
+        styles.append(style)
+        sources.append(src - n if src >= 0 else -1)
+    deleted = sum(1 for st in styles if st == "deleted")
+    inserted = sum(1 for sp, st in zip(spans, styles, strict=True) if st == "inserted" and sp.text.strip())
+    return WordDiff(tuple(_spaced(spans, styles)), tuple(styles), tuple(sources), deleted, inserted)
+
+
 def _spaced(spans: list[Span], styles: list[str]) -> list[Span]:
     """Deleted words separated from their neighbours by one space (whichever side the new words put theirs)."""
     out = list(spans)
@@ -103,7 +124,7 @@ def diff_hook(
             if on_diff is not None:
                 on_diff(None)
             return content
-        diff = word_diff(sug.original, content.spans)
+        diff = word_diff_after(sug.original, getattr(sug, "accepted", ""), content.spans)
         if on_diff is not None:
             on_diff(diff)
         badge = f"−{diff.deleted} +{diff.inserted} words" + (f" · {content.badge}" if content.badge else "")

@@ -144,3 +144,41 @@ def test_finished_alternatives_keep_their_words_and_pins_when_the_engine_reorder
     wait_ready(qtbot, window)
     assert window.editing.pinned_words() == first, "the pinned word is still drawn pinned after the re-roll"
     assert window.editor.toPlainText() == "Evening fell."
+
+
+def test_the_diff_after_a_partial_accept_never_strikes_the_words_just_accepted(qtbot, settings):
+    settings.set("rewrite.view", "diff")
+    doc = "The committee met on Tuesday and agreed that the budget should be cut."
+    new = "The committee met on Monday and agreed that the budget must be cut."
+    window = build_window(qtbot, FakeEngine(steps=3, texts=[new]), settings=settings)
+    set_text(window, doc, select=(0, len(doc)))
+    qtbot.keyClick(window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    wait_ready(qtbot, window)
+    for _ in range(2):  # accept "The committee"
+        qtbot.keyClick(window.editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    assert window.editor.toPlainText() == "The committee"
+    window.assistant.ghost.flush()
+    content = window.assistant.ghost.content
+    deleted = [s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "deleted"]
+    inserted = [s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "inserted"]
+    assert deleted == ["Tuesday", "should"] and inserted == ["Monday", "must"], (deleted, inserted)
+    assert content.badge.startswith("−2 +2 words")
+    assert "".join(s.text for s, st in zip(content.spans, content.styles, strict=True) if st != "deleted").strip() \
+        == "met on Monday and agreed that the budget must be cut."
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == new
+    for _ in range(3):
+        qtbot.keyClick(window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert window.editor.toPlainText() == doc
+
+
+def test_word_diff_after_a_partial_accept_spaces_deleted_words_once():
+    from app.diff_view import word_diff, word_diff_after
+    from engine.api import Span
+
+    new = tuple(Span(w, 0.9) for w in [" on", " Monday", " and", " must", " be", " cut."])
+    after = word_diff_after("The committee met on Tuesday and should be cut.", "The committee met", new)
+    text = "".join(s.text for s in after.spans)
+    assert "  " not in text and text.strip() == "on Tuesday Monday and should must be cut.", text
+    assert (after.deleted, after.inserted) == (2, 2)
+    assert word_diff_after("a b", "", new) == word_diff("a b", new)
