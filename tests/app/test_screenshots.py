@@ -79,6 +79,7 @@ def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
 
     window = open_window(qtbot, scripted(DRAFTS, steps=12, hold_at_step=4), settings)
     set_text(window, DOC, cursor=para_end)
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     images["idle"] = shoot(qtbot, window, out_dir / "1-idle.png")
 
     window.actionDraft.trigger()
@@ -93,12 +94,14 @@ def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
 
     window.host.engine.hold_at_step = None
     set_text(window, DOC, select=(sentence, len(DOC)))
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionRewrite.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
     images["rewrite"] = shoot(qtbot, window, out_dir / "4-rewrite.png")
     window.actionDismissSuggestion.trigger()
 
     set_text(window, DOC.replace("\n\nBy noon", "\n\n\nBy noon"), cursor=para_end + 1)
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionInfill.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
     images["infill"] = shoot(qtbot, window, out_dir / "5-infill.png")
@@ -111,6 +114,7 @@ def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
                                              "or a shorter selection; the model stays loaded."))
     window = open_window(qtbot, failing, dark=True)
     set_text(window, DOC, cursor=para_end)
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "error", timeout=5000)
     images["error"] = shoot(qtbot, window, out_dir / "6-error-dark.png")
@@ -129,6 +133,7 @@ def test_ghost_text_never_covers_the_writers_text(qtbot):
     window = open_window(qtbot, scripted([DRAFTS[0] * 3], steps=2))
     para_end = DOC.index("\n\nBy noon")
     set_text(window, DOC, cursor=para_end)
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     next_para = DOC.index("By noon")
     before = window.editor.rect_for_position(next_para).top()
     window.actionDraft.trigger()
@@ -153,6 +158,7 @@ def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_d
     sentence = DOC.index("Everybody")
     window = open_window(qtbot, scripted(DRAFTS, steps=4), settings)
     set_text(window, DOC, select=(sentence, len(DOC)))
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionRewrite.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
     for _ in range(4):
@@ -183,6 +189,7 @@ def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_d
     window = open_window(qtbot, scripted(DRAFTS, steps=12, hold_at_step=3), settings, dark=True)
     para_end = DOC.index("\n\nBy noon")
     set_text(window, DOC, cursor=para_end)
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: "step 3/12" in window.assistant.ghost.content.badge, timeout=5000)
     assert min(s.confidence for s in window.assistant.ghost.content.spans) < 0.3, "faint words are on screen"

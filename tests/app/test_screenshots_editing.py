@@ -82,6 +82,7 @@ def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
     images: dict[str, QImage] = {}
 
     set_text(window, DOC, cursor=para_end)
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     ready(qtbot, window)
     images["ready"] = shoot(qtbot, window, tmp_path / "ready.png")
@@ -91,12 +92,12 @@ def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
     for i in (words[1], words[2], words[6]):
         click_word(qtbot, window, i)
     assert len(window.editing.pinned_words()) == 3
-    images["pinned"] = shoot(qtbot, window, out_dir / "9-pinned-words.png")
+    images["pinned"] = shoot(qtbot, window, out_dir / "12-pinned-words.png")
 
     engine.hold_at_step = 6
     window.editing.actionRerollUncertain.trigger()
     qtbot.waitUntil(lambda: window.assistant.suggestion.step == 6, timeout=5000)
-    images["reroll"] = shoot(qtbot, window, out_dir / "8-reroll-mid-denoise.png")
+    images["reroll"] = shoot(qtbot, window, out_dir / "11-reroll-mid-denoise.png")
     engine.release.set()
     ready(qtbot, window)
     engine.hold_at_step = None
@@ -104,23 +105,25 @@ def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
     window.actionDismissSuggestion.trigger()
 
     set_text(window, DOC, select=(sentence, len(DOC)))
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.findChild(type(window.actionRewrite), "actionPreset_grammar").trigger()
     ready(qtbot, window)
     assert window.editing.dial.value == pytest.approx(0.2)
-    images["dial"] = shoot(qtbot, window, out_dir / "7-strength-dial.png")
+    images["dial"] = shoot(qtbot, window, out_dir / "10-strength-dial.png")
 
     window.editing.actionToggleDiffView.trigger()
-    images["diff"] = shoot(qtbot, window, out_dir / "10-diff-view.png")
+    images["diff"] = shoot(qtbot, window, out_dir / "13-diff-view.png")
     window.editing.actionToggleDiffView.trigger()
     window.actionDismissSuggestion.trigger()
 
     settings.set("denoise.alternatives", 3)
     window.editing.actionShowAlternatives.trigger()
     set_text(window, DOC, cursor=para_end)
+    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     ready(qtbot, window)
     window.editing.panel.list.setFocus()
-    images["alternatives"] = shoot(qtbot, window, out_dir / "11-alternatives-panel.png")
+    images["alternatives"] = shoot(qtbot, window, out_dir / "14-alternatives-panel.png")
     window.actionDismissSuggestion.trigger()
     window.editor.document().setModified(False)
     window.close()
