@@ -353,6 +353,9 @@ class DocumentController(QObject):
         self._disk: DiskState | None = None
         self._resolving = False
         self._deleted_reported = False
+        # The disk version the writer was last told about without adopting it (cancelled, or not reloadable):
+        # the watcher fires for every new file in the folder and must not ask about it again each time.
+        self._answered: DiskState | None = None
         self.watcher = ExternalChangeWatcher(self)
         self.watcher.noticed.connect(self._on_external_change)
         self.ask_unsaved: Callable[[str], Choice] = lambda name: _ask_unsaved_box(self.window, name)
@@ -562,6 +565,7 @@ class DocumentController(QObject):
         self.raw = written.raw
         self._disk = disk_state(target)
         self._deleted_reported = False
+        self._answered = None
         self.watcher.watch(target)
         self.editor.document().setModified(False)
         self.recent.add(target)
@@ -577,6 +581,7 @@ class DocumentController(QObject):
         self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
         self._disk = disk_state(path) if path is not None else None
         self._deleted_reported = False
+        self._answered = None
         self.watcher.watch(path)
         self._dirty = True
         self.pathChanged.emit(str(path) if path else "")
@@ -663,14 +668,22 @@ class DocumentController(QObject):
                     self.externalChange.emit("deleted")
                 return
             self._deleted_reported = False
+            seen = self._answered
+            if now is not None and seen is not None and (seen.size, seen.digest) == (now.size, now.digest):
+                return  # already asked (or reported) about exactly this version; Save still asks again
             if not self.is_modified():  # nothing of the writer's can be lost: follow the disk
                 if self.reload():
                     self.message.emit(f"{self.display_name} was changed by another program and reloaded.")
                     self.externalChange.emit("reloaded")
+                else:
+                    self._answered = now
                 return
             choice = self._resolve(saving=False)
             if choice == "reload":
-                self.reload()
+                if not self.reload():
+                    self._answered = now
+            elif choice == "cancel":
+                self._answered = now
             elif choice == "keep":
                 self._disk = now  # the writer chose their version over this one: the next save replaces it
                 self.message.emit(f"Keeping your version of {self.display_name}; saving replaces the one on "

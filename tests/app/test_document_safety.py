@@ -409,3 +409,42 @@ def test_a_touch_without_a_content_change_asks_nothing(win, qtbot, tmp_path):
     os.utime(p, ns=(1, 1))
     docs.ask_external_change = lambda *a: pytest.fail("a touch is not a change")
     assert docs.save()
+
+
+def test_a_change_the_writer_already_answered_is_not_asked_again_on_every_folder_event(win, qtbot, tmp_path):
+    """The watcher also fires for any new file in the folder (swap files, sync clients, git). A change the writer
+    cancelled, or one that could not be reloaded, must not pop its question up again for each of them, while a
+    new change is still asked about and Save still refuses to overwrite either silently."""
+    window, docs, answers = win
+    p = tmp_path / "watched.md"
+    p.write_text("v1\n", encoding="utf-8")
+    _open_and_edit(qtbot, window, docs, p)
+    docs.ask_external_change = _asker(answers, "cancel")
+    p.write_text("v2 from a sync client\n", encoding="utf-8")
+    docs.check_disk()  # what the watcher does when it sees the change
+    assert answers.asked[-1] == ("changed", "watched.md saving=False")
+    asked = len(answers.asked)
+    (tmp_path / ".watched.md.swp").write_text("x", encoding="utf-8")
+    docs.check_disk()  # another file appeared in the folder: nothing new about the document
+    assert len(answers.asked) == asked
+    p.write_text("v3 from a sync client\n", encoding="utf-8")
+    docs.check_disk()
+    assert len(answers.asked) == asked + 1  # a new change is asked about
+    assert not docs.save()  # cancel: the save is not done either
+    assert answers.asked[-1] == ("changed", "watched.md saving=True")
+    assert p.read_text(encoding="utf-8") == "v3 from a sync client\n"
+
+    # An unmodified document whose file became unreadable is reported once, not on every folder event.
+    docs.editor.document().setModified(False)
+    p.write_text("clean\n", encoding="utf-8")
+    docs.check_disk()
+    assert editor_text(window.editor) == "clean\n"
+    p.write_bytes(b"bin\x00ary\n")
+    docs.check_disk()
+    assert len(answers.errors) == 1 and "binary" in answers.errors[0]
+    (tmp_path / "another-new-file").write_text("y", encoding="utf-8")
+    docs.check_disk()
+    assert len(answers.errors) == 1
+    asked = len(answers.asked)
+    assert not docs.save()  # still never overwritten without asking
+    assert len(answers.asked) == asked + 1 and p.read_bytes() == b"bin\x00ary\n"
