@@ -44,15 +44,19 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, keep_mode: bool = True,
                        on_temp: TempHook | None = None) -> None:
     """Replace `path` with `data` all at once; raises OSError (original untouched) when that is impossible.
 
-    An existing file keeps its permission bits (`keep_mode`); a new one gets `new_mode` (None: 0600, right for
-    private files such as recovery copies; documents pass `default_file_mode()`).
+    An existing file keeps its permission bits and, where allowed, its owner and group (`keep_mode`); a new one
+    gets `new_mode` (None: 0600, right for private files such as recovery copies; documents pass
+    `default_file_mode()`).
     """
     target = Path(path)
     folder = target.parent
     mode: int | None = None
+    owner: tuple[int, int] | None = None
     if keep_mode:
         with contextlib.suppress(OSError):
-            mode = target.stat().st_mode & 0o7777
+            st = target.stat()
+            mode = st.st_mode & 0o7777
+            owner = (st.st_uid, st.st_gid)
     if mode is None:
         mode = new_mode
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
@@ -64,6 +68,11 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, keep_mode: bool = True,
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if owner is not None and hasattr(os, "chown"):
+            # The replacement is a new file: give it the old owner and group back where we may (root, or a group
+            # we belong to), so a save never hands someone's file to us; chmod after, as chown clears setuid bits.
+            with contextlib.suppress(OSError):
+                os.chown(tmp, *owner)
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, target)

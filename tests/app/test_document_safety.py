@@ -448,3 +448,20 @@ def test_a_change_the_writer_already_answered_is_not_asked_again_on_every_folder
     asked = len(answers.asked)
     assert not docs.save()  # still never overwritten without asking
     assert len(answers.asked) == asked + 1 and p.read_bytes() == b"bin\x00ary\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another owner needs root")
+def test_saving_keeps_the_file_s_owner_and_group(win, qtbot, tmp_path):
+    """The atomic save writes a new file and renames it over the old one; that new file must get the old owner
+    and group back (sudo editing a user's file, a shared project folder's group), as it gets the old mode."""
+    window, docs, answers = win
+    p = tmp_path / "someone-else-s.md"
+    p.write_text("theirs\n", encoding="utf-8")
+    os.chown(p, 1234, 4321)
+    p.chmod(0o640)
+    assert docs.open(p)
+    _type(qtbot, window, "edited")
+    assert docs.save(), answers.errors
+    st = p.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 4321, 0o640)
+    assert p.read_text(encoding="utf-8") == "theirs\nedited"
