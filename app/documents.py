@@ -356,6 +356,7 @@ class DocumentController(QObject):
         # The disk version the writer was last told about without adopting it (cancelled, or not reloadable):
         # the watcher fires for every new file in the folder and must not ask about it again each time.
         self._answered: DiskState | None = None
+        self._loaded: str | None = None  # the editor's text right after the file was loaded or saved
         self.watcher = ExternalChangeWatcher(self)
         self.watcher.noticed.connect(self._on_external_change)
         self.ask_unsaved: Callable[[str], Choice] = lambda name: _ask_unsaved_box(self.window, name)
@@ -458,7 +459,11 @@ class DocumentController(QObject):
         self._set_read_only(read_only)
         self.recent.add(p)
         self._rebuild_recent_menu()
-        self.message.emit(f"Opened {p.name}" + (" read-only" if read_only else ""))
+        opened = f"Opened {p.name}" + (" read-only" if read_only else "")
+        if doc.raw is not None and self._loaded != doc.text:
+            opened += (f". {p.name} contains characters the editor cannot show (such as U+FDD0/U+FDD1 or a "
+                       "second byte-order mark); saving without an edit keeps them, but an edit replaces them")
+        self.message.emit(opened)
         self.opened.emit(str(p))  # after the message: what listeners report about the file stays visible
         return True
 
@@ -549,7 +554,7 @@ class DocumentController(QObject):
         if self.path is not None and (target == self.path or _same_file(target, self.path)):
             if not self._disk_allows_save(target):
                 return False
-        doc = TextFile(self.text(), self.encoding, self.newline, self.raw)
+        doc = TextFile(self._unedited_text(), self.encoding, self.newline, self.raw)
         journal = self.save_journal
         on_temp = (lambda temp: journal.note_temp(temp, Path(os.path.realpath(target)))) if journal else None
         try:
@@ -563,6 +568,7 @@ class DocumentController(QObject):
             if journal is not None:
                 journal.temps_done()
         self.raw = written.raw
+        self._loaded = self.text()
         self._disk = disk_state(target)
         self._deleted_reported = False
         self._answered = None
@@ -574,10 +580,21 @@ class DocumentController(QObject):
         self.message.emit(f"Saved {target.name}")
         return True
 
+    def _unedited_text(self) -> str:
+        """The text to save. Qt's document cannot hold everything a file can (U+FDD0/U+FDD1 become line breaks,
+        a leading U+FEFF is dropped), so while the writer has not changed what the editor showed, the text as
+        read from disk is saved, keeping the file byte for byte."""
+        text = self.text()
+        if self.raw is not None and self._loaded is not None and text == self._loaded:
+            return normalise(self.raw)
+        return text
+
     def _set_text(self, text: str, path: Path | None, encoding: str, newline: str,
                   raw: str | None = None) -> None:
         self.editor.setPlainText(text)  # also clears the undo history: undo never crosses documents
         self.editor.document().setModified(False)
+        # What Qt made of the file's text (it can differ: see `_unedited_text`); None when `text` is not the file's.
+        self._loaded = self.text() if raw is not None and text == normalise(raw) else None
         self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
         self._disk = disk_state(path) if path is not None else None
         self._deleted_reported = False

@@ -465,3 +465,39 @@ def test_saving_keeps_the_file_s_owner_and_group(win, qtbot, tmp_path):
     st = p.stat()
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 4321, 0o640)
     assert p.read_text(encoding="utf-8") == "theirs\nedited"
+
+
+QT_ALTERED = {
+    # Qt's text document uses U+FDD0/U+FDD1 as frame markers (they become line breaks) and drops a leading
+    # U+FEFF: what the editor holds is not what the file says, so a save without an edit must not use it.
+    "frame-marker noncharacters": "a\ufdd0b\ufdd1c\r\n".encode("utf-8"),
+    "a second BOM after the BOM": codecs.BOM_UTF8 + "\ufeffx\n".encode("utf-8"),
+    "UTF-16 text starting with U+FEFF": codecs.BOM_UTF16_LE + "\ufeffy".encode("utf-16-le"),
+}
+
+
+@pytest.mark.parametrize("name", QT_ALTERED)
+def test_characters_the_editor_cannot_hold_survive_a_save_without_an_edit_and_the_writer_is_told(win, qtbot,
+                                                                                                 tmp_path, name):
+    window, docs, answers = win
+    data = QT_ALTERED[name]
+    p = tmp_path / "odd.txt"
+    p.write_bytes(data)
+    with qtbot.waitSignal(docs.message, timeout=5000, check_params_cb=lambda m: "cannot show" in m) as got:
+        assert docs.open(p), answers.errors
+    assert "odd.txt" in got.args[0]
+    assert docs.save()
+    assert p.read_bytes() == data
+    _type(qtbot, window, "!")  # after an edit the editor's version is what is saved (the writer was told)
+    assert docs.save()
+    assert p.read_bytes().endswith("!".encode(docs.encoding.removesuffix("-sig")))
+
+
+def test_recovered_text_is_what_a_save_without_an_edit_writes(win, tmp_path):
+    """Guard for the rule above: only the file's own text may be swapped back in; recovered text is the writer's."""
+    window, docs, answers = win
+    p = tmp_path / "crashed.md"
+    p.write_bytes(b"on disk\r\n")
+    docs.restore("on disk\nrecovered words", str(p))
+    assert docs.save(), answers.errors
+    assert p.read_bytes() == b"on disk\r\nrecovered words"
