@@ -213,19 +213,22 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
             "elsewhere."
         ) from exc
     except OSError as exc:
-        raise DocumentError(_save_failure(p, exc)) from exc
+        raise DocumentError(_save_failure(p, exc, real)) from exc
     return TextFile(doc.text, doc.encoding, doc.newline, raw)
 
 
-def _save_failure(p: Path, exc: OSError) -> str:
+def _save_failure(p: Path, exc: OSError, real: Path | None = None) -> str:
+    """The message for a failed save of `p`; `real` is the file really written (a symbolic link's target)."""
     what = f"{p.name} was not saved"
     kept = "; the copy on disk is unchanged" if p.exists() else ""
+    folder = (real or p).parent
+    via = f" ({p.name} is a link to {real})" if real is not None and real != p and p.is_symlink() else ""
     if exc.errno == errno.ENOSPC:
         return f"{what}: the disk is full{kept}. Free some space or use Save As to save elsewhere."
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"{what}: you cannot write to {p.parent}{kept}. Use Save As to save elsewhere."
+        return f"{what}: you cannot write to {folder}{via}{kept}. Use Save As to save elsewhere."
     if exc.errno == errno.ENOENT:
-        return f"{what}: the folder {p.parent} no longer exists. Use Save As to choose another folder."
+        return f"{what}: the folder {folder} no longer exists{via}. Use Save As to choose another folder."
     return f"{what}: {exc.strerror or exc}{kept}. Your text is still in the editor; try Save As."
 
 

@@ -501,3 +501,17 @@ def test_recovered_text_is_what_a_save_without_an_edit_writes(win, tmp_path):
     docs.restore("on disk\nrecovered words", str(p))
     assert docs.save(), answers.errors
     assert p.read_bytes() == b"on disk\r\nrecovered words"
+
+
+def test_a_link_whose_target_folder_is_missing_says_which_folder(win, qtbot, tmp_path):
+    """Saving writes the link's target: a failure must name the target's folder, not say that the folder the
+    writer is looking at (which exists) "no longer exists"."""
+    window, docs, answers = win
+    link = tmp_path / "link.md"
+    link.symlink_to(tmp_path / "gone" / "target.md")
+    _type(qtbot, window, "words")
+    answers.save_path = str(link)
+    assert not docs.save_as()
+    assert answers.errors and str(tmp_path / "gone") in answers.errors[-1]
+    assert f"the folder {tmp_path} " not in answers.errors[-1]
+    assert link.is_symlink() and editor_text(window.editor) == "words"
