@@ -16,6 +16,7 @@ interrupted save (`save_journal`, kept by `app.recovery`).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import json
 import logging
@@ -23,6 +24,7 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -470,8 +472,11 @@ class DocumentController(QObject):
         self.opened.emit(str(p))  # after the message: what listeners report about the file stays visible
         return True
 
-    def restore(self, text: str, path: str | Path | None) -> None:
-        """Put recovered text in the editor as unsaved changes to `path` (None: an untitled document)."""
+    def restore(self, text: str, path: str | Path | None, saved_at: float | None = None) -> None:
+        """Put recovered text in the editor as unsaved changes to `path` (None: an untitled document).
+
+        `saved_at` is when the copy was written: a file changed on disk after that (another program, after the
+        crash) is treated as an external change, so the next save asks before replacing it."""
         p = Path(path) if path else None
         encoding, newline, raw = "utf-8", "\n", None
         if p is not None and p.is_file():
@@ -492,6 +497,13 @@ class DocumentController(QObject):
         self._set_text(text, p, encoding, newline, raw)
         self._set_read_only(read_only)
         self.editor.document().setModified(True)
+        if p is not None and saved_at is not None and self._disk is not None:
+            with contextlib.suppress(OSError):
+                if p.stat().st_mtime > saved_at:
+                    self._disk = DiskState(-1, -1, "")  # matches no file: saving asks (reload, keep, compare)
+                    when = datetime.fromtimestamp(saved_at).strftime("%Y-%m-%d %H:%M")
+                    self.message.emit(f"{p.name} was changed on disk after this copy was made ({when}); saving "
+                                      "asks first, and Compare shows both versions.")
 
     def save(self) -> bool:
         if self.path is None:

@@ -89,10 +89,15 @@ def offer(services: Services, window: QMainWindow) -> list[RecoveredDocument]:
             services.kept_for_later.append(doc)
             _show(window, f"The recovered text of {doc.name} is kept; it will be offered again at the next start.")
             return False
-        documents.restore(doc.text, doc.path)
+        said: list[str] = []  # what restoring reported (read-only, changed on disk since): kept in view
+        documents.message.connect(said.append)
+        try:
+            documents.restore(doc.text, doc.path, saved_at=doc.saved_at)
+        finally:
+            documents.message.disconnect(said.append)
         if services.brief is not None:
             services.brief.adopt_recovered(Path(getattr(doc, "file", "") or ""), doc.path)
-        _show(window, f"Restored unsaved text of {doc.name}. Save it to keep it.")
+        _show(window, " ".join([f"Restored unsaved text of {doc.name}. Save it to keep it.", *said]))
         return True
 
     return services.recovery.offer(restore)

@@ -515,3 +515,61 @@ def test_a_link_whose_target_folder_is_missing_says_which_folder(win, qtbot, tmp
     assert answers.errors and str(tmp_path / "gone") in answers.errors[-1]
     assert f"the folder {tmp_path} " not in answers.errors[-1]
     assert link.is_symlink() and editor_text(window.editor) == "words"
+
+
+def test_a_file_changed_on_disk_after_its_crash_copy_was_made_is_not_overwritten_silently(win, qtbot, tmp_path):
+    """The app crashed with unsaved edits; then another program (a sync client, another editor) changed the
+    file. Restoring the crash copy and saving must ask first, like any other change made on disk."""
+    window, docs, answers = win
+    p = tmp_path / "synced.md"
+    p.write_text("edited elsewhere after the crash\n", encoding="utf-8")
+    copy_time = p.stat().st_mtime - 60  # the autosave was written a minute before the file changed
+    messages: list[str] = []
+    docs.message.connect(messages.append)
+    docs.restore("my recovered words\n", str(p), saved_at=copy_time)
+    assert any("changed on disk after" in m for m in messages)
+    docs.ask_external_change = _asker(answers, "cancel")
+    assert not docs.save()
+    assert answers.asked[-1] == ("changed", "synced.md saving=True")
+    assert p.read_text(encoding="utf-8") == "edited elsewhere after the crash\n"
+    docs.ask_external_change = _asker(answers, "keep")
+    assert docs.save() and p.read_text(encoding="utf-8") == "my recovered words\n"
+
+    # A copy newer than the file (the usual case: saved, typed on, crashed) asks nothing.
+    q = tmp_path / "plain.md"
+    q.write_text("saved before the crash\n", encoding="utf-8")
+    docs.ask_external_change = lambda *a: pytest.fail("nothing changed on disk after the copy")
+    docs.restore("saved before the crash\ntyped after\n", str(q), saved_at=q.stat().st_mtime + 5)
+    assert docs.save() and q.read_text(encoding="utf-8") == "saved before the crash\ntyped after\n"
+
+
+def test_the_start_up_offer_keeps_the_changed_on_disk_warning_in_view(qtbot, tmp_path):
+    """Through the real start-up offer: a crash copy older than the file is restored with the warning visible
+    (not replaced by "Restored unsaved text"), and Save asks."""
+    import json
+    import time
+
+    from app.settings import recovery_dir
+
+    p = tmp_path / "later.md"
+    p.write_text("changed after the crash\n", encoding="utf-8")
+    folder = recovery_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "deadbeefdeadbeefdeadbeefdeadbeef.json").write_text(json.dumps(
+        {"version": 1, "pid": 999999, "path": str(p), "saved_at": time.time() - 3600, "kind": "autosave",
+         "text": "my words before the crash\n"}), encoding="utf-8")
+    window = app.create_window(["--fake-engine"])
+    qtbot.addWidget(window)
+    docs = window.services.documents
+    window.services.recovery.ask = lambda doc, i, n: "restore"
+    shown: list[str] = []
+    window.statusBar().messageChanged.connect(lambda m: shown.append(m))
+    qtbot.waitUntil(lambda: docs.is_modified(), timeout=10_000)
+    assert editor_text(window.editor) == "my words before the crash\n"
+    assert any("Restored unsaved text" in m and "changed on disk after" in m for m in shown), shown
+    asked: list[bool] = []
+    docs.ask_external_change = lambda name, saving: asked.append(saving) or "cancel"
+    assert not docs.save() and asked == [True]
+    assert p.read_text(encoding="utf-8") == "changed after the crash\n"
+    docs.editor.document().setModified(False)
+    window.close()
