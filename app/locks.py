@@ -6,7 +6,7 @@ namespace, a reboot that gave the PID to an unrelated process) is simply free, b
 The lock file also carries a little JSON about its holder (process, host, how to reach it) for messages and
 for "switch to the other window".
 
-Used for one file, one editor (`document_lock_path`, keyed by the document's real path) and by recovery, where
+Used for one file, one editor (`document_lock_path`, keyed by `document_key`) and by recovery, where
 each running session holds `<session>.lock` so its autosave is never offered while it is alive.
 
 We use our own few lines rather than the `filelock` package: we need the lock to conflict between two windows
@@ -119,10 +119,23 @@ def read_info(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def document_lock_path(folder: Path, document: Path) -> Path:
-    """The lock file for `document` (its real path, so a symlink and its target are one document)."""
+def document_key(document: Path) -> str:
+    """What makes two names one document: its real path (a symlink and its target are one document), or, for a
+    file with several hard links (saved in place, so every name sees the new text), its device and inode."""
     real = os.path.normcase(os.path.realpath(document))
-    return folder / f"{hashlib.sha256(real.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.lock"
+    try:
+        st = os.stat(real)
+    except OSError:
+        return real
+    if st.st_nlink > 1 and st.st_ino:
+        return f"inode:{st.st_dev}:{st.st_ino}"
+    return real
+
+
+def document_lock_path(folder: Path, document: Path) -> Path:
+    """The lock file for `document` (see `document_key`)."""
+    key = document_key(document)
+    return folder / f"{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.lock"
 
 
 def holder_info(**extra: Any) -> dict[str, Any]:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.locks import FileLock, document_lock_path, holder_info, read_info
+from app.locks import FileLock, document_key, document_lock_path, holder_info, read_info
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +31,8 @@ class Elsewhere:
 
 
 def real_key(path: Path) -> str:
-    return os.path.normcase(os.path.realpath(path))
+    """The document's identity for locking (`app.locks.document_key`)."""
+    return document_key(path)
 
 
 class EditorClaim:

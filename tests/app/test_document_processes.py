@@ -321,3 +321,20 @@ def test_leftovers_no_journal_knows_are_tidied_when_their_document_is_opened(qtb
     assert [(d.text, d.path) for d in kept] == [("newer words that never landed\n", os.path.realpath(doc))]
     assert "interrupted" in window.statusBar().currentMessage()
     _close(window)
+
+
+def test_two_names_of_one_hard_linked_file_are_one_document(qtbot, tmp_path):
+    """A file with several hard links is one file under several names (saves update it in place, so every name
+    sees the new text): a second window opening it by another name must get the same question."""
+    doc = tmp_path / "chapter.md"
+    doc.write_text("one file\n", encoding="utf-8")
+    os.link(doc, tmp_path / "chapter-link.md")
+    w1, d1 = _window(qtbot)
+    w2, d2 = _window(qtbot)
+    assert d1.open(doc)
+    asked = []
+    d2.ask_already_open = lambda name, where: asked.append(name) or "cancel"
+    assert not d2.open(tmp_path / "chapter-link.md")
+    assert asked == ["chapter-link.md"] and d2.path is None
+    _close(w1)
+    _close(w2)
