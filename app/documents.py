@@ -523,16 +523,18 @@ class DocumentController(QObject):
             return False
         target = final_save_path(chosen)
         own = _same_file(target, self.path) and not self.read_only
-        if target.exists() and not own:
-            if target.is_dir():
-                self.show_error("Document not saved", f"{target} is a folder. Choose a file name.")
-                return False
-            if not self.ask_replace(target):
-                return False
+        if target.is_dir():
+            self.show_error("Document not saved", f"{target} is a folder. Choose a file name.")
+            return False
+        # Whether another window edits it comes first: a "Replace?" answered yes could not be acted on.
         claimed = self.claim.try_claim(target)
         if isinstance(claimed, Elsewhere):
             self.show_error("Document not saved", f"{target.name} is open in {claimed.where}. Save there, "
                             "or choose another name.")
+            return False
+        if target.exists() and not own and not self.ask_replace(target):
+            if claimed is not None and claimed is not self.claim.lock:
+                claimed.release()
             return False
         if self._write(target):
             self.claim.adopt(claimed, target)

@@ -156,9 +156,11 @@ def test_save_as_onto_a_file_another_window_edits_is_refused(qtbot, tmp_path):
     assert d1.open(doc)
     w2.editor.setPlainText("mine")
     d2.choose_save_path = lambda suggested: str(doc)
-    d2.ask_replace = lambda target: True
+    asked = []
+    d2.ask_replace = lambda target: asked.append(target) or True
     assert not d2.save_as()
     assert "open in another Letterpress window" in w2.errors[-1]
+    assert asked == []  # no "Replace?" first: the answer could not be acted on
     assert doc.read_text(encoding="utf-8") == "theirs\n"
     _close(w1)
     _close(w2)
@@ -336,5 +338,24 @@ def test_two_names_of_one_hard_linked_file_are_one_document(qtbot, tmp_path):
     d2.ask_already_open = lambda name, where: asked.append(name) or "cancel"
     assert not d2.open(tmp_path / "chapter-link.md")
     assert asked == ["chapter-link.md"] and d2.path is None
+    _close(w1)
+    _close(w2)
+
+
+def test_declining_to_replace_lets_go_of_the_file_at_once(qtbot, tmp_path):
+    """Save As takes the file's lock before asking "Replace?"; a No must give it back, or the file would look
+    open in this window to every other one."""
+    doc = tmp_path / "existing.md"
+    doc.write_text("kept\n", encoding="utf-8")
+    w1, d1 = _window(qtbot)
+    w2, d2 = _window(qtbot)
+    w1.editor.setPlainText("mine")
+    d1.choose_save_path = lambda suggested: str(doc)
+    d1.ask_replace = lambda target: False
+    assert not d1.save_as()
+    assert doc.read_text(encoding="utf-8") == "kept\n" and d1.claim.lock is None
+    d2.ask_already_open = lambda name, where: pytest.fail("the declined Save As still holds the file")
+    assert d2.open(doc) and not d2.read_only
+    w1.editor.document().setModified(False)
     _close(w1)
     _close(w2)
