@@ -149,6 +149,30 @@ def missing_libraries(library: Path, *, ldd_output: str | None = None) -> tuple[
     return tuple(dict.fromkeys(_NOT_FOUND.findall(ldd_output)))
 
 
+def x_display_reachable(display: str) -> bool:
+    """Whether an X client can connect to `display` (Qt aborts with exit 134 when it cannot).
+
+    Asks libxcb itself (the library the xcb plugin connects with, so TCP, sockets and authorization count the same);
+    when libxcb cannot be loaded here the answer is True and Qt is left to report."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        xcb = ctypes.CDLL(ctypes.util.find_library("xcb") or "libxcb.so.1")
+    except OSError:
+        return True
+    xcb.xcb_connect.restype = ctypes.c_void_p
+    xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+    xcb.xcb_disconnect.argtypes = [ctypes.c_void_p]
+    connection = xcb.xcb_connect(display.encode(), None)
+    try:
+        return connection is not None and xcb.xcb_connection_has_error(connection) == 0
+    finally:
+        if connection is not None:
+            xcb.xcb_disconnect(connection)  # also frees the error object xcb returns on failure
+
+
 def platform_problem(environ: dict[str, str] | None = None) -> PlatformProblem | None:
     """Why Qt cannot open a window with the current platform plugin (None when nothing stands in the way).
 
@@ -170,6 +194,13 @@ def platform_problem(environ: dict[str, str] | None = None) -> PlatformProblem |
             reason="Letterpress cannot open a window: no X display (DISPLAY is not set). Start it from your desktop "
             "session, or run without a screen: QT_QPA_PLATFORM=offscreen python -m app --self-test",
         )
+    if platform == "xcb" and not x_display_reachable(env["DISPLAY"]):
+        return PlatformProblem(
+            platform, plugin,
+            reason=f"Letterpress cannot open a window: the X display {env['DISPLAY']!r} (DISPLAY) does not answer. "
+            "Is the X server running, and may this user use it (XAUTHORITY)? Start Letterpress from your desktop "
+            "session, or run without a screen: QT_QPA_PLATFORM=offscreen python -m app --self-test",
+        )
     if platform == "wayland" and not env.get("WAYLAND_DISPLAY"):
         return PlatformProblem(
             platform, plugin,
@@ -180,4 +211,4 @@ def platform_problem(environ: dict[str, str] | None = None) -> PlatformProblem |
 
 
 __all__ = ["EXIT_QT_PLATFORM", "PACKAGES", "PlatformProblem", "current_platform", "missing_libraries",
-           "packages_for", "platform_problem", "plugin_path"]
+           "packages_for", "platform_problem", "plugin_path", "x_display_reachable"]

@@ -59,11 +59,27 @@ def test_the_message_names_libraries_and_both_install_commands(monkeypatch):
 def test_no_display_is_explained(monkeypatch):
     monkeypatch.setattr(qt_platform, "plugin_path", lambda platform: Path("/p/libqxcb.so"))
     monkeypatch.setattr(qt_platform, "missing_libraries", lambda plugin: ())
+    monkeypatch.setattr(qt_platform, "x_display_reachable", lambda display: True)
     monkeypatch.setattr(sys, "platform", "linux")
     problem = qt_platform.platform_problem({})
     assert problem is not None and "DISPLAY" in problem.message()
     assert qt_platform.platform_problem({"DISPLAY": ":0"}) is None
     assert qt_platform.platform_problem({"QT_QPA_PLATFORM": "offscreen"}) is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the xcb plugin is Linux's")
+def test_a_display_that_does_not_answer_is_explained_not_a_qt_abort(tmp_path):
+    """DISPLAY set to an X server that is not running (a stale ssh or desktop session): Qt aborted with 134."""
+    assert not qt_platform.x_display_reachable(":59731")
+    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env.update(QT_QPA_PLATFORM="xcb", DISPLAY=":59731", PYTHONPATH=str(ROOT), LETTERPRESS_CONFIG_DIR=str(tmp_path / "c"),
+               LETTERPRESS_DATA_DIR=str(tmp_path / "d"), LETTERPRESS_LOG_DIR=str(tmp_path / "l"))
+    out = subprocess.run([sys.executable, "-m", "app", "--fake-engine"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == EXIT_QT_PLATFORM, out.stderr[-2000:]
+    assert "Letterpress cannot open a window" in out.stderr
+    if not qt_platform.platform_problem(env).missing:  # with the xcb libraries here, it is the display's fault
+        assert "':59731' (DISPLAY) does not answer" in out.stderr
 
 
 def test_the_offscreen_plugin_of_this_install_loads():
