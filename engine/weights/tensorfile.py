@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -19,6 +19,8 @@ from typing import Any, BinaryIO
 import torch
 
 from engine.weights.validate import HeaderError, parse_header
+
+READ_CHUNK = 64 << 20  # a progress report at least every 64 MB read, also inside one big tensor
 
 DTYPES: dict[str, torch.dtype] = {
     "BF16": torch.bfloat16,
@@ -84,11 +86,26 @@ class TensorFileReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def read_bytes(self, entry: TensorEntry, offset: int = 0, nbytes: int | None = None) -> bytearray:
+    def read_bytes(
+        self, entry: TensorEntry, offset: int = 0, nbytes: int | None = None,
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> bytearray:
+        """The raw bytes of `entry` (or a part of it). With `on_chunk`, read READ_CHUNK bytes at a time into the
+        same buffer and call it with the bytes read so far, so a load's progress moves inside a 1 GB tensor."""
         n = entry.nbytes - offset if nbytes is None else nbytes
         buf = bytearray(n)
         self._fh.seek(entry.start + offset)
-        got = self._fh.readinto(buf)
+        if on_chunk is None:
+            got = self._fh.readinto(buf)
+        else:
+            view, got = memoryview(buf), 0
+            while got < n:
+                part = self._fh.readinto(view[got:got + READ_CHUNK])
+                if not part:
+                    break
+                got += part
+                on_chunk(got)
+            view.release()
         if got != n:
             raise TensorFileError(f"{self.path.name}: short read of {entry.name}")
         return buf

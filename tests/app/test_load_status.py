@@ -86,3 +86,40 @@ def test_the_real_load_reports_phases_in_order_and_bytes_only_grow(tmp_path):
     loading = [e for e in events if e.stage == "loading"]
     assert len(loading) > 3 and loading[-1].fraction == 1.0
     assert all(a.bytes_done <= b.bytes_done for a, b in zip(loading, loading[1:], strict=False))
+
+
+def test_the_bar_moves_inside_one_big_tensor(tmp_path, monkeypatch):
+    """A 1 GB expert tensor held the bar at 8% for 3 s, then it jumped to 67%: progress must come with the bytes
+    read, not only between tensors (here READ_CHUNK is made small so that the tiny model's tensors span chunks)."""
+    from engine.tools.tiny import make_tiny
+    from engine.weights import tensorfile
+    from engine.weights.loader import load_model
+
+    model = make_tiny(tmp_path / "tiny")
+    monkeypatch.setattr(tensorfile, "READ_CHUNK", 4096)
+    events: list[LoadProgress] = []
+    load_model(model, device="cpu", quantization="none", on_progress=events.append)
+    loading = [e for e in events if e.stage == "loading"]
+    inside = [e for e in loading if e.done < e.total and e.bytes_done > 0
+              and e.bytes_done not in {b.bytes_done for b in loading if b is not e and b.done > e.done}]
+    assert max(b.bytes_done - a.bytes_done for a, b in zip(loading, loading[1:], strict=False)) <= 4096 + 64
+    assert inside and all(a.bytes_done <= b.bytes_done for a, b in zip(loading, loading[1:], strict=False))
+
+
+def test_a_cast_tensor_is_converted_a_part_at_a_time(tmp_path, monkeypatch):
+    """bf16 -> float32 of a 1 GB tensor in one piece held the bar 2-3 s after its bytes were read: cast in parts."""
+    import torch
+    from safetensors.torch import save_file
+
+    from engine.weights import stream_load, tensorfile
+
+    weight = torch.randn(16, 8, 32).to(torch.bfloat16)
+    save_file({"w": weight}, str(tmp_path / "m.safetensors"))
+    monkeypatch.setattr(tensorfile, "READ_CHUNK", 1024)
+    parts: list[int] = []
+    with tensorfile.TensorFileReader(tmp_path / "m.safetensors") as reader:
+        entry = reader.entries["w"]
+        assert stream_load._converted_in_rows(entry, "cpu", torch.float32)
+        out = stream_load._read_cast_in_rows(reader, entry, "cpu", torch.float32, parts.append)
+    assert out.dtype == torch.float32 and torch.equal(out, weight.float())
+    assert parts == [1024 * k for k in range(1, 9)]  # 16 rows of 512 bytes, two rows a part
