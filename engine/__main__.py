@@ -304,7 +304,8 @@ def _jsonl_printer() -> Any:
 
 class _LivePrinter:
     """Human-readable progress. On a terminal each step's text is redrawn in place, like the ghost text in the
-    editor. Otherwise (a pipe, a log file) stdout gets only the final text, and stderr a progress line at least once
+    editor, cut to the terminal's width, and before the first step the load's status is redrawn there every interval.
+    Otherwise (a pipe, a log file) stdout gets only the final text, and stderr a progress line at least once
     a second from a ticker thread, so a slow load or a slow step never looks like a hang."""
 
     def __init__(self, interactive: bool | None = None, interval: float = 1.0) -> None:
@@ -317,12 +318,23 @@ class _LivePrinter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._began = time.monotonic()
+        self._drawn = False  # a step's text is on the terminal line (the load status gives way to it)
+
+    def _redraw(self, prefix: str, text: str) -> None:
+        """Replace the terminal's current line. The line is cut to the terminal's width: a wrapped line cannot be
+        cleared with one \\x1b[2K, so every redraw on an 80-column terminal left a stale half line behind."""
+        import shutil
+
+        room = max(10, shutil.get_terminal_size((80, 24)).columns - 1 - len(prefix))
+        sys.stdout.write("\x1b[2K\r" + prefix + text[-room:])
+        sys.stdout.flush()
 
     def __call__(self, event: StepEvent, text: str | None = None) -> None:
         shown = text if text is not None else event.text
         if self.interactive:
-            sys.stdout.write("\x1b[2K\r" + f"[step {event.step:>2}] " + shown.replace("\n", " ")[-100:])
-            sys.stdout.flush()
+            with self._lock:
+                self._drawn = True
+                self._redraw(f"[step {event.step:>2}] ", shown.replace("\n", " "))
             return
         block = f", block {event.block + 1}" if event.block else ""
         words = len(shown.split())
@@ -342,9 +354,8 @@ class _LivePrinter:
     def __enter__(self) -> _LivePrinter:
         import threading
 
-        if not self.interactive:
-            self._thread = threading.Thread(target=self._tick, name="progress", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._tick, name="progress", daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -356,6 +367,10 @@ class _LivePrinter:
         while not self._stop.wait(self.interval):
             with self._lock:
                 line = f"[{time.monotonic() - self._began:6.1f} s] {self._status}"
+                if self.interactive:  # on a terminal the load's status is redrawn in place until the first step
+                    if not self._drawn:
+                        self._redraw("", line)
+                    continue
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
 

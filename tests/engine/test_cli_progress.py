@@ -56,3 +56,19 @@ def test_piped_generate_prints_the_text_and_progress_lines(tiny_dir, tmp_path):
     assert ticks, run.stderr  # importing torch alone takes over a second
     gaps = [b - a for a, b in zip([0.0, *ticks], ticks, strict=False)]
     assert max(gaps) < 2.5, ticks  # about once a second (a loose bound: the machine is shared)
+
+
+def test_a_terminal_line_never_wraps_and_the_load_is_shown_before_the_first_step(monkeypatch):
+    """A 110-character step line on an 80-column terminal wrapped, so each redraw left a stale row behind; and a
+    terminal saw nothing at all while the model loaded (minutes for a real checkpoint)."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setenv("COLUMNS", "40")
+    with _LivePrinter(interactive=True, interval=0.05) as printer:
+        printer.on_load(LoadProgress(3, 10, 30, 100, "reading"))
+        time.sleep(0.2)
+        printer(StepEvent(1, 1, 48, 0, ()), text="word " * 60)
+        time.sleep(0.15)
+    frames = out.getvalue().split("\x1b[2K\r")[1:]
+    assert any("loading the model: reading 30%" in frame for frame in frames[:-1])
+    assert frames[-1].startswith("[step  1] ") and all(len(frame) <= 39 for frame in frames)
