@@ -25,12 +25,31 @@ from pathlib import Path
 from typing import Any
 
 DRAFT_TEXT = "The harbour was quiet in the morning. "
-HOG_CODE = (
-    "import sys, time\n"
+HOG_CODE = (  # ends after argv[1] seconds, or as soon as the bench that started it is gone (killed, even with -9)
+    "import os, sys, time\n"
     "end = time.monotonic() + float(sys.argv[1])\n"
-    "while time.monotonic() < end:\n"
+    "parent = os.getppid()\n"
+    "while time.monotonic() < end and os.getppid() == parent:\n"
     "    pass\n"
 )
+
+
+def _exit_cleanly_on_termination() -> None:
+    """SIGTERM / SIGHUP end the bench through its `finally`s (hogs stopped, the child process killed) instead of at
+    once: a `kill` of the bench left its child running drafts beside fresh hogs, and a killed child left its hogs
+    spinning for `--hog-limit` (600 s)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, stop)
 
 
 def _child(args: argparse.Namespace) -> int:
@@ -57,7 +76,10 @@ def _child(args: argparse.Namespace) -> int:
     busy: list[float] = []
     plans: list[Any] = []
     began = time.perf_counter()
+    parent = os.getppid()
     for _ in range(args.repeats):  # quiet and busy alternate, so a change in the machine's load hits both alike
+        if os.getppid() != parent:
+            raise SystemExit("the bench that started this run is gone")  # killed with -9: no orphaned drafts
         for seconds, hogs in ((quiet, 0), (busy, args.hogs)):
             running = _start_hogs(hogs, args.hog_limit)
             try:
@@ -197,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main_busy(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    _exit_cleanly_on_termination()
     if args.child:
         return _child(args)
     if args.json:
