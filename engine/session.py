@@ -55,6 +55,18 @@ from engine.weights.loader import LoadedModel, load_model
 log = logging.getLogger(__name__)
 
 
+def _release_tensors(model: torch.nn.Module) -> None:
+    """Drop every parameter and buffer of a model that is being replaced, so its memory is freed at once by
+    reference counting instead of waiting for a full cyclic collection (the modules form cycles). The empty module
+    shells that remain are small; the collector takes them whenever it runs."""
+    for module in model.modules():
+        module._parameters.clear()
+        module._buffers.clear()
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor):  # tensors kept as plain attributes (quantized weights' state)
+                delattr(module, name)
+
+
 class Session:
     """Owns one loaded model and runs requests against it."""
 
@@ -124,13 +136,16 @@ class Session:
         eos_ids = list(eos) if isinstance(eos, (list, tuple)) else [int(eos)]
         pad = int(gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0))
         text = TokenText(tok, stop_ids={*eos_ids, pad})
-        replaced = self._loaded is not None
+        previous_model = self._loaded.model if self._loaded is not None else None
+        replaced = previous_model is not None
         self._loaded, self._eos, self._pad, self._text = loaded, eos_ids, pad, text  # the swap, all at once
         self._config = loaded.model.config.to_dict()
         self.checkpoint_settings = DenoiseSettings.from_generation_config(gen)
         self.prefix_cache = PrefixCache(prefix_cache_bytes())  # the old model's cached prefixes go with it
-        if replaced:
-            self._free_memory()
+        if previous_model is not None:
+            _release_tensors(previous_model)  # its weights go by reference count, now
+            del previous_model
+            self._free_memory(collect=False)  # no full collection: it held the GIL 220-330 ms, the window froze
         self.threads = ThreadPolicy(model_bytes(loaded.model)) if loaded.info.device == "cpu" else None
         if self.threads is not None:
             self.threads.apply()
@@ -214,13 +229,14 @@ class Session:
         return self._loaded
 
     @staticmethod
-    def _free_memory() -> None:
+    def _free_memory(collect: bool = True) -> None:
         import gc
 
         from engine.fastpath import free_stack_buffers
 
         free_stack_buffers()  # the experts' reused dequantization buffers are rebuilt on the next forward
-        gc.collect()
+        if collect:
+            gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
