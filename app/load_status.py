@@ -46,7 +46,9 @@ def describe(progress: LoadProgress) -> str:
 
 
 def _size(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+    if n >= 1e9:
+        return f"{n / 1e9:.1f} GB"
+    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"  # a tiny checkpoint said "0 MB of 1 MB"
 
 
 __all__ = ["STAGES", "describe", "percent", "phase"]

@@ -151,3 +151,8 @@ def test_weights_are_read_into_buffers_made_without_the_gil(tmp_path, monkeypatc
         raw = reader.read_bytes(reader.entries["w"], on_chunk=seen.append)
     assert torch.equal(torch.frombuffer(raw, dtype=torch.float32).reshape(64, 128), weight)
     assert seen[-1] == weight.numel() * 4 and len(seen) == -(-weight.numel() * 4 // 1000)
+
+
+def test_a_small_checkpoint_shows_kilobytes_not_zero_megabytes():
+    text = describe(LoadProgress(2, 3, 400_000, 600_000, "loading"))
+    assert text.endswith("(400 kB of 600 kB)"), text  # it said "67% (0 MB of 1 MB)" for the tiny checkpoint
