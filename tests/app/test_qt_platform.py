@@ -72,8 +72,8 @@ def test_a_display_that_does_not_answer_is_explained_not_a_qt_abort(tmp_path):
     """DISPLAY set to an X server that is not running (a stale ssh or desktop session): Qt aborted with 134."""
     assert not qt_platform.x_display_reachable(":59731")
     env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    env.update(QT_QPA_PLATFORM="xcb", DISPLAY=":59731", PYTHONPATH=str(ROOT), LETTERPRESS_CONFIG_DIR=str(tmp_path / "c"),
-               LETTERPRESS_DATA_DIR=str(tmp_path / "d"), LETTERPRESS_LOG_DIR=str(tmp_path / "l"))
+    env.update(QT_QPA_PLATFORM="xcb", DISPLAY=":59731", PYTHONPATH=str(ROOT),
+               LETTERPRESS_CONFIG_DIR=str(tmp_path / "c"), LETTERPRESS_DATA_DIR=str(tmp_path / "d"), LETTERPRESS_LOG_DIR=str(tmp_path / "l"))
     out = subprocess.run([sys.executable, "-m", "app", "--fake-engine"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == EXIT_QT_PLATFORM, out.stderr[-2000:]
