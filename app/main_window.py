@@ -64,6 +64,7 @@ class MainWindow(QMainWindow):
         self.quantization = quantization
         self.model_dir: str | None = str(model_dir) if model_dir else None
         self.model_state = "not loaded"
+        self._activity, self._activity_shown, self._activity_running = "", "", False
         self.close_guards: list[Callable[[], bool]] = []
         self.context_menu_hooks: list[Callable[[QMenu], None]] = []  # extra right-click entries
 
@@ -365,9 +366,29 @@ class MainWindow(QMainWindow):
         """What the assistant runs stays in the status bar while it runs ("Rewriting: Make it shorter…")."""
         if text:
             self._activity = text
-            self.show_message(text, 0)
-        elif self.statusBar().currentMessage() == getattr(self, "_activity", None):
-            self.statusBar().clearMessage()
+            self._activity_running = True
+            self.show_message(self._activity_line(), 0)
+        else:
+            self._activity_running = False
+            if self.statusBar().currentMessage() in (self._activity, self._activity_shown):
+                self.statusBar().clearMessage()
+
+    def _activity_line(self) -> str:
+        """The running request's line; while a model loads it says the request waits for it (loads and requests
+        share the engine thread, so a request asked for mid-load starts when the load is done)."""
+        text = self._activity
+        if self.model_state == "loading":
+            text = f"{text.rstrip('…')}… waits for the model to finish loading."
+        self._activity_shown = text
+        return text
+
+    def _resume_activity(self, loaded: str) -> None:
+        """After a load ends: its message, and the request still running (it now runs) stays in view."""
+        if self._activity_running:
+            self._activity_shown = f"{loaded} {self._activity_line()}"
+            self.show_message(self._activity_shown, 0)
+        else:
+            self.show_message(loaded)
 
     # -- status ----------------------------------------------------------------------------------------------------
 
@@ -406,7 +427,7 @@ class MainWindow(QMainWindow):
         self._set_model_state("ready", f"Ready: {info.name}", f"{info.path} ({info.parameters:,} parameters)")
         quant = "" if info.quantization in ("", "none") else f", {info.quantization}"
         self.deviceLabel.setText(f"{info.device.upper()} ({info.dtype}{quant})")
-        self.show_message(info.notice or f"Model {info.name} loaded.")
+        self._resume_activity(info.notice or f"Model {info.name} loaded.")
 
     @Slot(object)
     def _on_load_failed(self, error: EngineError) -> None:
@@ -414,7 +435,7 @@ class MainWindow(QMainWindow):
         if kept is not None:
             self.model_dir = kept.path
             self._set_model_state("ready", f"Ready: {kept.name}", f"{kept.path} ({kept.parameters:,} parameters)")
-            self.show_message(f"{getattr(error, 'message', str(error))} Still using {kept.name}.", 0)
+            self._resume_activity(f"{getattr(error, 'message', str(error))} Still using {kept.name}.")
             return
         self._set_model_state("error", "Model error", getattr(error, "message", str(error)))
 
