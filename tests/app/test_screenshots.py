@@ -6,9 +6,6 @@ By default they go to a temporary folder and the test checks that each state loo
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
@@ -17,39 +14,13 @@ from app.theme import apply_theme
 from engine.api import GenerationError
 from engine.fake import FakeEngine
 from tests.helpers.gui import build_window, ghost_state, set_text
+from tests.helpers.screenshots import DOC, DRAFTS, out_dir, shoot  # noqa: F401 (out_dir is a fixture)
 
-DOC = (
-    "The harbour\n\n"
-    "In the morning the harbour was quiet, and the boats rested on the grey water until the wind came.\n\n"
-    "By noon the gulls had returned. Everybody in the village seemed to have something to say about the "
-    "weather, but nobody could say what it would do next, which was very annoying to all of them."
-)
-DRAFTS = [
-    " The first boats slipped out past the breakwater, their engines coughing in the cold.",
-    " Old Marta was already on the quay, mending a net that did not need mending.",
-    " Somewhere a radio played a song nobody had asked for.",
-]
 REWRITE = "Nobody in the village could agree on what the weather would do next."
 INFILL = "Then, all at once, the wind turned and the water went dark."
 
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
-
-
-@pytest.fixture
-def out_dir(tmp_path) -> Path:
-    target = os.environ.get("LETTERPRESS_SCREENSHOTS")
-    folder = Path(target) if target else tmp_path / "shots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def shoot(qtbot, window, path: Path) -> QImage:
-    window.assistant.ghost.flush()
-    qtbot.waitUntil(lambda: window.wordsLabel.text() != "0 words", timeout=3000)
-    qtbot.wait(50)
-    window.grab().save(str(path))
-    return QImage(str(path))
 
 
 def scripted(texts, **kwargs):
@@ -79,7 +50,6 @@ def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
 
     window = open_window(qtbot, scripted(DRAFTS, steps=12, hold_at_step=4), settings)
     set_text(window, DOC, cursor=para_end)
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     images["idle"] = shoot(qtbot, window, out_dir / "1-idle.png")
 
     window.actionDraft.trigger()
@@ -94,14 +64,12 @@ def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
 
     window.host.engine.hold_at_step = None
     set_text(window, DOC, select=(sentence, len(DOC)))
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionRewrite.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
     images["rewrite"] = shoot(qtbot, window, out_dir / "4-rewrite.png")
     window.actionDismissSuggestion.trigger()
 
     set_text(window, DOC.replace("\n\nBy noon", "\n\n\nBy noon"), cursor=para_end + 1)
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionInfill.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
     images["infill"] = shoot(qtbot, window, out_dir / "5-infill.png")
@@ -114,7 +82,6 @@ def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
                                              "or a shorter selection; the model stays loaded."))
     window = open_window(qtbot, failing, dark=True)
     set_text(window, DOC, cursor=para_end)
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "error", timeout=5000)
     images["error"] = shoot(qtbot, window, out_dir / "6-error-dark.png")
@@ -133,7 +100,6 @@ def test_ghost_text_never_covers_the_writers_text(qtbot):
     window = open_window(qtbot, scripted([DRAFTS[0] * 3], steps=2))
     para_end = DOC.index("\n\nBy noon")
     set_text(window, DOC, cursor=para_end)
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     next_para = DOC.index("By noon")
     before = window.editor.rect_for_position(next_para).top()
     window.actionDraft.trigger()
@@ -158,7 +124,6 @@ def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_d
     sentence = DOC.index("Everybody")
     window = open_window(qtbot, scripted(DRAFTS, steps=4), settings)
     set_text(window, DOC, select=(sentence, len(DOC)))
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionRewrite.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
     for _ in range(4):
@@ -189,7 +154,6 @@ def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_d
     window = open_window(qtbot, scripted(DRAFTS, steps=12, hold_at_step=3), settings, dark=True)
     para_end = DOC.index("\n\nBy noon")
     set_text(window, DOC, cursor=para_end)
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: "step 3/12" in window.assistant.ghost.content.badge, timeout=5000)
     assert min(s.confidence for s in window.assistant.ghost.content.spans) < 0.3, "faint words are on screen"

@@ -7,9 +7,6 @@ By default they go to a temporary folder and the test checks that each differs f
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
@@ -18,18 +15,8 @@ from PySide6.QtWidgets import QApplication
 from app.theme import apply_theme
 from engine.fake import FakeEngine
 from tests.helpers.gui import build_window, ghost_state, set_text
+from tests.helpers.screenshots import DOC, DRAFTS, out_dir, shoot  # noqa: F401 (out_dir is a fixture)
 
-DOC = (
-    "The harbour\n\n"
-    "In the morning the harbour was quiet, and the boats rested on the grey water until the wind came.\n\n"
-    "By noon the gulls had returned. Everybody in the village seemed to have something to say about the "
-    "weather, but nobody could say what it would do next, which was very annoying to all of them."
-)
-DRAFTS = [
-    " The first boats slipped out past the breakwater, their engines coughing in the cold.",
-    " Old Marta was already on the quay, mending a net that did not need mending.",
-    " Somewhere a radio played a song nobody had asked for.",
-]
 
 LIGHT_EDIT = ("Everybody in the village seemed to have something to say about the weather, but nobody could tell "
               "what it would do next, which annoyed all of them.")
@@ -39,21 +26,6 @@ pytestmark = pytest.mark.usefixtures("user_dirs")
 
 def scripted(request):
     return [LIGHT_EDIT] if request.kind == "rewrite" else DRAFTS
-
-
-@pytest.fixture
-def out_dir(tmp_path) -> Path:
-    target = os.environ.get("LETTERPRESS_SCREENSHOTS")
-    folder = Path(target) if target else tmp_path / "shots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def shoot(qtbot, window, path: Path) -> QImage:
-    window.assistant.ghost.flush()
-    qtbot.wait(50)
-    window.grab().save(str(path))
-    return QImage(str(path))
 
 
 def ready(qtbot, window) -> None:
@@ -82,7 +54,6 @@ def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
     images: dict[str, QImage] = {}
 
     set_text(window, DOC, cursor=para_end)
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     ready(qtbot, window)
     images["ready"] = shoot(qtbot, window, tmp_path / "ready.png")
@@ -105,7 +76,6 @@ def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
     window.actionDismissSuggestion.trigger()
 
     set_text(window, DOC, select=(sentence, len(DOC)))
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.findChild(type(window.actionRewrite), "actionPreset_grammar").trigger()
     ready(qtbot, window)
     assert window.editing.dial.value == pytest.approx(0.2)
@@ -119,7 +89,6 @@ def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
     settings.set("denoise.alternatives", 3)
     window.editing.actionShowAlternatives.trigger()
     set_text(window, DOC, cursor=para_end)
-    qtbot.waitUntil(lambda: window.editor.word_count > 0, timeout=3000)
     window.actionDraft.trigger()
     ready(qtbot, window)
     window.editing.panel.list.setFocus()

@@ -3,12 +3,10 @@ thread and `engine.session.Session`). Pinned and confident words must come back 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from PySide6.QtCore import Qt
 
-from tests.helpers.gui import ghost_state, ghost_text, isolate_user_dirs, set_text
+from tests.helpers.gui import demo_window, ghost_state, ghost_text, set_text, wait_suggestion_ready
 
 pytestmark = pytest.mark.slow
 
@@ -27,27 +25,10 @@ reroll_threshold = 0.5
 
 @pytest.fixture
 def window(qtbot, monkeypatch, tmp_path):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    isolate_user_dirs(monkeypatch, tmp_path)
-    (tmp_path / "config" / "settings.toml").write_text(SETTINGS_TOML, encoding="utf-8")
-    import app
-    from engine.__main__ import default_model_dir
-
-    win = app.create_window(["--model", str(default_model_dir()), "--device", "cpu"])
-    win.show()
-    qtbot.waitExposed(win)
-    win.editor.setFocus()
-    qtbot.waitUntil(lambda: win.model_state in ("ready", "error"), timeout=120_000)
-    assert win.model_state == "ready", win.modelLabel.toolTip()
-    yield win
-    win.editor.document().setModified(False)
-    win.close()
-    win.deleteLater()
+    yield from demo_window(qtbot, monkeypatch, tmp_path, SETTINGS_TOML)
 
 
-def wait_ready(qtbot, win):
-    qtbot.waitUntil(lambda: ghost_state(win) in ("ready", "error"), timeout=120_000)
-    assert ghost_state(win) == "ready"
+wait_ready = wait_suggestion_ready
 
 
 def in_order(words, text):

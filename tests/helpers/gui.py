@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +77,32 @@ def record_ghost_texts(window: Any) -> Callable[[], list[str]]:
 
     window.assistant.changed.connect(on_change)
     return lambda: seen
+
+
+def demo_window(qtbot: Any, monkeypatch: Any, tmp_path: Path, settings_toml: str) -> Iterator[Any]:
+    """The real window from `app.create_window` with the shipped demo model on the CPU (the real engine thread and
+    Session), isolated user folders and `settings_toml`; closed without a save question afterwards."""
+    import os
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    isolate_user_dirs(monkeypatch, tmp_path)
+    (tmp_path / "config" / "settings.toml").write_text(settings_toml, encoding="utf-8")
+    import app
+    from engine.__main__ import default_model_dir
+
+    win = app.create_window(["--model", str(default_model_dir()), "--device", "cpu"])
+    win.show()
+    qtbot.waitExposed(win)
+    win.editor.setFocus()
+    qtbot.waitUntil(lambda: win.model_state in ("ready", "error"), timeout=120_000)
+    assert win.model_state == "ready", win.modelLabel.toolTip()
+    yield win
+    win.editor.document().setModified(False)
+    win.close()
+    win.deleteLater()
+
+
+def wait_suggestion_ready(qtbot: Any, window: Any, timeout: int = 120_000) -> None:
+    """Wait until the suggestion has settled (a real model can take a while), and insist it did not fail."""
+    qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=timeout)
+    assert ghost_state(window) == "ready"
