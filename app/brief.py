@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QLabel,
     QMainWindow,
-    QMenu,
     QPlainTextEdit,
     QVBoxLayout,
     QWidget,
@@ -281,12 +280,9 @@ def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    menu = getattr(window, "menuAssist", None)
-    if not isinstance(menu, QMenu):
-        menu = window.menuBar().addMenu("&Assist")
-    menu.addSeparator()
-    menu.addAction(action)
-    window.addAction(action)
+    from app.integration import add_window_action  # integration installs the brief: imported here, not at the top
+
+    add_window_action(window, action, "menuAssist", "&Assist")
     assistant = getattr(window, "assistant", None)
     if assistant is not None:
         assistant.brief_provider = lambda: controller.text

@@ -178,13 +178,19 @@ def _add_settings_action(window: QMainWindow, settings: Settings | None) -> QAct
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    menu = getattr(window, "menuEdit", None)
+    add_window_action(window, action, "menuEdit", "&Edit")
+    return action
+
+
+def add_window_action(window: QMainWindow, action: QAction, menu_name: str, title: str) -> None:
+    """Put a service's action at the end of the window's menu `menu_name` (made with `title` when the window has
+    none, e.g. a bare test window) after a separator, and on the window so its key works without the menu."""
+    menu = getattr(window, menu_name, None)
     if not isinstance(menu, QMenu):
-        menu = window.menuBar().addMenu("&Edit")
+        menu = window.menuBar().addMenu(title)
     menu.addSeparator()
     menu.addAction(action)
     window.addAction(action)
-    return action
 
 
 def _follow_appearance(window: QMainWindow, settings: Settings) -> None:
