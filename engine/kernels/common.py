@@ -26,7 +26,9 @@ def check_device(*tensors: torch.Tensor) -> None:
     """Kernels run on CUDA tensors, or on CPU tensors under the interpreter; say so instead of crashing."""
     for t in tensors:
         if t.device.type == "cpu" and not interpreting():
-            raise RuntimeError("Triton kernels on CPU tensors need TRITON_INTERPRET=1 before Triton is imported")
+            raise RuntimeError(
+                "Triton kernels on CPU tensors need TRITON_INTERPRET=1 before Triton is imported"
+            )
 
 
 def dot_in_bf16(device: torch.device) -> bool:

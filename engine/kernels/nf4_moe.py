@@ -29,9 +29,22 @@ import torch
 from engine.kernels.common import ACT_NONE, activation_code, check_device, dot_in_bf16, source
 
 NF4_CODE = (
-    -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
-    -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
-    0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0,
+    -1.0,
+    -0.6961928009986877,
+    -0.5250730514526367,
+    -0.39491748809814453,
+    -0.28444138169288635,
+    -0.18477343022823334,
+    -0.09105003625154495,
+    0.0,
+    0.07958029955625534,
+    0.16093020141124725,
+    0.24611230194568634,
+    0.33791524171829224,
+    0.44070982933044434,
+    0.5626170039176941,
+    0.7229568362236023,
+    1.0,
 )
 _LUTS: dict[str, torch.Tensor] = {}
 
@@ -80,8 +93,19 @@ def align(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tuple[to
 
 
 def _launch(
-    a: torch.Tensor, sorted_ids: torch.Tensor, block_expert: torch.Tensor, weight: Any, out: torch.Tensor, *,
-    n: int, k: int, a_div: int, gated: bool, act: int, route: torch.Tensor | None, round_bf16: bool,
+    a: torch.Tensor,
+    sorted_ids: torch.Tensor,
+    block_expert: torch.Tensor,
+    weight: Any,
+    out: torch.Tensor,
+    *,
+    n: int,
+    k: int,
+    a_div: int,
+    gated: bool,
+    act: int,
+    route: torch.Tensor | None,
+    round_bf16: bool,
     blocks: tuple[int, int, int],
 ) -> None:
     src = source()
@@ -91,17 +115,43 @@ def _launch(
     qweight = weight.qweight
     grid = (block_expert.numel(), (n + bn - 1) // bn)
     src.nf4_gemm_kernel[grid](
-        a, a.stride(0), sorted_ids, block_expert, route if route is not None else out, out, out.stride(0),
-        qweight, weight.absmax, weight.absmax2, weight.offset.reshape(-1), weight.code2, nf4_lut(a.device),
-        qweight.shape[-1] if lead else 0, weight.absmax.shape[-1] if lead else 0,
-        weight.absmax2.shape[-1] if lead else 0, n, k, count,
-        A_DIV=a_div, GATED=gated, ACT=act, HAS_ROUTE=route is not None, ROUND=round_bf16,
-        DOT_BF16=round_bf16 and dot_in_bf16(a.device), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        a,
+        a.stride(0),
+        sorted_ids,
+        block_expert,
+        route if route is not None else out,
+        out,
+        out.stride(0),
+        qweight,
+        weight.absmax,
+        weight.absmax2,
+        weight.offset.reshape(-1),
+        weight.code2,
+        nf4_lut(a.device),
+        qweight.shape[-1] if lead else 0,
+        weight.absmax.shape[-1] if lead else 0,
+        weight.absmax2.shape[-1] if lead else 0,
+        n,
+        k,
+        count,
+        A_DIV=a_div,
+        GATED=gated,
+        ACT=act,
+        HAS_ROUTE=route is not None,
+        ROUND=round_bf16,
+        DOT_BF16=round_bf16 and dot_in_bf16(a.device),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
     )
 
 
 def fused_moe(
-    hidden: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: Any, down: Any,
+    hidden: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up: Any,
+    down: Any,
     act: int,
 ) -> torch.Tensor:
     """The experts forward over NF4 stacks `gate_up` (count, 2I, H) and `down` (count, H, I): two launches."""
@@ -115,12 +165,38 @@ def fused_moe(
     bm = block_sizes(a.device, inter, hidden_dim)[0]
     sorted_ids, block_expert = align(top_k_index, num_experts, bm)
     mid = torch.empty((tokens * top_k, inter), dtype=gate_up.compute_dtype, device=a.device)
-    _launch(a, sorted_ids, block_expert, gate_up, mid, n=inter, k=hidden_dim, a_div=top_k, gated=True, act=act,
-            route=None, round_bf16=round_bf16, blocks=block_sizes(a.device, inter, hidden_dim))
+    _launch(
+        a,
+        sorted_ids,
+        block_expert,
+        gate_up,
+        mid,
+        n=inter,
+        k=hidden_dim,
+        a_div=top_k,
+        gated=True,
+        act=act,
+        route=None,
+        round_bf16=round_bf16,
+        blocks=block_sizes(a.device, inter, hidden_dim),
+    )
     out = torch.empty((tokens * top_k, hidden_dim), dtype=torch.float32, device=a.device)
     route = top_k_weights.reshape(-1).contiguous()
-    _launch(mid, sorted_ids, block_expert, down, out, n=hidden_dim, k=inter, a_div=1, gated=False, act=ACT_NONE,
-            route=route, round_bf16=round_bf16, blocks=block_sizes(a.device, hidden_dim, inter))
+    _launch(
+        mid,
+        sorted_ids,
+        block_expert,
+        down,
+        out,
+        n=hidden_dim,
+        k=inter,
+        a_div=1,
+        gated=False,
+        act=ACT_NONE,
+        route=route,
+        round_bf16=round_bf16,
+        blocks=block_sizes(a.device, hidden_dim, inter),
+    )
     return out.view(tokens, top_k, hidden_dim).sum(1).to(hidden.dtype)
 
 
@@ -137,14 +213,30 @@ def nf4_linear(x: torch.Tensor, weight: Any) -> torch.Tensor:
     sorted_ids[:rows] = torch.arange(rows, dtype=torch.int32, device=a.device)
     block_expert = torch.zeros(capacity // bm, dtype=torch.int32, device=a.device)
     out = torch.empty((rows, out_f), dtype=x.dtype, device=a.device)
-    _launch(a, sorted_ids, block_expert, weight, out, n=out_f, k=in_f, a_div=1, gated=False, act=ACT_NONE,
-            route=None, round_bf16=weight.compute_dtype == torch.bfloat16 or x.dtype == torch.bfloat16,
-            blocks=(bm, bn, bk))
+    _launch(
+        a,
+        sorted_ids,
+        block_expert,
+        weight,
+        out,
+        n=out_f,
+        k=in_f,
+        a_div=1,
+        gated=False,
+        act=ACT_NONE,
+        route=None,
+        round_bf16=weight.compute_dtype == torch.bfloat16 or x.dtype == torch.bfloat16,
+        blocks=(bm, bn, bk),
+    )
     return out.view(*lead, out_f)
 
 
 def reference_moe(
-    hidden: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor, gate_up: Any, down: Any,
+    hidden: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up: Any,
+    down: Any,
     act_fn: Any,
 ) -> torch.Tensor:
     """Today's path: each hit expert dequantized to the compute dtype, then multiplied (what
@@ -171,8 +263,11 @@ def supports(module: Any) -> bool:
     from engine.weights.quantize import NF4Weight
 
     gate_up = getattr(module, "gate_up_proj", None)
-    return (isinstance(gate_up, NF4Weight) and bool(gate_up.count)
-            and activation_code(getattr(module, "act_fn", None)) is not None)
+    return (
+        isinstance(gate_up, NF4Weight)
+        and bool(gate_up.count)
+        and activation_code(getattr(module, "act_fn", None)) is not None
+    )
 
 
 def triton_experts_forward(

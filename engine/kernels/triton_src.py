@@ -17,7 +17,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-MIN_HALF = tl.constexpr(-1.7014117331926443e38)  # torch.finfo(torch.float32).min / 2: the self-conditioning one-hot's "off"
+MIN_HALF = tl.constexpr(
+    -1.7014117331926443e38
+)  # torch.finfo(torch.float32).min / 2: the self-conditioning one-hot's "off"
 
 
 @triton.jit
@@ -73,12 +75,34 @@ def nf4_tile(qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols, ks, K, col_ok,
 
 @triton.jit
 def nf4_gemm_kernel(
-    a_ptr, stride_am, sorted_ptr, block_expert_ptr, route_ptr, out_ptr, stride_om,
-    qweight_ptr, absmax_ptr, absmax2_ptr, offset_ptr, code2_ptr, lut_ptr,
-    q_stride, s_stride, s2_stride, N, K, num_experts,
-    A_DIV: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_ROUTE: tl.constexpr,
-    ROUND: tl.constexpr, DOT_BF16: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_ptr,
+    stride_am,
+    sorted_ptr,
+    block_expert_ptr,
+    route_ptr,
+    out_ptr,
+    stride_om,
+    qweight_ptr,
+    absmax_ptr,
+    absmax2_ptr,
+    offset_ptr,
+    code2_ptr,
+    lut_ptr,
+    q_stride,
+    s_stride,
+    s2_stride,
+    N,
+    K,
+    num_experts,
+    A_DIV: tl.constexpr,
+    GATED: tl.constexpr,
+    ACT: tl.constexpr,
+    HAS_ROUTE: tl.constexpr,
+    ROUND: tl.constexpr,
+    DOT_BF16: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     """out[sid] = act(A[sid // A_DIV] @ W_e[:N].T) * (A @ W_e[N:2N].T) (GATED) or A[sid // A_DIV] @ W_e.T, times the
     routing weight of `sid` (HAS_ROUTE), for the padded, expert-sorted assignment ids of one M block."""
@@ -104,14 +128,18 @@ def nf4_gemm_kernel(
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
         k_ok = ks < K
-        a = tl.load(a_ptr + arow[:, None] * stride_am + ks[None, :], mask=valid[:, None] & k_ok[None, :], other=0.0)
+        a = tl.load(
+            a_ptr + arow[:, None] * stride_am + ks[None, :], mask=valid[:, None] & k_ok[None, :], other=0.0
+        )
         a = a.to(tl.float32)
         if ROUND:
             a = round_bf16(a)
         w = nf4_tile(qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols, ks, K, col_ok, k_ok, ROUND)
         acc = mma(a, w, acc, DOT_BF16)
         if GATED:
-            w_up = nf4_tile(qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols + N, ks, K, col_ok, k_ok, ROUND)
+            w_up = nf4_tile(
+                qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols + N, ks, K, col_ok, k_ok, ROUND
+            )
             acc_up = mma(a, w_up, acc_up, DOT_BF16)
     if GATED:
         g = acc
@@ -132,15 +160,29 @@ def nf4_gemm_kernel(
         res = res * r[:, None]
         if ROUND:
             res = round_bf16(res)
-    tl.store(out_ptr + safe[:, None] * stride_om + cols[None, :], res.to(out_ptr.dtype.element_ty),
-             mask=valid[:, None] & col_ok[None, :])
+    tl.store(
+        out_ptr + safe[:, None] * stride_om + cols[None, :],
+        res.to(out_ptr.dtype.element_ty),
+        mask=valid[:, None] & col_ok[None, :],
+    )
 
 
 @triton.jit
 def int8_gemm_kernel(
-    a_ptr, stride_am, cb_ptr, scb_ptr, out_ptr, stride_om, M, N, K,
-    ROUND: tl.constexpr, DOT_BF16: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_ptr,
+    stride_am,
+    cb_ptr,
+    scb_ptr,
+    out_ptr,
+    stride_om,
+    M,
+    N,
+    K,
+    ROUND: tl.constexpr,
+    DOT_BF16: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     """out = A @ (CB * SCB / 127).T with the int8 codes turned into weights in registers."""
     pid_m = tl.program_id(0)
@@ -154,20 +196,29 @@ def int8_gemm_kernel(
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
         k_ok = ks < K
-        a = tl.load(a_ptr + rows[:, None].to(tl.int64) * stride_am + ks[None, :],
-                    mask=row_ok[:, None] & k_ok[None, :], other=0.0).to(tl.float32)
+        a = tl.load(
+            a_ptr + rows[:, None].to(tl.int64) * stride_am + ks[None, :],
+            mask=row_ok[:, None] & k_ok[None, :],
+            other=0.0,
+        ).to(tl.float32)
         if ROUND:
             a = round_bf16(a)
-        c = tl.load(cb_ptr + cols[None, :].to(tl.int64) * K + ks[:, None], mask=k_ok[:, None] & col_ok[None, :],
-                    other=0).to(tl.float32)
+        c = tl.load(
+            cb_ptr + cols[None, :].to(tl.int64) * K + ks[:, None],
+            mask=k_ok[:, None] & col_ok[None, :],
+            other=0,
+        ).to(tl.float32)
         w = c * scale[None, :]
         if ROUND:
             w = round_bf16(w)
         acc = mma(a, w, acc, DOT_BF16)
     if ROUND:
         acc = round_bf16(acc)
-    tl.store(out_ptr + rows[:, None].to(tl.int64) * stride_om + cols[None, :], acc.to(out_ptr.dtype.element_ty),
-             mask=row_ok[:, None] & col_ok[None, :])
+    tl.store(
+        out_ptr + rows[:, None].to(tl.int64) * stride_om + cols[None, :],
+        acc.to(out_ptr.dtype.element_ty),
+        mask=row_ok[:, None] & col_ok[None, :],
+    )
 
 
 @triton.jit
@@ -183,10 +234,26 @@ def philox_uniforms_kernel(seed_ptr, out_ptr, V, rows_per_seed, BLOCK_V: tl.cons
 
 @triton.jit
 def vocab_tail_kernel(
-    x_ptr, stride_x, temp_ptr, q_ptr, stride_q, seed_ptr, fid_ptr,
-    sampled_ptr, argmax_ptr, entropy_ptr, conf_ptr, sc_ptr, stride_sc,
-    V, rows_per_seed, cap,
-    SOFTCAP: tl.constexpr, USE_Q: tl.constexpr, WRITE_SC: tl.constexpr, SC_ROUND: tl.constexpr,
+    x_ptr,
+    stride_x,
+    temp_ptr,
+    q_ptr,
+    stride_q,
+    seed_ptr,
+    fid_ptr,
+    sampled_ptr,
+    argmax_ptr,
+    entropy_ptr,
+    conf_ptr,
+    sc_ptr,
+    stride_sc,
+    V,
+    rows_per_seed,
+    cap,
+    SOFTCAP: tl.constexpr,
+    USE_Q: tl.constexpr,
+    WRITE_SC: tl.constexpr,
+    SC_ROUND: tl.constexpr,
     BLOCK_V: tl.constexpr,
 ):
     """One row: pass 1 finds the max, argmax, sum of exponentials and entropy (online, rescaled per tile); pass 2

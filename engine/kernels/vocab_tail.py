@@ -42,8 +42,9 @@ def _temp_tensor(temperature: torch.Tensor | float, device: torch.device) -> tor
     return torch.tensor([float(temperature)], dtype=torch.float32, device=device)
 
 
-def _frozen_ids(fmask: torch.Tensor | None, fids: torch.Tensor | None, shape: tuple[int, int],
-                device: torch.device) -> torch.Tensor:
+def _frozen_ids(
+    fmask: torch.Tensor | None, fids: torch.Tensor | None, shape: tuple[int, int], device: torch.device
+) -> torch.Tensor:
     if fmask is None:
         return torch.full(shape, -1, dtype=torch.int64, device=device)
     assert fids is not None
@@ -51,8 +52,15 @@ def _frozen_ids(fmask: torch.Tensor | None, fids: torch.Tensor | None, shape: tu
 
 
 def _run(
-    rows: torch.Tensor, temp: torch.Tensor, fid: torch.Tensor, outs: tuple[torch.Tensor, ...],
-    sc: torch.Tensor | None, *, q: torch.Tensor | None, seeds: torch.Tensor | None, rows_per_seed: int,
+    rows: torch.Tensor,
+    temp: torch.Tensor,
+    fid: torch.Tensor,
+    outs: tuple[torch.Tensor, ...],
+    sc: torch.Tensor | None,
+    *,
+    q: torch.Tensor | None,
+    seeds: torch.Tensor | None,
+    rows_per_seed: int,
     softcap: float | None,
 ) -> None:
     src = source()
@@ -60,16 +68,33 @@ def _run(
     sampled, argmax, entropy, conf = outs
     dummy = seeds if seeds is not None else fid
     src.vocab_tail_kernel[(n,)](
-        rows, rows.stride(0), temp, q if q is not None else rows, q.stride(0) if q is not None else 0,
-        dummy, fid, sampled, argmax, entropy, conf, sc if sc is not None else rows,
-        sc.stride(0) if sc is not None else 0, vocab, max(1, rows_per_seed), float(softcap or 1.0),
-        SOFTCAP=softcap is not None, USE_Q=q is not None, WRITE_SC=sc is not None,
-        SC_ROUND=sc is not None and sc.dtype == torch.bfloat16, BLOCK_V=_block_v(vocab, rows.device),
+        rows,
+        rows.stride(0),
+        temp,
+        q if q is not None else rows,
+        q.stride(0) if q is not None else 0,
+        dummy,
+        fid,
+        sampled,
+        argmax,
+        entropy,
+        conf,
+        sc if sc is not None else rows,
+        sc.stride(0) if sc is not None else 0,
+        vocab,
+        max(1, rows_per_seed),
+        float(softcap or 1.0),
+        SOFTCAP=softcap is not None,
+        USE_Q=q is not None,
+        WRITE_SC=sc is not None,
+        SC_ROUND=sc is not None and sc.dtype == torch.bfloat16,
+        BLOCK_V=_block_v(vocab, rows.device),
     )
 
 
-def _outputs(batch: int, length: int, vocab: int, device: torch.device,
-             sc_dtype: torch.dtype | None) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
+def _outputs(
+    batch: int, length: int, vocab: int, device: torch.device, sc_dtype: torch.dtype | None
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
     outs = (
         torch.empty((batch, length), dtype=torch.long, device=device),
         torch.empty((batch, length), dtype=torch.long, device=device),
@@ -81,9 +106,16 @@ def _outputs(batch: int, length: int, vocab: int, device: torch.device,
 
 
 def tail_chunked(
-    logits: torch.Tensor, temperature: torch.Tensor | float, gens: Sequence[torch.Generator],
-    fmask: torch.Tensor | None, fids: torch.Tensor | None, draw: Draw, *, sc_dtype: torch.dtype | None,
-    softcap: float | None = None, chunk_rows: int | None = None,
+    logits: torch.Tensor,
+    temperature: torch.Tensor | float,
+    gens: Sequence[torch.Generator],
+    fmask: torch.Tensor | None,
+    fids: torch.Tensor | None,
+    draw: Draw,
+    *,
+    sc_dtype: torch.dtype | None,
+    softcap: float | None = None,
+    chunk_rows: int | None = None,
 ) -> TailOut:
     """(sampled, argmax, entropy, confidence, self-conditioning logits) of `logits` [B, L, V] / temperature, with
     the Exp(1) variates of each row chunk drawn by `draw` from the row's generator in the reference's order (the
@@ -102,8 +134,17 @@ def tail_chunked(
         for r0 in range(0, length, step):
             r1 = min(length, r0 + step)
             q = draw((r1 - r0, vocab), gen, device)
-            _run(logits[b, r0:r1], temp, fid[b, r0:r1], tuple(o[b, r0:r1] for o in outs),
-                 None if sc is None else sc[b, r0:r1], q=q, seeds=None, rows_per_seed=1, softcap=softcap)
+            _run(
+                logits[b, r0:r1],
+                temp,
+                fid[b, r0:r1],
+                tuple(o[b, r0:r1] for o in outs),
+                None if sc is None else sc[b, r0:r1],
+                q=q,
+                seeds=None,
+                rows_per_seed=1,
+                softcap=softcap,
+            )
     sampled, argmax, entropy, conf = outs
     return sampled, argmax, entropy, conf, sc
 
@@ -112,13 +153,20 @@ def row_seeds(gens: Sequence[torch.Generator], batch: int, device: torch.device)
     """One Philox seed per canvas row b, drawn on the device from row b's generator (no host read)."""
     if len(gens) == 1:
         return torch.randint(0, 2**31 - 1, (batch,), generator=gens[0], device=device, dtype=torch.int64)
-    return torch.cat([torch.randint(0, 2**31 - 1, (1,), generator=g, device=device, dtype=torch.int64)
-                      for g in gens])
+    return torch.cat(
+        [torch.randint(0, 2**31 - 1, (1,), generator=g, device=device, dtype=torch.int64) for g in gens]
+    )
 
 
 def tail_philox(
-    logits: torch.Tensor, temperature: torch.Tensor | float, seeds: torch.Tensor, fmask: torch.Tensor | None,
-    fids: torch.Tensor | None, *, sc_dtype: torch.dtype | None, softcap: float | None = None,
+    logits: torch.Tensor,
+    temperature: torch.Tensor | float,
+    seeds: torch.Tensor,
+    fmask: torch.Tensor | None,
+    fids: torch.Tensor | None,
+    *,
+    sc_dtype: torch.dtype | None,
+    softcap: float | None = None,
 ) -> TailOut:
     """The same outputs with the variates drawn in the kernel from `seeds` [B] (one launch for all B x L rows)."""
     check_device(logits)
@@ -126,9 +174,17 @@ def tail_philox(
     device = logits.device
     rows = logits.reshape(batch * length, vocab)
     outs, sc = _outputs(batch, length, vocab, device, sc_dtype)
-    _run(rows, _temp_tensor(temperature, device), _frozen_ids(fmask, fids, (batch, length), device).view(-1),
-         tuple(o.view(-1) for o in outs), None if sc is None else sc.view(batch * length, vocab), q=None,
-         seeds=seeds.to(device=device, dtype=torch.int64), rows_per_seed=length, softcap=softcap)
+    _run(
+        rows,
+        _temp_tensor(temperature, device),
+        _frozen_ids(fmask, fids, (batch, length), device).view(-1),
+        tuple(o.view(-1) for o in outs),
+        None if sc is None else sc.view(batch * length, vocab),
+        q=None,
+        seeds=seeds.to(device=device, dtype=torch.int64),
+        rows_per_seed=length,
+        softcap=softcap,
+    )
     sampled, argmax, entropy, conf = outs
     return sampled, argmax, entropy, conf, sc
 
@@ -137,6 +193,7 @@ def philox_uniforms(seeds: torch.Tensor, batch: int, length: int, vocab: int) ->
     """[B * L, V] uniforms exactly as `tail_philox` draws them (for tests and reference checks)."""
     check_device(seeds)
     out = torch.empty((batch * length, vocab), dtype=torch.float32, device=seeds.device)
-    source().philox_uniforms_kernel[(batch * length,)](seeds.to(torch.int64), out, vocab, length,
-                                                        BLOCK_V=_block_v(vocab, seeds.device))
+    source().philox_uniforms_kernel[(batch * length,)](
+        seeds.to(torch.int64), out, vocab, length, BLOCK_V=_block_v(vocab, seeds.device)
+    )
     return out

@@ -14,16 +14,18 @@ from tests.helpers.kernels import DEVICE, count_syncs
 
 pytest.importorskip("triton")
 
-from transformers.activations import ACT2FN  # noqa: E402
+from transformers.activations import ACT2FN
 
-from engine.kernels.nf4_moe import align, fused_moe, nf4_linear, reference_moe  # noqa: E402
-from engine.weights.quantize import NF4Weight  # noqa: E402
+from engine.kernels.nf4_moe import align, fused_moe, nf4_linear, reference_moe
+from engine.weights.quantize import NF4Weight
 
 GELU = ACT2FN["gelu_pytorch_tanh"]
 TOL = {torch.float32: 1e-5, torch.bfloat16: 2**-6}
 
 
-def stacks(experts: int, hidden: int, inter: int, dtype: torch.dtype, seed: int = 0) -> tuple[NF4Weight, NF4Weight]:
+def stacks(
+    experts: int, hidden: int, inter: int, dtype: torch.dtype, seed: int = 0
+) -> tuple[NF4Weight, NF4Weight]:
     gen = torch.Generator().manual_seed(seed)
     gate_up = NF4Weight((2 * inter, hidden), experts, device="cpu", dtype=dtype)
     down = NF4Weight((hidden, inter), experts, device="cpu", dtype=dtype)
@@ -33,18 +35,21 @@ def stacks(experts: int, hidden: int, inter: int, dtype: torch.dtype, seed: int 
     return gate_up.to(DEVICE), down.to(DEVICE)
 
 
-def routing(tokens: int, experts: int, top_k: int, dtype: torch.dtype, *, only: list[int] | None = None,
-            seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def routing(
+    tokens: int, experts: int, top_k: int, dtype: torch.dtype, *, only: list[int] | None = None, seed: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     pool = only if only is not None else list(range(experts))
-    picks = torch.stack([torch.tensor(pool)[torch.randperm(len(pool), generator=gen)[:top_k]]
-                         for _ in range(tokens)])
+    picks = torch.stack(
+        [torch.tensor(pool)[torch.randperm(len(pool), generator=gen)[:top_k]] for _ in range(tokens)]
+    )
     weights = torch.softmax(torch.randn(tokens, top_k, generator=gen), -1).to(dtype)
     return picks.to(DEVICE), weights.to(DEVICE)
 
 
-def check(hidden: torch.Tensor, index: torch.Tensor, weights: torch.Tensor, gate_up: NF4Weight,
-          down: NF4Weight) -> float:
+def check(
+    hidden: torch.Tensor, index: torch.Tensor, weights: torch.Tensor, gate_up: NF4Weight, down: NF4Weight
+) -> float:
     ours = fused_moe(hidden, index, weights, gate_up, down, act=1)
     ref = reference_moe(hidden, index, weights, gate_up, down, GELU)
     assert ours.shape == ref.shape and ours.dtype == ref.dtype
@@ -97,7 +102,9 @@ def test_the_kernel_never_dequantizes_a_stack(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(NF4Weight, "dequantize", refuse)
     ours = fused_moe(x, index, weights, gate_up, down, act=1)
-    assert (ours.float() - ref.float()).abs().max().item() <= TOL[torch.bfloat16] * max(1.0, ref.abs().max().item())
+    assert (ours.float() - ref.float()).abs().max().item() <= TOL[torch.bfloat16] * max(
+        1.0, ref.abs().max().item()
+    )
 
 
 def test_grouping_by_expert_reads_nothing_back_to_the_host() -> None:

@@ -14,9 +14,9 @@ from tests.helpers.kernels import DEVICE
 
 pytest.importorskip("triton")
 
-from engine.denoise import exponential_draws, token_entropy  # noqa: E402
-from engine.kernels.vocab_tail import philox_uniforms, tail_chunked, tail_philox  # noqa: E402
-from engine.lean_step import pin_in_place, sample_chunked  # noqa: E402
+from engine.denoise import exponential_draws, token_entropy
+from engine.kernels.vocab_tail import philox_uniforms, tail_chunked, tail_philox
+from engine.lean_step import pin_in_place, sample_chunked
 
 CAP = 30.0
 
@@ -30,8 +30,14 @@ def gens(batch: int, seed: int) -> list[torch.Generator]:
     return [torch.Generator(device=DEVICE).manual_seed(seed + b) for b in range(batch)]
 
 
-def reference(logits: torch.Tensor, temperature: float, generators: list[torch.Generator],
-              fmask: torch.Tensor | None, fids: torch.Tensor | None, chunk: int | None = None):
+def reference(
+    logits: torch.Tensor,
+    temperature: float,
+    generators: list[torch.Generator],
+    fmask: torch.Tensor | None,
+    fids: torch.Tensor | None,
+    chunk: int | None = None,
+):
     processed = logits / torch.tensor(temperature)
     if chunk is not None:
         import engine.lean_step as lean
@@ -66,8 +72,15 @@ def assert_close(ours, ref) -> None:
 )
 def test_tail_matches_todays_step(batch, length, vocab, temperature) -> None:
     logits = capped_logits(batch, length, vocab, seed=vocab).to(DEVICE)
-    ours = tail_chunked(logits, torch.tensor(temperature), gens(batch, 10), None, None, exponential_draws,
-                        sc_dtype=torch.bfloat16)
+    ours = tail_chunked(
+        logits,
+        torch.tensor(temperature),
+        gens(batch, 10),
+        None,
+        None,
+        exponential_draws,
+        sc_dtype=torch.bfloat16,
+    )
     assert_close(ours, reference(logits, temperature, gens(batch, 10), None, None))
 
 
@@ -88,7 +101,9 @@ def test_chunked_sampling_draws_in_the_references_order() -> None:
     batch, length, vocab = 3, 5, 300
     logits = capped_logits(batch, length, vocab, seed=7).to(DEVICE)
     one = [torch.Generator(device=DEVICE).manual_seed(42)]
-    ours = tail_chunked(logits, 0.7, one, None, None, exponential_draws, sc_dtype=torch.bfloat16, chunk_rows=2)
+    ours = tail_chunked(
+        logits, 0.7, one, None, None, exponential_draws, sc_dtype=torch.bfloat16, chunk_rows=2
+    )
     ref = reference(logits, 0.7, [torch.Generator(device=DEVICE).manual_seed(42)], None, None, chunk=2)
     assert_close(ours, ref)
 
@@ -96,8 +111,9 @@ def test_chunked_sampling_draws_in_the_references_order() -> None:
 def test_soft_cap_fused_matches_capping_first() -> None:
     raw = torch.randn(2, 3, 900, generator=torch.Generator().manual_seed(8)) * 40  # beyond the cap: saturates
     capped = torch.tanh(raw / CAP) * CAP
-    ours = tail_chunked(raw.to(DEVICE), 0.6, gens(2, 1), None, None, exponential_draws, sc_dtype=None,
-                        softcap=CAP)
+    ours = tail_chunked(
+        raw.to(DEVICE), 0.6, gens(2, 1), None, None, exponential_draws, sc_dtype=None, softcap=CAP
+    )
     ref = tail_chunked(capped.to(DEVICE), 0.6, gens(2, 1), None, None, exponential_draws, sc_dtype=None)
     assert ours[4] is None
     assert torch.equal(ours[1], ref[1])

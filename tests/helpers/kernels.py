@@ -15,8 +15,19 @@ if not torch.cuda.is_available():
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-SYNC_OPS = ("_local_scalar_dense", "is_nonzero", "item", "equal", "nonzero", "masked_select", "unique",
-            "_unique", "_unique2", "bincount", "repeat_interleave")
+SYNC_OPS = (
+    "_local_scalar_dense",
+    "is_nonzero",
+    "item",
+    "equal",
+    "nonzero",
+    "masked_select",
+    "unique",
+    "_unique",
+    "_unique2",
+    "bincount",
+    "repeat_interleave",
+)
 
 
 @contextmanager
