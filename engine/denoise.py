@@ -34,6 +34,7 @@ from transformers.generation import EosTokenCriteria, MaxLengthCriteria, Stoppin
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationMixin
 
 from engine.api import DenoiseSettings
+from engine.kernels import kernels_for
 from engine.lean_step import SelfConditioningHandoff, pin_in_place, sample_chunked
 from engine.prefix_cache import PrefillStats, PrefixCache, prefill_prompt
 
@@ -367,7 +368,7 @@ def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseS
     # The device code path (every GPU run, and the CPU under `device_code_path`) uses an experts forward without
     # per-layer host synchronisations; the CPU's host path keeps the per-expert loop, faster there.
     restore = None
-    if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get():
+    if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get() or kernels_for(prompt_ids.device):
         restore = sync_free_experts(model)
     try:
         return _denoise(model, prompt_ids, settings, **kwargs)
@@ -428,8 +429,11 @@ def _denoise(
     embed_dtype = model.model.decoder.embed_tokens.weight.dtype
     timer = ForwardTimer(device)
     on_host = device.type == "cpu" and not _DEVICE_PATH.get()
+    # LETTERPRESS_KERNELS=triton: the vocabulary tail in one kernel (engine.kernels.vocab_tail), fed the lm_head's
+    # raw output (the soft cap fused too) on the plain path.
+    tail = kernels_for(device)
     # On the CPU, sample only the accepted slots (no data-dependent shapes on a device: they would synchronise).
-    selective = on_host and batch * canvas_length * vocab <= _SELECTIVE_LIMIT
+    selective = on_host and batch * canvas_length * vocab <= _SELECTIVE_LIMIT and not tail
 
     input_ids = prompt_ids
     cur_len = prompt_len
@@ -519,20 +523,40 @@ def _denoise(
                 decoder_input_ids=canvas, decoder_attention_mask=mask_mapping, past_key_values=cache,
                 decoder_position_ids=decoder_position_ids,
             )
-            if handoff is not None:  # the body takes the logits from the hand-off; nothing of ours keeps them
+            softcap = None
+            if handoff is not None and tail:  # the body, then the lm_head's raw logits: the kernel soft-caps them
+                handoff.put(sc_logits)
+                sc_logits = None
+                logits = model.lm_head(model.model(self_conditioning_logits=None, **forward_kwargs).last_hidden_state)
+                softcap = float(model.final_logit_softcapping)
+            elif handoff is not None:  # the body takes the logits from the hand-off; nothing of ours keeps them
                 handoff.put(sc_logits)
                 sc_logits = None
                 logits = model(self_conditioning_logits=None, **forward_kwargs).logits
             else:
                 logits = fast.decoder(self_conditioning_logits=sc_logits, **forward_kwargs).logits
             timer.stop()
-            # In place on the forward's own fp32 logits (the same division); a compiled graph's output is its own.
-            processed = logits.div_(temperatures[cur_step - 1]) if handoff is not None else logits / temperatures[
-                cur_step - 1]
-            del logits
-            if plan is not None:
-                processed = plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
-            if selective:  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
+            sc_next: torch.Tensor | None = None
+            if tail:
+                sampled, new_argmax, entropy, new_conf, sc_next = _fused_tail(
+                    logits, temperatures[cur_step - 1], softcap, plan, gens, fmask, fids, draw, embed_dtype)
+                del logits
+                processed = None
+                drawn_at = time.perf_counter()
+                noise = _randint(vocab, (batch, canvas_length), gens, device)
+                out.draw_seconds += time.perf_counter() - drawn_at
+                accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
+                new_canvas = renoise(sampled, accepted_mask, noise, fmask, fids)
+            else:
+                # In place on the forward's own fp32 logits (the same division); a compiled graph's output is its own.
+                processed = logits.div_(temperatures[cur_step - 1]) if handoff is not None else logits / temperatures[
+                    cur_step - 1]
+                del logits
+                if plan is not None:
+                    processed = plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
+            if tail:
+                pass
+            elif selective:  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
                 probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
                 drawn_at = time.perf_counter()
                 uniforms = uniform_draws(gens, (batch, canvas_length, vocab))
@@ -577,10 +601,13 @@ def _denoise(
                 flags = [f or done for f, done in zip(flags, stopper.rows_done(new_argmax, entropy, fmask))]
             else:
                 finished = finished | stopper(new_argmax, entropy, fmask)
-            if fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
-                processed = pin_in_place(processed, fmask, fids)
-            sc_logits = processed.to(embed_dtype)
-            del processed
+            if processed is None:  # the fused tail wrote the (pinned) bf16 hand-off itself
+                sc_logits = sc_next
+            else:
+                if fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
+                    processed = pin_in_place(processed, fmask, fids)
+                sc_logits = processed.to(embed_dtype)
+            del processed, sc_next
             canvas, argmax, conf = new_canvas, new_argmax, new_conf
 
             if on_host:  # the tensors already are host memory: hand them over as they are
@@ -634,6 +661,29 @@ def _denoise(
     out.confidence = torch.cat(confidences, dim=1).float().cpu() if confidences else torch.zeros(batch, 0)
     out.total_seconds = time.perf_counter() - start
     return out
+
+
+def _fused_tail(
+    logits: torch.Tensor, temperature: torch.Tensor, softcap: float | None, plan: Any,
+    gens: Sequence[torch.Generator], fmask: torch.Tensor | None, fids: torch.Tensor | None, draw: Any,
+    sc_dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(sampled, argmax, entropy, confidence, bf16 hand-off) from `engine.kernels.vocab_tail`: on CUDA with the
+    variates drawn in the kernel (one seed per row from its generator), elsewhere (the interpreter) with the
+    reference's own Exp(1) draws. A warm canvas's stop suppression edits the tempered logits, so there the soft cap
+    and the temperature are applied first, as today, and the kernel divides by 1."""
+    from engine.kernels.vocab_tail import row_seeds, tail_chunked, tail_philox
+
+    if plan is not None:
+        if softcap is not None:
+            logits = torch.tanh(logits.float() / softcap) * softcap
+            softcap = None
+        logits = plan.suppress_stops(logits.float().div_(temperature))
+        temperature = torch.ones((), device=logits.device)
+    if logits.device.type == "cuda":
+        seeds = row_seeds(gens, logits.shape[0], logits.device)
+        return tail_philox(logits, temperature, seeds, fmask, fids, sc_dtype=sc_dtype, softcap=softcap)
+    return tail_chunked(logits, temperature, gens, fmask, fids, draw, sc_dtype=sc_dtype, softcap=softcap)
 
 
 def _pinned_logits(processed: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:

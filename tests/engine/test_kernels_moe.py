@@ -131,8 +131,8 @@ def test_nf4_dense_linear_matches_dequantize_then_matmul(dtype) -> None:
 
 @pytest.mark.slow
 def test_real_expert_shapes_with_fewer_experts() -> None:
-    """The 26B-A4B's hidden 2816 and expert width 704 (4 experts instead of 128, 24 tokens top-2: ~1 min)."""
-    gate_up, down = stacks(4, 2816, 704, torch.bfloat16)
-    x = torch.randn(24, 2816, generator=torch.Generator().manual_seed(8)).to(torch.bfloat16).to(DEVICE)
-    index, weights = routing(24, 4, 2, torch.bfloat16, only=[0, 1, 3])  # expert 2 empty
+    """The 26B-A4B's hidden 2816 and expert width 704 (3 experts instead of 128, one empty; 8 tokens top-2)."""
+    gate_up, down = stacks(3, 2816, 704, torch.bfloat16)
+    x = torch.randn(8, 2816, generator=torch.Generator().manual_seed(8)).to(torch.bfloat16).to(DEVICE)
+    index, weights = routing(8, 3, 2, torch.bfloat16, only=[0, 2])  # expert 1 empty
     check(x, index, weights, gate_up, down)
