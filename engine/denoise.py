@@ -370,6 +370,10 @@ def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseS
     restore = None
     if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get() or kernels_for(prompt_ids.device):
         restore = sync_free_experts(model)
+    if kernels_for(prompt_ids.device):
+        from engine.kernels.rmsnorm import install
+
+        install(model)  # the norms use the kernel while the switch is on, their own forward otherwise
     try:
         return _denoise(model, prompt_ids, settings, **kwargs)
     finally:
@@ -527,8 +531,11 @@ def _denoise(
             if handoff is not None and tail:  # the body, then the lm_head's raw logits: the kernel soft-caps them
                 handoff.put(sc_logits)
                 sc_logits = None
-                logits = model.lm_head(model.model(self_conditioning_logits=None, **forward_kwargs).last_hidden_state)
-                softcap = float(model.final_logit_softcapping)
+                body: Any = model.model
+                head: Any = model.lm_head
+                logits = head(body(self_conditioning_logits=None, **forward_kwargs).last_hidden_state)
+                cap: Any = model.final_logit_softcapping
+                softcap = float(cap)
             elif handoff is not None:  # the body takes the logits from the hand-off; nothing of ours keeps them
                 handoff.put(sc_logits)
                 sc_logits = None
@@ -541,7 +548,6 @@ def _denoise(
                 sampled, new_argmax, entropy, new_conf, sc_next = _fused_tail(
                     logits, temperatures[cur_step - 1], softcap, plan, gens, fmask, fids, draw, embed_dtype)
                 del logits
-                processed = None
                 drawn_at = time.perf_counter()
                 noise = _randint(vocab, (batch, canvas_length), gens, device)
                 out.draw_seconds += time.perf_counter() - drawn_at
@@ -601,13 +607,14 @@ def _denoise(
                 flags = [f or done for f, done in zip(flags, stopper.rows_done(new_argmax, entropy, fmask))]
             else:
                 finished = finished | stopper(new_argmax, entropy, fmask)
-            if processed is None:  # the fused tail wrote the (pinned) bf16 hand-off itself
+            if tail:  # the fused tail wrote the (pinned) bf16 hand-off itself
                 sc_logits = sc_next
             else:
                 if fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
                     processed = pin_in_place(processed, fmask, fids)
                 sc_logits = processed.to(embed_dtype)
-            del processed, sc_next
+                del processed
+            del sc_next
             canvas, argmax, conf = new_canvas, new_argmax, new_conf
 
             if on_host:  # the tensors already are host memory: hand them over as they are
@@ -666,7 +673,7 @@ def _denoise(
 def _fused_tail(
     logits: torch.Tensor, temperature: torch.Tensor, softcap: float | None, plan: Any,
     gens: Sequence[torch.Generator], fmask: torch.Tensor | None, fids: torch.Tensor | None, draw: Any,
-    sc_dtype: torch.dtype,
+    sc_dtype: Any,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(sampled, argmax, entropy, confidence, bf16 hand-off) from `engine.kernels.vocab_tail`: on CUDA with the
     variates drawn in the kernel (one seed per row from its generator), elsewhere (the interpreter) with the

@@ -33,8 +33,20 @@ def int8_linear(x: torch.Tensor, module: Any) -> torch.Tensor:
     round_bf16 = module.compute_dtype == torch.bfloat16 or x.dtype == torch.bfloat16
     grid = ((rows + bm - 1) // bm, (out_f + bn - 1) // bn)
     source().int8_gemm_kernel[grid](
-        a, a.stride(0), module.CB, module.SCB, out, out.stride(0), rows, out_f, in_f,
-        ROUND=round_bf16, DOT_BF16=round_bf16 and dot_in_bf16(a.device), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        a,
+        a.stride(0),
+        module.CB,
+        module.SCB,
+        out,
+        out.stride(0),
+        rows,
+        out_f,
+        in_f,
+        ROUND=round_bf16,
+        DOT_BF16=round_bf16 and dot_in_bf16(a.device),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
     )
     return out.view(*lead, out_f)
 

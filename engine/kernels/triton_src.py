@@ -330,3 +330,21 @@ def vocab_tail_kernel(
     tl.store(argmax_ptr + row, tl.where(frozen, fid, best_i))
     tl.store(entropy_ptr + row, entropy)
     tl.store(conf_ptr + row, conf)
+
+
+@triton.jit
+def rms_norm_kernel(
+    x_ptr, w_ptr, out_ptr, D, eps, HAS_W: tl.constexpr, ROUND: tl.constexpr, BLOCK_D: tl.constexpr
+):
+    """One row: x * (mean(x^2) + eps)^-1/2 (* weight), in fp32, read and written once."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_D)
+    ok = cols < D
+    x = tl.load(x_ptr + row * D + cols, mask=ok, other=0.0).to(tl.float32)
+    mean = tl.sum(x * x, 0) / D + eps
+    y = x * (1.0 / tl.sqrt(mean))
+    if HAS_W:
+        y = y * tl.load(w_ptr + cols, mask=ok, other=0.0).to(tl.float32)
+    if ROUND:
+        y = round_bf16(y)
+    tl.store(out_ptr + row * D + cols, y.to(out_ptr.dtype.element_ty), mask=ok)

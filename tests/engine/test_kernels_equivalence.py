@@ -13,16 +13,26 @@ from tests.helpers.kernels import DEVICE
 
 pytest.importorskip("triton")
 
-from engine.api import DenoiseSettings  # noqa: E402
-from engine.denoise import Frozen, denoise  # noqa: E402
+from engine.api import DenoiseSettings
+from engine.denoise import Frozen, denoise
 
-pytestmark = pytest.mark.skipif(DEVICE.type != "cpu", reason="the interpreter run; on a GPU see kernel_timing")
+pytestmark = pytest.mark.skipif(
+    DEVICE.type != "cpu", reason="the interpreter run; on a GPU see kernel_timing"
+)
 
 
 def _run(model, ids, settings: DenoiseSettings, seed: int, max_new: int, frozen: Frozen | None = None):
     gen = model.generation_config
-    return denoise(model, ids, settings, max_new_tokens=max_new, eos_token_ids=gen.eos_token_id,
-                   pad_token_id=gen.pad_token_id, seed=seed, frozen=frozen)
+    return denoise(
+        model,
+        ids,
+        settings,
+        max_new_tokens=max_new,
+        eos_token_ids=gen.eos_token_id,
+        pad_token_id=gen.pad_token_id,
+        seed=seed,
+        frozen=frozen,
+    )
 
 
 def test_fused_tail_draft_matches_generate(session, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,7 +81,9 @@ def nf4_session(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.mark.slow
-def test_fused_nf4_experts_and_linears_write_the_same_draft(nf4_session, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fused_nf4_experts_and_linears_write_the_same_draft(
+    nf4_session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.weights.quantize import NF4Weight
 
     model, tok = nf4_session.model, nf4_session.tokenizer
