@@ -97,3 +97,19 @@ def test_bench_kernels_says_plainly_when_there_is_no_gpu(capsys: pytest.CaptureF
     assert time_kernels() == {"timed": False, "message": NO_DEVICE}
     assert main(["bench", "--kernels"]) == 0
     assert capsys.readouterr().out.strip() == "no CUDA device: kernels not timed"
+
+
+@pytest.mark.gpu
+def test_kernel_timing_on_the_gpu() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from engine.tools.kernel_timing import time_kernels
+
+    report = time_kernels(experts=8, iters=2)
+    assert report["timed"] is True
+    for op, entry in report["ops"].items():
+        assert "error" not in entry, (op, entry)
+        assert all(side["ms"] > 0 for side in entry["sides"].values())
+    assert report["ops"]["vocab_tail"]["sides"]["fused_tail"]["argmax_equal"] is True
