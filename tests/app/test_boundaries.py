@@ -46,6 +46,7 @@ def test_engine_never_imports_qt_anywhere():
 RUNTIME_PATH = ("api", "prompts", "infill", "canvas", "prefix_cache", "denoise", "fastpath", "display", "session",
                 "threads", "fake", "__main__", "lean_step", "budget", "special_tokens")
 ROOMS = ("weights", "tools", "training")
+RUNTIME_PATH += ("resources",)  # where the shipped resources/ live (the app asks the engine)
 
 
 def engine_imports(path: Path) -> set[str]:
@@ -127,7 +128,7 @@ def test_importing_every_app_module_and_running_the_fake_window_never_loads_torc
     code = """
 import importlib, json, pkgutil, sys, time
 import app
-names = [m.name for m in pkgutil.iter_modules(app.__path__, "app.") if m.name != "app.__main__"]
+names = [m.name for m in pkgutil.walk_packages(app.__path__, "app.") if m.name != "app.__main__"]
 for name in names:
     importlib.import_module(name)
 import app.__main__
@@ -148,7 +149,7 @@ print(json.dumps({"state": state, "modules": names,
 """ % (sorted(HEAVY),)
     report = _run(code, tmp_path)
     assert report["state"] == "ready"
-    assert "app.assist" in report["modules"] and "app.engine_host" in report["modules"]
+    assert "app.assist.controller" in report["modules"] and "app.assist.engine_host" in report["modules"]
     assert report["heavy"] == []
 
 
