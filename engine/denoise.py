@@ -371,9 +371,9 @@ def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseS
     if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get() or kernels_for(prompt_ids.device):
         restore = sync_free_experts(model)
     if kernels_for(prompt_ids.device):
-        from engine.kernels.rmsnorm import install
+        from engine.kernels.install import install
 
-        install(model)  # the norms use the kernel while the switch is on, their own forward otherwise
+        install(model)  # linears and norms use the kernels while the switch is on, their own forward otherwise
     try:
         return _denoise(model, prompt_ids, settings, **kwargs)
     finally:

@@ -3,9 +3,8 @@ square, mean, scale, weight, cast: 40 bytes per element for a bf16 activation); 
 writes it once (4 bytes). Eight of them per layer over the hidden size and three over the attention heads make
 the largest share of what remained above the roofline after the 4-bit kernels (engine.tools.traffic).
 
-`install(model)` gives every RMSNorm of the model a forward that uses the kernel while `LETTERPRESS_KERNELS`
-applies to the activation's device and the module's own forward otherwise (so the switch can be turned off at any
-time). Tolerance: fp32 within 1e-6 relative (the mean's summation order and 1/sqrt against pow(-0.5)); bf16 within
+`engine.kernels.install` gives every RMSNorm of a model a forward that uses the kernel while `LETTERPRESS_KERNELS`
+applies to the activation's device and the module's own forward otherwise. Tolerance: fp32 within 1e-6 relative (the mean's summation order and 1/sqrt against pow(-0.5)); bf16 within
 one bf16 rounding step (2**-7 relative).
 """
 
@@ -15,7 +14,6 @@ from typing import Any
 
 import torch
 
-from engine.kernels import kernels_for
 from engine.kernels.common import check_device, source
 
 
@@ -39,28 +37,12 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.
     return out.view(x.shape)
 
 
-def _forward(module: Any, original: Any) -> Any:
+def norm_kernel(module: Any) -> Any:
+    """The kernel call standing in for `module.forward` (engine.kernels.install wraps it behind the switch)."""
+
     def forward(hidden_states: torch.Tensor) -> torch.Tensor:
-        if hidden_states.dtype in (torch.float32, torch.bfloat16) and kernels_for(hidden_states.device):
-            weight = module.weight if module.with_scale else None
-            return rms_norm(hidden_states, weight, module.eps)
-        return original(hidden_states)
+        if hidden_states.dtype not in (torch.float32, torch.bfloat16):
+            return module.__class__.forward(module, hidden_states)
+        return rms_norm(hidden_states, module.weight if module.with_scale else None, module.eps)
 
     return forward
-
-
-def install(model: torch.nn.Module) -> int:
-    """Route the model's RMSNorms through the kernel while the switch is on (idempotent); how many were new."""
-    count = 0
-    for module in model.modules():
-        if (
-            type(module).__name__.endswith("RMSNorm")
-            and hasattr(module, "eps")
-            and hasattr(module, "with_scale")
-        ):
-            if getattr(module, "_letterpress_kernel_norm", False):
-                continue
-            module.forward = _forward(module, module.forward)  # type: ignore[method-assign]
-            module._letterpress_kernel_norm = True  # type: ignore[assignment]
-            count += 1
-    return count

@@ -164,12 +164,7 @@ class NF4Weight(nn.Module):
 
     def matmul(self, x: torch.Tensor, index: int | None = None) -> torch.Tensor:
         """x @ W.T with W the stored matrix: bitsandbytes' fused 4-bit GEMM on CUDA, dequantize + matmul elsewhere
-        (which is what bitsandbytes does on the CPU anyway). With `LETTERPRESS_KERNELS=triton` a single matrix
-        goes through `engine.kernels.nf4_moe.nf4_linear` (dequantized in registers, no bf16 copy)."""
-        if index is None and _kernels_for(x.device):
-            from engine.kernels.nf4_moe import nf4_linear
-
-            return nf4_linear(x, self)
+        (which is what bitsandbytes does on the CPU anyway)."""
         if x.device.type == "cuda":
             return _bnb().matmul_4bit(x, self.packed(index).view(-1, 1).t(), quant_state=self.quant_state(index))
         return torch.nn.functional.linear(x, self.dequantize(index).to(x.dtype))
@@ -227,17 +222,7 @@ class Int8Linear(nn.Module):
         return (self.CB.to(torch.float32) * (self.SCB / 127.0).unsqueeze(1)).to(self.compute_dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _kernels_for(x.device):  # LETTERPRESS_KERNELS=triton: the codes read once, no fp32 copy
-            from engine.kernels.int8_gemm import int8_linear
-
-            return int8_linear(x, self)
         return torch.nn.functional.linear(x, self.dequantize().to(x.dtype))
-
-
-def _kernels_for(device: torch.device) -> bool:
-    from engine.kernels import kernels_for
-
-    return kernels_for(device)
 
 
 def quantized_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:

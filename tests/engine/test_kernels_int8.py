@@ -11,6 +11,7 @@ from tests.helpers.kernels import DEVICE
 
 pytest.importorskip("triton")
 
+from engine.kernels.install import install
 from engine.kernels.int8_gemm import int8_linear
 from engine.weights.quantize import Int8Linear
 
@@ -34,6 +35,7 @@ def test_the_switch_routes_int8_layers_through_the_kernel(monkeypatch: pytest.Mo
     layer = Int8Linear(64, 32, device="cpu", dtype=torch.float32)
     layer.store(torch.randn(32, 64))
     x = torch.randn(3, 64)
+    assert install(layer) == 1 and install(layer) == 0
     monkeypatch.setenv("LETTERPRESS_KERNELS", "triton")
     calls = []
     real = Int8Linear.dequantize

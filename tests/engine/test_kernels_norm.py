@@ -11,7 +11,8 @@ pytest.importorskip("triton")
 
 from transformers.models.diffusion_gemma.modeling_diffusion_gemma import DiffusionGemmaRMSNorm
 
-from engine.kernels.rmsnorm import install, rms_norm
+from engine.kernels.install import install
+from engine.kernels.rmsnorm import rms_norm
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
