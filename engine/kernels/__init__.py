@@ -6,6 +6,12 @@
 * `int8_gemm`   the nf4-mixed plan's int8 linears (row-wise absmax) multiplied without the fp32 weight copy.
 * `vocab_tail`  the per-row, vocabulary-sized work of a denoising step (soft cap, temperature, entropy, argmax,
                 confidence, the one-sample multinomial, the self-conditioning hand-off) in two passes over a row.
+* `rmsnorm`     DiffusionGemma's RMSNorm read once and written once.
+* `install`     wraps a loaded model's quantized linears and norms behind the switch (the denoising loop calls it);
+                the experts switch through `engine.fastpath.sync_free_experts`.
+
+Imports: torch, triton (lazily), `engine.weights.quantize` (the layouts) and `engine.lean_step` (the chunking);
+never `engine.tools` or `engine.training`. `engine.weights` does not import this package.
 
 The one switch is `LETTERPRESS_KERNELS`: "triton" turns the kernels on (on CUDA, and on CPU tensors when
 `TRITON_INTERPRET=1` was set before Triton was imported: the interpreter, for tests), "off" (the default) keeps
