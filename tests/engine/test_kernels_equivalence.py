@@ -39,14 +39,14 @@ def test_fused_tail_draft_matches_generate(session, monkeypatch: pytest.MonkeyPa
     model, tok = session.model, session.tokenizer
     ids = tok("The quick brown fox", return_tensors="pt").input_ids
     torch.manual_seed(1)
-    reference = model.generate(ids, max_new_tokens=32).sequences
+    reference = model.generate(ids, max_new_tokens=32, max_denoising_steps=12).sequences
     monkeypatch.setenv("LETTERPRESS_KERNELS", "triton")
     calls = []
     import engine.kernels.vocab_tail as tail
 
     real = tail.tail_chunked
     monkeypatch.setattr(tail, "tail_chunked", lambda *a, **k: calls.append(1) or real(*a, **k))
-    ours = _run(model, ids, DenoiseSettings(), seed=1, max_new=32)
+    ours = _run(model, ids, DenoiseSettings(max_steps=12), seed=1, max_new=32)
     assert calls, "the fused tail did not run"
     assert torch.equal(ours.sequences, reference)
 
@@ -80,7 +80,6 @@ def nf4_session(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     return s
 
 
-@pytest.mark.slow
 def test_fused_nf4_experts_and_linears_write_the_same_draft(
     nf4_session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
