@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
 
 from app.platform import privacy
 from app.documents.controller import DocumentController
 from app.documents.recovery import RecoveredDocument, RecoveryManager
 from app.config.settings import Settings, data_dir, recovery_dir
-from app.ui.actions import add_window_action
+from app.ui.actions import add_window_action, configure
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +136,7 @@ def _add_model_action(window: QMainWindow, settings: Settings | None) -> QAction
     host = getattr(window, "host", None)
     if host is None:
         return None
-    action = QAction("&Model manager…", window)
-    action.setObjectName("actionModelManager")
-    action.setStatusTip("Choose, check and load a DiffusionGemma model")
+    action = configure(QAction(window), "actionModelManager")
 
     def open_dialog() -> None:
         from app.ui.model_dialog import ModelDialog
@@ -165,11 +163,7 @@ def _add_model_action(window: QMainWindow, settings: Settings | None) -> QAction
 def _add_settings_action(window: QMainWindow, settings: Settings | None) -> QAction | None:
     if settings is None:
         return None
-    action = QAction("&Settings…", window)
-    action.setObjectName("actionSettings")
-    action.setMenuRole(QAction.MenuRole.PreferencesRole)
-    keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Preferences) or [QKeySequence("Ctrl+,")]
-    action.setShortcuts(keys)
+    action = configure(QAction(window), "actionSettings")  # Preferences: the platform's key, else Ctrl+,
 
     def open_dialog() -> None:
         from app.ui.settings_dialog import SettingsDialog
@@ -179,7 +173,7 @@ def _add_settings_action(window: QMainWindow, settings: Settings | None) -> QAct
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    add_window_action(window, action, "menuEdit", "&Edit")
+    add_window_action(window, action, title="&Edit")
     return action
 
 

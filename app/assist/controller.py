@@ -23,6 +23,7 @@ from typing import Any, Literal
 from PySide6.QtCore import QObject, QTextBoundaryFinder, Signal, Slot
 from PySide6.QtGui import QTextCursor
 
+from app.config.commands import default_key
 from app.ui.editor import Editor
 from app.assist.engine_host import EngineHost
 from app.assist.ghost import GhostContent, GhostPainter, Layout
@@ -180,7 +181,7 @@ class Assistant(QObject):
         share re-noised) defaults to what `strength_for` remembers for that instruction, else 1.0."""
         cursor = self.editor.textCursor()
         if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
-            key = self._key("rewrite", "Ctrl+R")
+            key = self._key("rewrite")
             self.message.emit("Select the text you want rewritten first, then choose Rewrite"
                               + (f" ({key})." if key else "."))
             return None
@@ -492,14 +493,16 @@ class Assistant(QObject):
         self._show()
         return True
 
-    def _key(self, name: str, default: str) -> str:
-        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it."""
+    def _key(self, name: str, default: str | None = None) -> str:
+        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it;
+        without settings, the command table's default (what is bound then)."""
+        fallback = default_key(name) if default is None else default
         if self.settings is None:
-            return default
+            return fallback
         try:
             return str(self.settings[f"keys.{name}"])
         except Exception:  # noqa: BLE001 - a settings object without keys: the defaults are what is bound
-            return default
+            return fallback
 
     def _char_before(self, pos: int) -> str:
         return self._text(max(0, pos - 2), pos)[-1:] if pos > 0 else ""
@@ -558,8 +561,8 @@ class Assistant(QObject):
             if count > 1:
                 badge += f" · {sug.index + 1}/{count}"
         else:
-            hints = [f"{key} {verb}" for key, verb in ((self._key("accept", "Tab"), "accept"),
-                                                        (self._key("dismiss", "Esc"), "dismiss")) if key]
+            hints = [f"{key} {verb}" for key, verb in ((self._key("accept"), "accept"),
+                                                        (self._key("dismiss"), "dismiss")) if key]
             badge = " · ".join(([f"{sug.index + 1}/{count}"] if count > 1 else []) + hints)
         content = GhostContent(sug.layout, sug.spans, badge, sug.error)
         for hook in self.view_hooks:

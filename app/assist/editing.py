@@ -23,6 +23,8 @@ from app.assist.alternatives_panel import AlternativesPanel
 from app.assist.diff_view import WordDiff, diff_hook
 from app.assist.ghost import GhostContent
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
+from app.config.commands import default_key
+from app.ui import actions
 from engine.api import DraftRequest, InfillRequest, RewriteRequest, new_request_id
 
 log = logging.getLogger(__name__)
@@ -60,29 +62,19 @@ class DiffusionEditing(QObject):
 
     def _build_actions(self) -> None:
         w = self.window
-        self.actionRerollUncertain = w._action(
-            "actionRerollUncertain", "Re-roll &uncertain words", self.reroll_uncertain, ["Alt+R"],
-            "Keep the words the model is sure of and redraw the rest, live (Alt+R)")
-        self.actionRerollAroundPins = w._action(
-            "actionRerollAroundPins", "Re-roll around &pinned words", self.reroll_around_pins, ["Alt+Shift+R"],
-            "Keep the words you pinned and redraw everything else (Alt+Shift+R)")
-        self.actionPinNextWord = w._action(
-            "actionPinNextWord", "&Pin next word", self.pin_next_word, ["Ctrl+Alt+Right"],
-            "Extend the pinned words by one, or click a word of the suggestion (Ctrl+Alt+Right)")
-        self.actionUnpinLastWord = w._action(
-            "actionUnpinLastWord", "Unpin &last word", self.unpin_last_word, ["Ctrl+Alt+Left"])
-        self.actionClearPins = w._action("actionClearPins", "&Clear pins", self.clear_pins)
-        self.actionToggleDiffView = w._action(
-            "actionToggleDiffView", "Show rewrites as a word &diff", self.toggle_diff_view, ["Ctrl+Shift+D"],
-            "Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below")
-        self.actionToggleDiffView.setCheckable(True)
+        self.actionRerollUncertain = actions.create(w, "actionRerollUncertain", self.reroll_uncertain)
+        self.actionRerollAroundPins = actions.create(w, "actionRerollAroundPins", self.reroll_around_pins)
+        self.actionPinNextWord = actions.create(w, "actionPinNextWord", self.pin_next_word)
+        self.actionUnpinLastWord = actions.create(w, "actionUnpinLastWord", self.unpin_last_word)
+        self.actionClearPins = actions.create(w, "actionClearPins", self.clear_pins)
+        self.actionToggleDiffView = actions.create(w, "actionToggleDiffView", self.toggle_diff_view)
         self.actionToggleDiffView.setChecked(self.diff_enabled)
         self.strength_group = QActionGroup(self)
         self.strength_actions: list[QAction] = []
         for name, value in LEVELS:
-            act = w._action(f"actionRewriteStrength_{name.lower()}", f"{name} ({value:.1f})",
-                            lambda v=value: self.set_strength(v),
-                            tip=f"Rewrite strength {value:.1f} for the preset the dial shows")
+            act = actions.create_member(w, "actionRewriteStrength_", name.lower(), f"{name} ({value:.1f})",
+                                        lambda v=value: self.set_strength(v),
+                                        tip=f"Rewrite strength {value:.1f} for the preset the dial shows")
             act.setCheckable(True)
             self.strength_group.addAction(act)
             self.strength_actions.append(act)
@@ -103,9 +95,6 @@ class DiffusionEditing(QObject):
         tools.setMovable(False)
         tools.addWidget(self.dial)
         tools.addSeparator()
-        self.actionRerollUncertain.setIconText("Re-roll uncertain")
-        self.actionRerollAroundPins.setIconText("Re-roll around pins")
-        self.actionClearPins.setIconText("Clear pins")
         tools.addActions([self.actionRerollUncertain, self.actionRerollAroundPins, self.actionClearPins])
         tools.addSeparator()
         self.toolbarEditing = tools
@@ -122,15 +111,10 @@ class DiffusionEditing(QObject):
         self.panel.hide()
         self.panel.chosen.connect(self._choose_alternative)
         self.panel.visibilityChanged.connect(lambda shown: shown and self.panel_refresh())
-        self.actionShowAlternatives = self.panel.toggleViewAction()
-        self.actionShowAlternatives.setObjectName("actionShowAlternatives")
-        self.actionShowAlternatives.setText("&Alternatives panel")
-        self.actionShowAlternatives.setShortcut("Ctrl+Shift+A")
+        self.actionShowAlternatives = actions.configure(self.panel.toggleViewAction(), "actionShowAlternatives")
         w.addAction(self.actionShowAlternatives)
         w.menuView.addSeparator()
         w.menuView.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
-        self.actionToggleDiffView.setIconText("Word diff")
-        self.actionShowAlternatives.setIconText("Alternatives")
         tools.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
         hooks = getattr(w, "context_menu_hooks", None)
         if hooks is not None:
@@ -285,7 +269,7 @@ class DiffusionEditing(QObject):
     def _rerollable(self) -> Any:
         sug = self.assistant.suggestion
         if sug is None or not self.assistant.suggestion_visible:
-            draft, rewrite = self._key("draft", "Ctrl+Enter"), self._key("rewrite", "Ctrl+R")
+            draft, rewrite = self._key("draft"), self._key("rewrite")
             self.window.show_message("There is no suggestion to re-roll; draft"
                                      + (f" ({draft})" if draft else "") + " or rewrite"
                                      + (f" ({rewrite})." if rewrite else "."))
@@ -300,7 +284,7 @@ class DiffusionEditing(QObject):
             self._stale()
             return None
         if sug.running:
-            stop = self._key("dismiss", "Esc")
+            stop = self._key("dismiss")
             self.window.show_message("Pin words once the suggestion has settled"
                                      + (f" (or press {stop} to stop it)." if stop else "."))
             return None
@@ -384,9 +368,9 @@ class DiffusionEditing(QObject):
         elif key == "rewrite.presets":
             self.memory.presets = self.assistant.presets()
 
-    def _key(self, name: str, default: str) -> str:
+    def _key(self, name: str, default: str | None = None) -> str:
         """The key the writer bound to `keys.<name>` ("" for none), so hints never name a key that does nothing."""
-        return str(self._setting(f"keys.{name}", default))
+        return str(self._setting(f"keys.{name}", default_key(name) if default is None else default))
 
     def _pinned_hint(self, word: str) -> str:
         key = self._key("reroll_around_pins", "")

@@ -22,6 +22,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app.config import commands
 from app.platform.atomic import atomic_write_text
 from app.platform.folders import APP_NAME, config_dir, data_dir, log_dir, recovery_dir  # noqa: F401 - re-exported
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
@@ -144,21 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("appearance.font_size", int, 12, "Font size", 6, 72),
     Setting("documents.autosave_seconds", int, 5, "Autosave every (seconds)", 1, 600),
     Setting("privacy.log_document_text", bool, False, "Write document text to the log (debugging only)"),
-    *(Setting(f"keys.{name}", str, key, label, kind="key", help=help_) for name, key, label, help_ in (
-        ("accept", "Tab", "Accept suggestion", "Only while a suggestion is shown; otherwise the key types."),
-        ("accept_word", "Ctrl+Right", "Accept next word", "Only while a suggestion is shown."),
-        ("accept_line", "Shift+Tab", "Accept next line", "Only while a suggestion is shown."),
-        ("dismiss", "Esc", "Dismiss suggestion", "Only while a suggestion is shown or running."),
-        ("next_alternative", "Alt+]", "Next alternative", "Only while a suggestion is shown."),
-        ("previous_alternative", "Alt+[", "Previous alternative", "Only while a suggestion is shown."),
-        ("draft", "Ctrl+Return", "Draft at cursor", ""),
-        ("rewrite", "Ctrl+R", "Rewrite selection", ""),
-        ("infill", "Ctrl+Shift+I", "Infill selection or gap", ""),
-        ("reroll_uncertain", "Alt+R", "Re-roll uncertain words", "Only while a suggestion is shown."),
-        ("reroll_around_pins", "Alt+Shift+R", "Re-roll around pinned words", "Only while a suggestion is shown."),
-        ("pin_next_word", "Ctrl+Alt+Right", "Pin next word", "Only while a settled suggestion is shown."),
-        ("unpin_last_word", "Ctrl+Alt+Left", "Unpin last word", "Only while a settled suggestion is shown."),
-    )),
+    # The assistant's keys: their defaults, labels and help come from the one command table.
+    *(Setting(c.setting, str, c.key, c.name, kind="key", help=c.help) for c in commands.rebindable()),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -282,16 +270,7 @@ class Settings(QObject):
 
 
 # Keys the app binds for itself: an assistant key may not take one of them (the other command would stop working).
-RESERVED_KEYS: dict[str, str] = {
-    "Ctrl+Z": "Undo", "Ctrl+Shift+Z": "Redo", "Ctrl+Y": "Redo", "Ctrl+F": "Find", "Ctrl+H": "Find and replace",
-    "Ctrl+Shift+P": "Command palette", "Ctrl+Shift+R": "Custom instruction", "Ctrl+Q": "Quit", "Ctrl+S": "Save",
-    "Ctrl+Shift+S": "Save as", "Ctrl+O": "Open", "Ctrl+N": "New", "Ctrl++": "Zoom in", "Ctrl+=": "Zoom in",
-    "Ctrl+-": "Zoom out", "Ctrl+0": "Actual size", "Ctrl+,": "Settings", "Ctrl+A": "Select all", "Ctrl+C": "Copy",
-    "Ctrl+V": "Paste", "Ctrl+X": "Cut", "Return": "New line", "Enter": "New line", "Backspace": "Delete",
-    "Del": "Delete", "Ctrl+Shift+D": "Show rewrites as a word diff", "Ctrl+Shift+A": "Alternatives panel",
-}
-# Two spellings of one key press (Shift+Tab arrives as Backtab; the keypad's Enter beside Return).
-KEY_TWINS: dict[str, str] = {"Shift+Backtab": "Shift+Tab", "Backtab": "Shift+Tab", "Ctrl+Enter": "Ctrl+Return"}
+RESERVED_KEYS: dict[str, str] = commands.reserved_keys()
 
 
 def normal_key(text: str) -> str:
@@ -331,7 +310,7 @@ def key_clash(values: Mapping[str, Any], changed: Iterable[str] = ()) -> str:
         key = normal_key(str(values.get(s.key, "")))
         if not key:
             continue
-        key = KEY_TWINS.get(key, key)
+        key = commands.canonical(key)
         if key in RESERVED_KEYS:
             return f"{key} is already the key for {RESERVED_KEYS[key]}; choose another key for {s.label}."
         if key in owner:

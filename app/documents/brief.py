@@ -270,9 +270,9 @@ def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path
     store = BriefStore(recovery_folder.parent / "briefs")
     store.forget_orphans(recovery_folder, keep=untitled_key(session))
     controller = BriefController(store, session, documents, parent=window)
-    action = QAction("Document &brief…", window)
-    action.setObjectName("actionDocumentBrief")
-    action.setStatusTip("A note on style, audience, names and facts that every request for this document reads")
+    from app.ui.actions import add_window_action, configure
+
+    action = configure(QAction(window), "actionDocumentBrief")
 
     def open_dialog() -> None:
         dialog = BriefDialog(controller, window)
@@ -280,9 +280,7 @@ def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    from app.ui.actions import add_window_action
-
-    add_window_action(window, action, "menuAssist", "&Assist")
+    add_window_action(window, action, title="&Assist")
     assistant = getattr(window, "assistant", None)
     if assistant is not None:
         assistant.brief_provider = lambda: controller.text
