@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+import tomlkit.exceptions
+import tomlkit.items
 from PySide6.QtCore import QObject, Signal
 
 from app.config import commands
@@ -236,11 +239,18 @@ class Settings(QObject):
         """Write the TOML file atomically; a failure is logged and reported, never raised into the UI."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, to_toml(self._values))
+            atomic_write_text(self.path, to_toml(self._values, self._current_text()))
         except OSError as exc:
             msg = f"Settings could not be saved to {self.path} ({exc.strerror or exc}); they apply until you quit."
             log.warning(msg)
             self.problems.append(msg)
+
+    def _current_text(self) -> str:
+        """The file as it is now ("" when there is none or it cannot be read): its comments are kept."""
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def load(self) -> None:
         """(Re)read the file; every bad value falls back to its default and is listed in `problems`."""
@@ -363,32 +373,86 @@ def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# A small TOML writer (the standard library only reads TOML)
+# Writing TOML (tomlkit: the standard library only reads it, and a rewrite must keep what the writer typed)
 
 
-def to_toml(values: Mapping[str, Any]) -> str:
-    """Settings as a TOML document, one [section] per group, in declaration order, with short comments."""
-    lines = ["# Letterpress settings. Edit while the app is closed; invalid values fall back to defaults.", ""]
+def to_toml(values: Mapping[str, Any], existing: str = "") -> str:
+    """Settings as a TOML document. With `existing` (the file as it is now) only the values change: the
+    writer's comments, layout, unknown keys and unknown [sections] stay as they were. Without it (or when it is
+    not valid TOML), a fresh document, one [section] per group in declaration order, with short comments."""
+    doc = _parse_keeping(existing) if existing.strip() else None
+    if doc is None:
+        doc = _fresh_document(values)
+    for s in SETTINGS:
+        _put(doc, s, values[s.key])
+    return tomlkit.dumps(doc)
+
+
+def _parse_keeping(text: str) -> tomlkit.TOMLDocument | None:
+    try:
+        return tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError:
+        return None
+
+
+def _fresh_document(values: Mapping[str, Any]) -> tomlkit.TOMLDocument:
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("Letterpress settings. Edit while the app is closed; invalid values fall back to "
+                            "defaults."))
     sections: dict[str, list[Setting]] = {}
     for s in SETTINGS:
         sections.setdefault(s.key.split(".")[0], []).append(s)
     for section, settings in sections.items():
-        tables = [s for s in settings if s.type is dict]
-        plain = [s for s in settings if s.type is not dict]
-        if plain:
-            lines.append(f"[{section}]")
-            for s in plain:
+        table = tomlkit.table(is_super_table=not any(s.type is not dict for s in settings))
+        for s in sorted(settings, key=lambda s: s.type is dict):  # plain values before the sub-tables
+            name = s.key.split(".", 1)[1]
+            if s.type is dict:
+                inner = tomlkit.table()
+                for key, item in values[s.key].items():
+                    inner.add(key, item)
+                table.add(name, inner)
+            else:
                 comment = _comment(s)
                 if comment:
-                    lines.append(f"# {comment}")
-                lines.append(f"{s.key.split('.', 1)[1]} = {_toml_value(values[s.key])}")
-            lines.append("")
-        for s in tables:
-            lines.append(f"[{s.key}]")
-            for name, text in values[s.key].items():
-                lines.append(f"{_toml_string(name)} = {_toml_value(text)}")
-            lines.append("")
-    return "\n".join(lines)
+                    table.add(tomlkit.comment(comment))
+                table.add(name, values[s.key])
+        doc.add(section, table)
+    return doc
+
+
+def _put(doc: tomlkit.TOMLDocument, s: Setting, value: Any) -> None:
+    """Set one setting in `doc`, touching nothing when it already holds that value (so `1.0` stays `1.0`)."""
+    section, name = s.key.split(".", 1)
+    if section not in doc:
+        doc.add(section, tomlkit.table())
+    table = doc[section]
+    if not isinstance(table, tomlkit.items.Table):  # `section = 3`: reported on load, replaced by a table
+        del doc[section]
+        doc.add(section, tomlkit.table())
+        table = doc[section]
+    if s.type is dict:
+        inner = table.get(name)
+        if not hasattr(inner, "keys") or isinstance(inner, tomlkit.items.InlineTable):
+            if name in table:
+                del table[name]
+            table.add(name, tomlkit.table())
+            inner = table[name]
+        fresh = not inner
+        for old in [k for k in list(inner) if k not in value]:
+            del inner[old]
+        for key, item in value.items():
+            if key not in inner or _plain(inner[key]) != item:
+                inner[key] = item
+        if fresh:
+            inner.add(tomlkit.nl())
+        return
+    if name in table and _plain(table[name]) == value and type(_plain(table[name])) is type(value):
+        return
+    table[name] = value
+
+
+def _plain(item: Any) -> Any:
+    return item.unwrap() if hasattr(item, "unwrap") else item
 
 
 def _comment(s: Setting) -> str:
@@ -398,31 +462,3 @@ def _comment(s: Setting) -> str:
     elif s.minimum is not None and s.maximum is not None:
         parts.append(f"{s.minimum}..{s.maximum}")
     return "; ".join(parts)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        return _toml_string(value)
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-
-
-def _toml_string(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
