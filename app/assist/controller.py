@@ -24,6 +24,7 @@ from PySide6.QtCore import QObject, QTextBoundaryFinder, Signal, Slot
 from PySide6.QtGui import QTextCursor
 
 from app.config.commands import default_key
+from app.platform.privacy import DocumentText
 from app.ui.editor import Editor
 from app.assist.engine_host import EngineHost
 from app.assist.ghost import GhostContent, GhostPainter, Layout
@@ -282,7 +283,10 @@ class Assistant(QObject):
         self.activity = activity
         self.activityChanged.emit(activity)
         self._show()
-        log.debug("%s request %s submitted", kind, request.request_id)
+        # The text the request works on: in the log only while Settings ▸ privacy.log_document_text is on
+        # (app.platform.privacy replaces it by its length otherwise).
+        text = self._sug.original or getattr(request, "before", "")[-400:]
+        log.info("%s request %s submitted for %s", kind, request.request_id, DocumentText(text))
         return request.request_id
 
     def _denoise(self) -> DenoiseSettings:
