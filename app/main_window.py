@@ -16,6 +16,7 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent
 from PySide6.QtWidgets import (
+    QDialog,
     QFileDialog,
     QInputDialog,
     QLabel,
@@ -30,6 +31,8 @@ from PySide6.QtWidgets import (
 
 from app.assist.presets import PRESET_LABELS
 from app.assist.controller import Assistant
+from app.assist.request_defaults import RequestDefaults
+from app.documents.brief import BriefController
 from app.ui import actions
 from app.ui.editor import Editor, FindBar
 from app.assist.engine_host import EngineHost
@@ -51,6 +54,7 @@ class MainWindow(QMainWindow):
         device: str = "auto",
         quantization: str = "auto",
         no_model_reason: str = "",
+        request_defaults: RequestDefaults | None = None,
     ) -> None:
         super().__init__()
         self.setObjectName("mainWindow")
@@ -65,6 +69,12 @@ class MainWindow(QMainWindow):
         self._activity, self._activity_shown, self._activity_running = "", "", False
         self.close_guards: list[Callable[[], bool]] = []
         self.context_menu_hooks: list[Callable[[QMenu], None]] = []  # extra right-click entries
+        # Filled by the wiring (app.integration.install_services) when it plugs the services in.
+        self.services: object | None = None  # app.integration.Services
+        self.brief: BriefController | None = None
+        self.model_dialog: QDialog | None = None
+        self.settings_dialog: QDialog | None = None
+        self.palette_dialog: QDialog | None = None
 
         self.editor = Editor(self)
         self.find_bar = FindBar(self.editor, self)
@@ -76,14 +86,20 @@ class MainWindow(QMainWindow):
         column.addWidget(self.find_bar)
         self.setCentralWidget(central)
 
-        self.assistant = Assistant(self.editor, host, settings)
+        # What every request carries besides the text (brief, strength per instruction): the services that own
+        # those parts are handed this object; the assistant is given it here.
+        self.request_defaults = request_defaults if request_defaults is not None else RequestDefaults()
+        self.assistant = Assistant(self.editor, host, settings, defaults=self.request_defaults)
         self._build_actions()
         self._build_menus()
         self._build_toolbar()
         self._build_status_bar()
         from app.assist.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
 
-        self.editing = DiffusionEditing(self)
+        self.editing = DiffusionEditing(
+            self, assistant=self.assistant, request_defaults=self.request_defaults, assist_menu=self.menuAssist,
+            view_menu=self.menuView, show_message=self.show_message, context_menu_hooks=self.context_menu_hooks,
+        )
         self.editor.keyUnavailable.connect(self._on_key_unavailable)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
@@ -310,7 +326,17 @@ class MainWindow(QMainWindow):
         if folder:
             self.load_model(folder)
 
-    def load_model(self, model_dir: str | Path) -> None:
+    @property
+    def brief_dialog(self) -> QDialog | None:
+        """The document brief's dialog, once opened (Assist ▸ Document brief…)."""
+        return self.brief.dialog if self.brief is not None else None
+
+    def load_model(self, model_dir: str | Path, device: str | None = None, quantization: str | None = None) -> None:
+        """Load `model_dir` (on `device` with `quantization` when given: they are kept for later loads)."""
+        if device is not None:
+            self.device = device
+        if quantization is not None:
+            self.quantization = quantization
         self.model_dir = str(model_dir)
         self.host.load(self.model_dir, self.device, self.quantization)  # type: ignore[arg-type]
         self._set_model_state("loading", "Loading model…", f"Loading {self.model_dir}")

@@ -3,8 +3,9 @@ words, pin words, a word-level diff of a rewrite, and the alternatives side by s
 
 One controller per window, installed by `MainWindow` with one line. It adds its own actions (all named, so tests
 and automation find them), menu entries (so the command palette lists them), a toolbar dial, a right-click
-submenu and a dock panel, and talks to the `Assistant` only through its small public hooks (`strength_for`,
-`view_hooks`, `restart`, `show_alternative`, `suggestion`). The requests it sends are ordinary engine requests
+submenu and a dock panel, and talks to the `Assistant` only through its small public surface (the window's
+`request_defaults` for the strength per instruction, `add_view_hook`, `restart`, `show_alternative`,
+`suggestion`). The requests it sends are ordinary engine requests
 with a warm canvas (`engine.api.WarmStart`): pinned words come back exactly because the engine pins them.
 """
 
@@ -12,16 +13,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtGui import QAction, QActionGroup, QMouseEvent, QTextCursor
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMainWindow, QMenu
 
 from app.assist import pins as pinning
 from app.assist.alternatives_panel import AlternativesPanel
 from app.assist.diff_view import WordDiff, diff_hook
+from app.assist.controller import Assistant
 from app.assist.ghost import GhostContent
+from app.assist.request_defaults import RequestDefaults
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
 from app.config.commands import default_key
 from app.ui import actions
@@ -32,14 +36,31 @@ DEFAULT_THRESHOLD = 0.8
 
 
 class DiffusionEditing(QObject):
-    """Strength dial, re-roll, pins, diff view and alternatives panel for one `MainWindow`."""
+    """Strength dial, re-roll, pins, diff view and alternatives panel for one `MainWindow`.
 
-    def __init__(self, window: Any) -> None:
+    Everything it works with is passed in: the window (for its toolbars, dock and status bar), the assistant it
+    extends, the request defaults it gives the strength per instruction to, the two menus it adds to, where
+    messages go, and the window's right-click hooks."""
+
+    def __init__(
+        self,
+        window: QMainWindow,
+        *,
+        assistant: Assistant,
+        request_defaults: RequestDefaults,
+        assist_menu: QMenu,
+        view_menu: QMenu,
+        show_message: Callable[[str], None],
+        context_menu_hooks: list[Callable[[QMenu], None]],
+    ) -> None:
         super().__init__(window)
         self.window = window
-        self.assistant = window.assistant
-        self.editor = window.editor
-        self.settings = window.settings
+        self.assistant = assistant
+        self.editor = assistant.editor
+        self.settings = assistant.settings
+        self.show_message = show_message
+        self.assist_menu, self.view_menu = assist_menu, view_menu
+        self.context_menu_hooks = context_menu_hooks
         self.pins = pinning.PinSet()
         self.memory = StrengthMemory(self.settings, self.assistant.presets())
         self.diff_enabled = self._setting("rewrite.view", "below") == "diff"
@@ -47,9 +68,9 @@ class DiffusionEditing(QObject):
         self.rerolls = 0
 
         a = self.assistant
-        a.strength_for = self._strength_for
-        a.view_hooks.append(self._pin_view)
-        a.view_hooks.append(diff_hook(lambda: self.diff_enabled, self._on_diff))
+        request_defaults.use_strength(self._strength_for)
+        a.add_view_hook(self._pin_view)
+        a.add_view_hook(diff_hook(lambda: self.diff_enabled, self._on_diff))
         self._build_actions()
         self._build_ui()
         self.editor.viewport().installEventFilter(self)
@@ -102,9 +123,9 @@ class DiffusionEditing(QObject):
         self.menuStrength = QMenu("Rewrite &strength", w)
         self.menuStrength.setObjectName("menuRewriteStrength")
         self.menuStrength.addActions(self.strength_actions)
-        w.menuAssist.addSeparator()
-        w.menuAssist.addMenu(self.menuStrength)
-        w.menuAssist.addActions(self.edit_actions)
+        self.assist_menu.addSeparator()
+        self.assist_menu.addMenu(self.menuStrength)
+        self.assist_menu.addActions(self.edit_actions)
 
         self.panel = AlternativesPanel(w)
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
@@ -113,12 +134,10 @@ class DiffusionEditing(QObject):
         self.panel.visibilityChanged.connect(lambda shown: shown and self.panel_refresh())
         self.actionShowAlternatives = actions.configure(self.panel.toggleViewAction(), "actionShowAlternatives")
         w.addAction(self.actionShowAlternatives)
-        w.menuView.addSeparator()
-        w.menuView.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
+        self.view_menu.addSeparator()
+        self.view_menu.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
         tools.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
-        hooks = getattr(w, "context_menu_hooks", None)
-        if hooks is not None:
-            hooks.append(self._extend_context_menu)
+        self.context_menu_hooks.append(self._extend_context_menu)
         self._sync_levels()
 
     # -- strength -----------------------------------------------------------------------------------------------
@@ -139,10 +158,10 @@ class DiffusionEditing(QObject):
         sug = self.assistant.suggestion
         request = self._fresh(sug)
         if not isinstance(request, RewriteRequest) or self.memory.key_for(request.instruction) != key:
-            self.window.show_message(f"Rewrite strength {value:.1f} is used for the next rewrite.")
+            self.show_message(f"Rewrite strength {value:.1f} is used for the next rewrite.")
             return
         self.assistant.restart(replace(request, strength=value, canvas=None, request_id=new_request_id()))
-        self.window.show_message(f"Rewriting again at strength {value:.1f}.")
+        self.show_message(f"Rewriting again at strength {value:.1f}.")
 
     def _sync_levels(self) -> None:
         for act, (_name, value) in zip(self.strength_actions, LEVELS, strict=True):
@@ -162,7 +181,7 @@ class DiffusionEditing(QObject):
         pinned = pinning.confident(spans, threshold) | self._user_pins(sug)
         uncertain = [i for i in pinning.words(spans) if i not in pinned]
         if not uncertain:
-            self.window.show_message(f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
+            self.show_message(f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
                                      "threshold in Settings ▸ Rewrite, or pin words and use "
                                      f"{self._key('reroll_around_pins', 'Re-roll around pins')}).")
             return False
@@ -177,7 +196,7 @@ class DiffusionEditing(QObject):
             return self._stale()
         pinned = self._user_pins(sug)
         if not pinned:
-            self.window.show_message("Pin some words first: click them in the suggestion"
+            self.show_message("Pin some words first: click them in the suggestion"
                                      + (f", or {key}." if (key := self._key("pin_next_word", "")) else "."))
             return False
         return self._reroll(sug, pinned, f"Re-rolling around {len(pinned)} pinned word(s).")
@@ -190,7 +209,7 @@ class DiffusionEditing(QObject):
         self._user_pins(sug)
         now = self.pins.toggle(index)
         word = sug.spans[index].text.strip()
-        self.window.show_message(self._pinned_hint(word) if now else f"Unpinned “{word}”.")
+        self.show_message(self._pinned_hint(word) if now else f"Unpinned “{word}”.")
         self._repaint()
         return True
 
@@ -201,7 +220,7 @@ class DiffusionEditing(QObject):
         self._user_pins(sug)
         index = self.pins.extend(sug.spans)
         if index is not None:
-            self.window.show_message(self._pinned_hint(sug.spans[index].text.strip()))
+            self.show_message(self._pinned_hint(sug.spans[index].text.strip()))
         self._repaint()
         return index is not None
 
@@ -239,11 +258,11 @@ class DiffusionEditing(QObject):
         try:
             new = pinning.reroll_request(request, sug.spans, pinned)
         except (TypeError, ValueError) as exc:
-            self.window.show_message(str(exc))
+            self.show_message(str(exc))
             return False
         self.rerolls += 1
         self.assistant.restart(new)
-        self.window.show_message(message)
+        self.show_message(message)
         return True
 
     def explain_unavailable(self, action: QAction) -> bool:
@@ -259,18 +278,18 @@ class DiffusionEditing(QObject):
         self.window.statusBar().clearMessage()
         slot()
         if not self.window.statusBar().currentMessage():
-            self.window.show_message(f"{action.text().replace('&', '')} needs a suggestion on screen.")
+            self.show_message(f"{action.text().replace('&', '')} needs a suggestion on screen.")
         return True
 
     def _stale(self) -> bool:
-        self.window.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
+        self.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
         return False
 
     def _rerollable(self) -> Any:
         sug = self.assistant.suggestion
         if sug is None or not self.assistant.suggestion_visible:
             draft, rewrite = self._key("draft"), self._key("rewrite")
-            self.window.show_message("There is no suggestion to re-roll; draft"
+            self.show_message("There is no suggestion to re-roll; draft"
                                      + (f" ({draft})" if draft else "") + " or rewrite"
                                      + (f" ({rewrite})." if rewrite else "."))
             return None
@@ -285,7 +304,7 @@ class DiffusionEditing(QObject):
             return None
         if sug.running:
             stop = self._key("dismiss")
-            self.window.show_message("Pin words once the suggestion has settled"
+            self.show_message("Pin words once the suggestion has settled"
                                      + (f" (or press {stop} to stop it)." if stop else "."))
             return None
         return sug
@@ -335,7 +354,7 @@ class DiffusionEditing(QObject):
     def toggle_diff_view(self) -> None:
         self.diff_enabled = self.actionToggleDiffView.isChecked()
         self._repaint()
-        self.window.show_message("Rewrites show as a word diff." if self.diff_enabled
+        self.show_message("Rewrites show as a word diff." if self.diff_enabled
                                  else "Rewrites show the new text below the original.")
 
     def _repaint(self) -> None:
