@@ -7,12 +7,11 @@ the keypad's Enter beside Return).
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 
 from app.config.commands import command, rebindable, with_twins
+from app.config.settings import Settings
 from app.ui.actions import tip_with_key
 
 # setting -> the window's action (objectName), from the command table
@@ -24,7 +23,7 @@ def sequences(key: str) -> list[QKeySequence]:
     return [QKeySequence.fromString(k, QKeySequence.SequenceFormat.PortableText) for k in with_twins(key)]
 
 
-def apply(window: QWidget, settings: Any) -> None:
+def apply(window: QWidget, settings: Settings) -> None:
     """Give every assistant action the key its setting names."""
     for setting, name in ACTIONS.items():
         action = window.findChild(QAction, name)
@@ -38,7 +37,7 @@ def apply(window: QWidget, settings: Any) -> None:
             action.setToolTip(tip)
 
 
-def follow(window: QWidget, settings: Any) -> None:
+def follow(window: QWidget, settings: Settings) -> None:
     """Apply the keys now and whenever a `keys.*` setting changes."""
     apply(window, settings)
 
