@@ -1,8 +1,8 @@
 """Plugs documents, recovery, settings, the model manager and privacy into a main window, in one call.
 
 `install_services(window, settings)` is what `app.__main__.build_window` calls after creating the `MainWindow`
-(the wiring sits above the window in the layers, so it is typed by it). After the event loop starts, the first file given on the command
-line is opened and autosaved copies left by a crash are offered for restoring.
+(the wiring sits above the window in the layers, so it is typed by it). After the event loop starts, the first
+file given on the command line is opened and autosaved copies left by a crash are offered for restoring.
 """
 
 from __future__ import annotations

@@ -97,8 +97,9 @@ class MainWindow(QMainWindow):
         from app.assist.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
 
         self.editing = DiffusionEditing(
-            self, assistant=self.assistant, request_defaults=self.request_defaults, assist_menu=self.menuAssist,
-            view_menu=self.menuView, show_message=self.show_message, context_menu_hooks=self.context_menu_hooks,
+            self, assistant=self.assistant, request_defaults=self.request_defaults,
+            assist_menu=self.menuAssist, view_menu=self.menuView, show_message=self.show_message,
+            context_menu_hooks=self.context_menu_hooks,
         )
         self.editor.keyUnavailable.connect(self._on_key_unavailable)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -131,7 +132,7 @@ class MainWindow(QMainWindow):
     # -- actions -----------------------------------------------------------------------------------------------------
 
     def _action(self, name: str, slot: Callable[[], object]) -> QAction:
-        """The window's action for command-table entry `name` (label, keys, tips from `app.config.commands`)."""
+        """The window's action for command-table entry `name` (label, keys, tips: app.config.commands)."""
         return actions.create(self, name, slot)
 
     def _build_actions(self) -> None:
@@ -331,7 +332,8 @@ class MainWindow(QMainWindow):
         """The document brief's dialog, once opened (Assist ▸ Document brief…)."""
         return self.brief.dialog if self.brief is not None else None
 
-    def load_model(self, model_dir: str | Path, device: str | None = None, quantization: str | None = None) -> None:
+    def load_model(self, model_dir: str | Path, device: str | None = None,
+                   quantization: str | None = None) -> None:
         """Load `model_dir` (on `device` with `quantization` when given: they are kept for later loads)."""
         if device is not None:
             self.device = device

@@ -128,7 +128,7 @@ class Assistant(QObject):
         editor.document().contentsChange.connect(self._on_contents_change)
 
     def add_view_hook(self, hook: Callable[[_Suggestion, GhostContent], GhostContent]) -> None:
-        """Draw `hook(suggestion, content)` over every ghost shown from now on (hooks run in the order added)."""
+        """Draw `hook(suggestion, content)` over every ghost shown from now on (in the order added)."""
         self.view_hooks.append(hook)
 
     # -- what the window asks ---------------------------------------------------------------------------------------

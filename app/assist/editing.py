@@ -38,8 +38,8 @@ DEFAULT_THRESHOLD = 0.8
 class DiffusionEditing(QObject):
     """Strength dial, re-roll, pins, diff view and alternatives panel for one `MainWindow`.
 
-    Everything it works with is passed in: the window (for its toolbars, dock and status bar), the assistant it
-    extends, the request defaults it gives the strength per instruction to, the two menus it adds to, where
+    Everything it works with is passed in: the window (for its toolbars, dock and status bar), the assistant
+    it extends, the request defaults it gives the strength per instruction to, the two menus it adds to, where
     messages go, and the window's right-click hooks."""
 
     def __init__(
@@ -132,7 +132,8 @@ class DiffusionEditing(QObject):
         self.panel.hide()
         self.panel.chosen.connect(self._choose_alternative)
         self.panel.visibilityChanged.connect(lambda shown: shown and self.panel_refresh())
-        self.actionShowAlternatives = actions.configure(self.panel.toggleViewAction(), "actionShowAlternatives")
+        toggle = self.panel.toggleViewAction()
+        self.actionShowAlternatives = actions.configure(toggle, "actionShowAlternatives")
         w.addAction(self.actionShowAlternatives)
         self.view_menu.addSeparator()
         self.view_menu.addActions([self.actionToggleDiffView, self.actionShowAlternatives])

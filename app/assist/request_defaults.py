@@ -1,8 +1,8 @@
 """What every assistant request carries besides the editor's text: the document brief, the document's identity
 and the rewrite strength remembered per instruction.
 
-The window makes one `RequestDefaults` and gives it to the `Assistant` when it builds it; the services that own
-a part (the brief in `app.documents.brief`, the strength dial in `app.assist.editing`) are handed the same
+The window makes one `RequestDefaults` and gives it to the `Assistant` when it builds it; the services that
+own a part (the brief in `app.documents.brief`, the strength dial in `app.assist.editing`) are handed the same
 object and plug their source in through its typed methods. Before, they set attributes on the assistant from
 outside (`assistant.brief_provider = ...`), which no type checker or reader could follow.
 """
@@ -42,7 +42,7 @@ class RequestDefaults:
         self._brief = source
 
     def use_strength(self, strength_for: Callable[[str], float]) -> None:
-        """Rewrites without an explicit strength ask `strength_for(instruction)` (the strength dial's memory)."""
+        """Rewrites without an explicit strength ask `strength_for(instruction)` (the dial's memory)."""
         self._strength_for = strength_for
 
     def strength(self, instruction: str) -> float | None:

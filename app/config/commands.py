@@ -247,7 +247,9 @@ COMMANDS: tuple[Command, ...] = (
         "Show rewrites as a word &diff",
         "menuView",
         ("Ctrl+Shift+D",),
-        tip="Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below",
+        tip=(
+            "Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below"
+        ),
         toolbar="toolbarEditing",
         icon_text="Word diff",
         checkable=True,
@@ -292,7 +294,8 @@ EDITOR_KEYS: dict[str, str] = {
 }
 
 # Other spellings Qt may deliver for the same press: Shift+Tab arrives as Backtab (with or without Shift),
-# the keypad's Enter beside Return. A binding gets its twins as extra shortcuts; clashes compare canonical keys.
+# the keypad's Enter beside Return. A binding gets its twins as extra shortcuts; clashes compare canonical
+# keys.
 TWINS: dict[str, tuple[str, ...]] = {
     "Shift+Tab": ("Shift+Backtab", "Backtab"),
     "Ctrl+Return": ("Ctrl+Enter",),
@@ -318,7 +321,7 @@ def by_setting(setting: str) -> Command:
 
 
 def canonical(key: str) -> str:
-    """One spelling per key press ("Shift+Backtab" and "Backtab" -> "Shift+Tab", "Ctrl+Enter" -> "Ctrl+Return")."""
+    """One spelling per key press ("Shift+Backtab", "Backtab" -> "Shift+Tab"; "Ctrl+Enter" -> "Ctrl+Return")."""
     return _CANONICAL.get(key, key)
 
 

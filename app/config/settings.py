@@ -378,8 +378,8 @@ def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def to_toml(values: Mapping[str, Any], existing: str = "") -> str:
     """Settings as a TOML document. With `existing` (the file as it is now) only the values change: the
-    writer's comments, layout, unknown keys and unknown [sections] stay as they were. Without it (or when it is
-    not valid TOML), a fresh document, one [section] per group in declaration order, with short comments."""
+    writer's comments, layout, unknown keys and unknown [sections] stay as they were. Without it (or when it
+    is not valid TOML), a fresh document, one [section] per group in declaration order, with short comments."""
     doc = _parse_keeping(existing) if existing.strip() else None
     if doc is None:
         doc = _fresh_document(values)

@@ -19,7 +19,7 @@ from app.config.commands import Command, command, with_twins
 
 def default_sequences(entry: Command) -> list[QKeySequence]:
     """The keys `entry` has by default on this platform: the platform's standard bindings when it names a
-    standard key and the platform has any, else the table's keys (each with the other spellings of its press)."""
+    standard key and the platform has any, else the table's keys (with the other spellings of each press)."""
     if entry.standard:
         standard = getattr(QKeySequence.StandardKey, entry.standard)
         bound = [s for s in QKeySequence.keyBindings(standard) if not s.isEmpty()]

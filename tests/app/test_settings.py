@@ -56,10 +56,11 @@ def test_a_change_keeps_the_writers_comments_and_unknown_sections(tmp_path):
     )
     s = Settings(tmp_path)
     assert s["appearance.font_size"] == 14
-    s.update({"appearance.theme": "dark", "rewrite.presets": {"pirate": "Say it like a pirate.", "short": "Cut."}})
+    presets = {"pirate": "Say it like a pirate.", "short": "Cut."}
+    s.update({"appearance.theme": "dark", "rewrite.presets": presets})
     text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
-    for kept in ("# My settings: the big GPU at work", "# 14 is easier on the eyes", "font_size = 14  # not smaller",
-                 "# my own", "[sync]  # for a tool of mine", 'server = "127.0.0.1"'):
+    for kept in ("# My settings: the big GPU at work", "# 14 is easier on the eyes",
+                 "font_size = 14  # not smaller", "# my own", "[sync]  # for a tool of mine", 'server = "127.0.0.1"'):
         assert kept in text
     again = Settings(tmp_path)
     assert again["appearance.theme"] == "dark" and again["appearance.font_size"] == 14

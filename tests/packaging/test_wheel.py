@@ -1,5 +1,5 @@
-"""The wheel carries `resources/` (stylesheets, icons, the demo model), installed where `engine.resources` looks
-for it: a `pip install letterpress` without them starts with no theme and no demo model."""
+"""The wheel carries `resources/` (stylesheets, icons, the demo model), installed where `engine.resources`
+looks for it: a `pip install letterpress` without them starts with no theme and no demo model."""
 
 from __future__ import annotations
 
@@ -53,7 +53,10 @@ def test_the_wheel_holds_every_resource_where_the_engine_finds_it(tmp_path):
         [
             sys.executable,
             "-c",
-            "from engine.resources import demo_model_dir as d, resources_dir as r; print(r(), (d() / 'config.json').is_file())",
+            (
+                "from engine.resources import demo_model_dir as d, resources_dir as r;"
+                "print(r(), (d() / 'config.json').is_file())"
+            ),
         ],
         cwd=tmp_path,
         env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"},
