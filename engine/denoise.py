@@ -19,7 +19,6 @@ It calls the model's encoder and decoder exactly the way `DiffusionGemmaGenerati
 from __future__ import annotations
 
 import math
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,8 +33,22 @@ from transformers.generation import EosTokenCriteria, MaxLengthCriteria, Stoppin
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationMixin
 
 from engine.api import DenoiseSettings
-from engine.lean_step import SelfConditioningHandoff, pin_in_place, sample_chunked
+from engine.lean_step import sample_chunked
 from engine.prefix_cache import PrefillStats, PrefixCache, prefill_prompt
+from engine.sampling import (  # re-exported: the loop's kernels, importable from here as before
+    SelfConditioningHandoff,
+    StableConfident,
+    accept_mask,
+    exponential_draws,
+    make_generators,
+    noise_ids,
+    pin_in_place,
+    renoise,
+    sample_accepted,
+    temperature_schedule,
+    token_entropy,
+    uniform_draws,
+)
 
 
 @dataclass(frozen=True)
@@ -127,236 +140,9 @@ def device_code_path() -> Iterator[None]:
         _DEVICE_PATH.reset(token)
 
 
-def make_generators(seed: int, count: int, device: torch.device) -> list[torch.Generator]:
-    """One generator per candidate; seed `s` for row 0 reproduces `torch.manual_seed(s)` + `generate()`."""
-    gens = []
-    for k in range(count):
-        g = torch.Generator(device=device)
-        g.manual_seed(seed + k)
-        gens.append(g)
-    return gens
-
-
-def _randint(vocab: int, shape: tuple[int, int], gens: Sequence[torch.Generator], device: torch.device) -> torch.Tensor:
-    if len(gens) == 1:
-        return torch.randint(0, vocab, shape, device=device, generator=gens[0])
-    rows = [torch.randint(0, vocab, (1, shape[1]), device=device, generator=g) for g in gens]
-    return torch.cat(rows, dim=0)
-
-
-def sample_one(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """`torch.multinomial(probs, 1, generator=generator).squeeze(-1)` for 2-D `probs`, draw for draw.
-
-    It is ATen's own one-sample path (argmax of p / q with q ~ Exp(1), the same `exponential_` call on the same
-    generator, so the same ids) minus its argument checks, which read `max`, `min` and `sum` back to the host:
-    two device synchronisations per step on a GPU. Our probabilities come from a softmax, so the checks cannot
-    fail.
-    """
-    q = torch.empty_like(probs).exponential_(1, generator=generator)
-    torch.div(probs, q, out=q)
-    return torch.argmax(q, dim=-1)
-
-
-def _draw_step(
-    gens: Sequence[torch.Generator], shape: tuple[int, int, int], device: torch.device
-) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """The random numbers one step consumes, in the reference's order on each generator: Exp(1) variates for
-    the one-sample multinomial (B x L x V), then the uniform renoising ids (B x L). Neither depends on the
-    model's output. (Drawing them on a helper thread during the forward was measured and rejected: on a busy
-    CPU the GIL hand-offs cost more than the ~0.3 ms of draws.)"""
-    batch, length, vocab = shape
-    rows = batch * length if len(gens) == 1 else length
-    qs = [exponential_draws((rows, vocab), g, device) for g in gens]
-    return qs, _randint(vocab, (batch, length), gens, device)
-
-
-_EXP_CHUNK = 1 << 20
-
-
-def exponential_draws(shape: tuple[int, int], generator: torch.Generator, device: torch.device) -> torch.Tensor:
-    """`torch.empty(shape).exponential_(1, generator=generator)`, value for value, about 2.5x faster on the CPU.
-
-    On the CPU, torch draws each Exp(1) variate serially: a 53-bit uniform u from the Mersenne Twister, then
-    `-log1p(-u)` in double precision, rounded to float32. Here the same uniforms come from `uniform_` on a
-    float64 tensor (the same generator calls, in the same order) and the logarithm is vectorised; the result is
-    bit-identical (checked on 60 million draws, and by `tests/engine/test_bench.py` against `exponential_` itself,
-    so a torch change that broke it would fail a test, not change a writer's text). In chunks, so the float64
-    temporary stays small. On a GPU the stock kernel is already fast and is used as is.
-    """
-    if device.type != "cpu":
-        return torch.empty(shape, dtype=torch.float32, device=device).exponential_(1, generator=generator)
-    total = shape[0] * shape[1]
-    if total <= _EXP_CHUNK:
-        uniform = torch.empty(shape, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
-        return exponential_from_uniform(uniform)
-    out = torch.empty(shape, dtype=torch.float32)
-    flat = out.view(-1)
-    for start in range(0, total, _EXP_CHUNK):
-        size = min(_EXP_CHUNK, total - start)
-        uniform = torch.empty(size, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
-        flat[start : start + size].copy_(exponential_from_uniform(uniform))
-    return out
-
-
-def exponential_from_uniform(uniform: torch.Tensor) -> torch.Tensor:
-    """Exp(1) variates, float32, from float64 uniforms in [0, 1) the way torch's CPU `exponential_` turns them
-    (`-log1p(-u)` in double precision, then rounded); `uniform` is overwritten."""
-    return uniform.neg_().log1p_().neg_().to(torch.float32)
-
-
 # Up to this many B x L x V uniforms per step (32 MiB of float64) the CPU loop keeps them and turns into Exp(1)
 # variates only the rows it accepts (see `sample_accepted`); beyond it, it draws in chunks as above.
 _SELECTIVE_LIMIT = 1 << 22
-
-
-def uniform_draws(gens: Sequence[torch.Generator], shape: tuple[int, int, int]) -> torch.Tensor:
-    """The uniforms behind one step's Exp(1) variates ([B x L, V] float64, row block b from generator b): the
-    same generator calls, in the same order, as `_draw_step` makes on the CPU."""
-    batch, length, vocab = shape
-    uniforms = torch.empty((batch * length, vocab), dtype=torch.float64)
-    if len(gens) == 1:
-        return uniforms.uniform_(0.0, 1.0, generator=gens[0])
-    for b, g in enumerate(gens):
-        uniforms[b * length : (b + 1) * length].uniform_(0.0, 1.0, generator=g)
-    return uniforms
-
-
-def sample_accepted(
-    probs: torch.Tensor, uniforms: torch.Tensor, accepted: torch.Tensor, noise: torch.Tensor
-) -> torch.Tensor:
-    """`renoise(sample_with(probs, Exp(uniforms)), accepted, noise)`, computing the samples of accepted slots only.
-
-    A sample survives only where it is accepted, usually a few slots of a canvas, and each slot's sample depends
-    on its own row of probabilities and variates alone; so the logarithm (the dearest part of a draw after the
-    Mersenne Twister), the division and the argmax run over those rows instead of all of them. The uniforms are
-    still drawn for every row: the generator must advance exactly as the reference's does. `noise` is overwritten.
-    """
-    vocab = probs.shape[-1]
-    slots = accepted.view(-1).nonzero().squeeze(1)
-    q = exponential_from_uniform(uniforms.index_select(0, slots))
-    picked = torch.argmax(probs.view(-1, vocab).index_select(0, slots).div_(q), dim=-1)
-    return noise.view(-1).index_copy_(0, slots, picked).view_as(noise)
-
-
-def sample_with(probs: torch.Tensor, qs: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The one-sample multinomial of `probs` [B, L, V] given pre-drawn Exp(1) variates (see `sample_one`)."""
-    batch, length, vocab = probs.shape
-    if len(qs) == 1:
-        q = qs[0]
-        torch.div(probs.view(-1, vocab), q, out=q)
-        return torch.argmax(q, dim=-1).view(batch, length)
-    rows = []
-    for b, q in enumerate(qs):
-        torch.div(probs[b], q, out=q)
-        rows.append(torch.argmax(q, dim=-1))
-    return torch.stack(rows, dim=0)
-
-
-def token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """`Categorical(logits=...).entropy()`, bit for bit, with fewer kernels and allocations.
-
-    Categorical clamps the normalised logits at the dtype's minimum only to turn -inf into a finite number; the
-    decoder's logits are soft-capped (tanh x 30, then divided by a temperature >= t_min > 0), so they are always
-    finite and the clamp is the identity. The product is taken in place: the same elementwise multiply.
-    """
-    normalized = logits - _finite_logsumexp(logits)
-    probs = torch.softmax(normalized, dim=-1)
-    return normalized.mul_(probs).sum(-1).neg_()
-
-
-def _finite_logsumexp(logits: torch.Tensor) -> torch.Tensor:
-    """`logits.logsumexp(-1, keepdim=True)` for finite logits: ATen's own kernels in ATen's order (amax, subtract,
-    exp, sum, log, add the max back), without the step that zeroes an infinite max, which cannot occur here."""
-    maxes = torch.amax(logits, dim=-1, keepdim=True)
-    return (logits - maxes).exp_().sum(-1, keepdim=True).log_().add_(maxes)
-
-
-def temperature_schedule(settings: DenoiseSettings, device: torch.device) -> torch.Tensor:
-    """The temperature of every step, computed once with the reference processor's float32 tensor ops
-    (`t_min + (t_max - t_min) * (step / N)` on an int32 step), element for element the same values."""
-    steps = torch.arange(1, settings.max_steps + 1, dtype=torch.int32, device=device)
-    return settings.t_min + ((settings.t_max - settings.t_min) * (steps / settings.max_steps))
-
-
-def accept_mask(entropy: torch.Tensor, entropy_bound: float, frozen: torch.Tensor | None) -> torch.Tensor:
-    """Entropy-bound acceptance (arXiv 2505.24857): the k lowest-entropy tokens whose entropy sum minus the
-    largest stays within the bound. Frozen slots get +inf entropy so they are never picked."""
-    if frozen is not None:
-        entropy = entropy.masked_fill(frozen, float("inf"))
-    sorted_entropy, order = torch.sort(entropy, dim=-1, descending=False)
-    cumulative = torch.cumsum(sorted_entropy, dim=-1)
-    chosen = cumulative - sorted_entropy <= entropy_bound
-    return torch.empty_like(chosen).scatter_(-1, order, chosen)  # `order` is a permutation: all written
-
-
-def renoise(
-    sampled: torch.Tensor,
-    accepted: torch.Tensor,
-    noise: torch.Tensor,
-    fmask: torch.Tensor | None = None,
-    fids: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """The next decoder input: accepted slots keep the sampled token, every other free slot gets fresh uniform
-    noise, frozen slots get their known token back."""
-    canvas = torch.where(accepted, sampled, noise)
-    return canvas if fmask is None else torch.where(fmask, fids, canvas)
-
-
-class StableConfident:
-    """The reference stopping rule (argmax canvas stable for `threshold` steps and mean entropy below
-    `confidence`), computed over free slots only.
-
-    `__call__` answers with a device tensor (no synchronisation); `rows_done` answers in plain Python for tensors
-    that already live in host memory, with the same comparisons (the mean is the same float32 kernel, compared
-    with the float32 threshold as torch compares it) but three kernels instead of seven.
-    """
-
-    def __init__(self, threshold: int, confidence: float) -> None:
-        self.threshold = threshold
-        self.confidence = confidence
-        self._confidence32 = struct.unpack("f", struct.pack("f", confidence))[0]
-        self.history: list[torch.Tensor] = []  # the last `threshold` argmax canvases, oldest first
-
-    def __call__(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
-        if self.threshold == 0:
-            stable = torch.ones(argmax.shape[0], dtype=torch.bool, device=argmax.device)
-        else:
-            # The reference keeps a rolled [threshold, B, L] tensor; a list of the same canvases gives the same
-            # answer without the roll and the copy (two fewer kernels per step).
-            if not self.history:
-                self.history = [torch.full_like(argmax, -1)] * self.threshold
-            stable = (self.history[0] == argmax).all(dim=-1)
-            for past in self.history[1:]:
-                stable = stable & (past == argmax).all(dim=-1)
-            self.history = [*self.history[1:], argmax]
-        return stable & (self._mean_entropy(entropy, frozen) < self.confidence)
-
-    def rows_done(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> list[bool]:
-        """`self(argmax, entropy, frozen).tolist()` for host tensors."""
-        rows = argmax.shape[0]
-        if self.threshold == 0:
-            stable = [True] * rows
-        else:
-            seen = self.history  # empty at first sight: nothing to be stable against
-            if rows == 1:
-                stable = [len(seen) == self.threshold and all(torch.equal(past, argmax) for past in seen)]
-            else:
-                stable = [
-                    len(seen) == self.threshold and all(torch.equal(past[r], argmax[r]) for past in seen)
-                    for r in range(rows)
-                ]
-            self.history = [*seen, argmax][-self.threshold :]
-        if not any(stable):  # the canvas moved: not done, whatever the entropy (the usual case early on)
-            return stable
-        means = self._mean_entropy(entropy, frozen).tolist()
-        return [s and m < self._confidence32 for s, m in zip(stable, means)]
-
-    @staticmethod
-    def _mean_entropy(entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
-        if frozen is None:
-            return torch.mean(entropy, dim=-1)
-        free = (~frozen).to(entropy.dtype)
-        return (entropy * free).sum(-1) / free.sum(-1).clamp_min(1)
 
 
 def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseSettings, **kwargs: Any) -> DenoiseOutput:
@@ -492,7 +278,7 @@ def _denoise(
         plan = warm.block(block, settings.max_steps, device) if warm is not None else None  # engine.canvas
         if plan is not None:
             fmask, fids = plan.merge_frozen(fmask, fids)
-        canvas = _randint(vocab, (batch, canvas_length), gens, device)
+        canvas = noise_ids(vocab, (batch, canvas_length), gens, device)
         if fmask is not None:
             canvas = torch.where(fmask, fids, canvas)
         if plan is not None:
@@ -536,7 +322,7 @@ def _denoise(
                 probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
                 drawn_at = time.perf_counter()
                 uniforms = uniform_draws(gens, (batch, canvas_length, vocab))
-                noise = _randint(vocab, (batch, canvas_length), gens, device)
+                noise = noise_ids(vocab, (batch, canvas_length), gens, device)
                 out.draw_seconds += time.perf_counter() - drawn_at
                 new_argmax = torch.argmax(processed, dim=-1)
                 entropy = token_entropy(processed)
@@ -556,7 +342,7 @@ def _denoise(
             else:  # every row sampled, in row chunks (see engine.lean_step): no full-vocabulary temporary
                 sampled, new_argmax, entropy, new_conf = sample_chunked(processed, gens, fmask, fids, draw)
                 drawn_at = time.perf_counter()
-                noise = _randint(vocab, (batch, canvas_length), gens, device)
+                noise = noise_ids(vocab, (batch, canvas_length), gens, device)
                 out.draw_seconds += time.perf_counter() - drawn_at
                 accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
                 new_canvas = renoise(sampled, accepted_mask, noise, fmask, fids)
@@ -636,8 +422,3 @@ def _denoise(
     return out
 
 
-def _pinned_logits(processed: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:
-    """Self-conditioning at frozen slots: a one-hot belief in the known token instead of the model's guess
-    (built once per canvas; `torch.where` puts it at the frozen slots every step)."""
-    pinned = torch.full_like(processed, torch.finfo(processed.dtype).min / 2)
-    return pinned.scatter_(-1, fids.unsqueeze(-1), 0.0)
