@@ -152,7 +152,7 @@ def renoise(
     """The next decoder input: accepted slots keep the sampled token, every other free slot gets fresh uniform
     noise, frozen slots get their known token back."""
     canvas = torch.where(accepted, sampled, noise)
-    return canvas if fmask is None else torch.where(fmask, fids, canvas)
+    return canvas if fmask is None or fids is None else torch.where(fmask, fids, canvas)
 
 
 class StableConfident:

@@ -43,8 +43,9 @@ def test_engine_never_imports_qt_anywhere():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-RUNTIME_PATH = ("api", "prompts", "infill", "canvas", "prefix_cache", "denoise", "fastpath", "display", "session",
-                "threads", "fake", "__main__", "lean_step", "budget", "special_tokens")
+RUNTIME_PATH = ("api", "prompts", "plan", "infill", "canvas", "prefix_cache", "denoise", "sampling", "fastpath",
+                "display", "candidates", "session", "threads", "fake", "__main__", "lean_step", "budget",
+                "special_tokens")
 ROOMS = ("weights", "tools", "training")
 
 
