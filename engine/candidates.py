@@ -39,7 +39,9 @@ def distinct_nonempty(
     return found if wanted is None else found[: max(1, wanted)]
 
 
-def middle_of(text: TokenText, ids: list[int], conf: list[float], middle: int) -> tuple[list[int], list[float]]:
+def middle_of(
+    text: TokenText, ids: list[int], conf: list[float], middle: int
+) -> tuple[list[int], list[float]]:
     """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early: what
     follows an end-of-turn is not part of it), without special tokens."""
     ended = len(text.visible_ids(ids[:middle]))
@@ -62,14 +64,17 @@ def row_spans(
     flags of positions the writer pinned (shown settled)."""
     if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
         if pinned is not None:
-            kept = [(t, 1.0 if p else c, p) for t, c, p in zip(ids[:middle], conf[:middle], pinned[:middle],
-                                                               strict=False) if t not in text.special_ids]
+            kept = [
+                (t, 1.0 if p else c, p)
+                for t, c, p in zip(ids[:middle], conf[:middle], pinned[:middle], strict=False)
+                if t not in text.special_ids
+            ]
             return text.spans([k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept])
         return text.spans(*middle_of(text, ids, conf, middle))
     shown = text.visible_ids([*earlier, *ids][:limit])
     conf = ([1.0] * len(earlier) + conf)[: len(shown)]
     if pinned is not None:  # pinned words are the writer's (or kept) words: shown settled
-        conf = [1.0 if p else c for c, p in zip(conf, pinned, strict=False)] + conf[len(pinned):]
+        conf = [1.0 if p else c for c, p in zip(conf, pinned, strict=False)] + conf[len(pinned) :]
     return text.spans(shown, conf, pinned)
 
 

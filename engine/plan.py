@@ -67,7 +67,9 @@ class Plan:
     seed: int
     prompt: prompts.Prompt  # the one prompt (ids and the trim notice)
     rows: int  # batch rows: candidates, or an infill's lengths, after the memory budget
-    max_new_tokens: int  # tokens the writer asked for (the model writes whole canvases; results are cut to this)
+    max_new_tokens: (
+        int  # tokens the writer asked for (the model writes whole canvases; results are cut to this)
+    )
     frozen: Frozen | None  # an infill's pinned ending, per row
     middles: tuple[int, ...] | None  # an infill row's middle length
     warm: warm_canvas.WarmCanvas | None  # the canvases a light rewrite / re-roll / warm infill starts from
@@ -159,7 +161,9 @@ def without_context(request: Request) -> Request:
     """The request with no surrounding document: the part of the prompt that can never be trimmed."""
     if isinstance(request, RewriteRequest):
         return dataclasses.replace(request, before="", after="")
-    return dataclasses.replace(request, before=prompts.TRIM_MARK)  # the template and instruction are the floor
+    return dataclasses.replace(
+        request, before=prompts.TRIM_MARK
+    )  # the template and instruction are the floor
 
 
 def _prompt_and_length(
@@ -205,7 +209,11 @@ def _prompt_and_length(
 
 
 def _fit_memory(
-    model: ModelFacts, rows: int, prompt_tokens: int, new_tokens: int, floor: _Floor,
+    model: ModelFacts,
+    rows: int,
+    prompt_tokens: int,
+    new_tokens: int,
+    floor: _Floor,
     prefix_cache: PrefixCache | None,
 ) -> request_budget.RequestPlan:
     """Budget the request against the device's free memory now (see `engine.budget`): fewer rows, then less
@@ -216,9 +224,13 @@ def _fit_memory(
 
     def plan_now() -> request_budget.RequestPlan:
         return request_budget.plan_request(
-            dict(model.config), rows=rows, prompt_tokens=prompt_tokens, new_tokens=new_tokens,
+            dict(model.config),
+            rows=rows,
+            prompt_tokens=prompt_tokens,
+            new_tokens=new_tokens,
             min_prompt_tokens=lambda: min(floor.tokens(), prompt_tokens),
-            free_bytes=request_budget.free_device_bytes(model.device), device_label=str(model.device),
+            free_bytes=request_budget.free_device_bytes(model.device),
+            device_label=str(model.device),
         )
 
     reclaimable = prefix_cache is not None and prefix_cache.nbytes > 0
@@ -250,8 +262,15 @@ def _warm(
         return None
     assert start is not None
     return warm_canvas.plan(
-        model.tokenizer, start, rows=settings.candidates, canvas_length=model.canvas_length, eos_id=model.eos_ids[0],
-        pad_id=model.pad_id, stop_ids=model.stop_ids, seed=seed, decode=model.decode,
+        model.tokenizer,
+        start,
+        rows=settings.candidates,
+        canvas_length=model.canvas_length,
+        eos_id=model.eos_ids[0],
+        pad_id=model.pad_id,
+        stop_ids=model.stop_ids,
+        seed=seed,
+        decode=model.decode,
     )
 
 
@@ -296,6 +315,12 @@ def canvas_tokens(start: WarmStart, model: ModelFacts) -> tuple[list[int], list[
 def _infill_warm(start: WarmStart, frozen: Frozen, model: ModelFacts, seed: int) -> warm_canvas.WarmCanvas:
     ids, flags = canvas_tokens(start, model)
     return warm_canvas.infill_plan(
-        model.tokenizer, start, frozen_mask=frozen.mask, frozen_ids=frozen.ids, middle_ids=ids,
-        middle_pins=flags, stop_ids=model.stop_ids, seed=seed,
+        model.tokenizer,
+        start,
+        frozen_mask=frozen.mask,
+        frozen_ids=frozen.ids,
+        middle_ids=ids,
+        middle_pins=flags,
+        stop_ids=model.stop_ids,
+        seed=seed,
     )

@@ -35,7 +35,9 @@ def _engine_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+                    base = ".".join(
+                        [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                    ).strip(".")
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
             deps |= {t for t in targets if t in files and t != name and not name.startswith(f"{t}.")}
         graph[name] = deps - {"engine"}
@@ -51,7 +53,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
         stack.append(node)
         for dep in sorted(graph[node]):
             if state[dep] == 1:
-                found.append([*stack[stack.index(dep):], dep])
+                found.append([*stack[stack.index(dep) :], dep])
             elif state[dep] == 0:
                 visit(dep)
         stack.pop()
@@ -96,12 +98,24 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[i
 @pytest.mark.parametrize(
     "request_",
     [
-        RewriteRequest("The boats rested on the grey water.", "Make it vivid.", before="The harbour was quiet.",
-                       after=" Night fell.", settings=DenoiseSettings(candidates=2, seed=1, max_steps=2)),
-        DraftRequest("It was the best of times", max_new_tokens=16,
-                     settings=DenoiseSettings(candidates=3, seed=2, max_steps=2)),
-        InfillRequest("The harbour was", " and the boats rested.", middle_tokens=6,
-                      settings=DenoiseSettings(candidates=2, seed=3, max_steps=2)),
+        RewriteRequest(
+            "The boats rested on the grey water.",
+            "Make it vivid.",
+            before="The harbour was quiet.",
+            after=" Night fell.",
+            settings=DenoiseSettings(candidates=2, seed=1, max_steps=2),
+        ),
+        DraftRequest(
+            "It was the best of times",
+            max_new_tokens=16,
+            settings=DenoiseSettings(candidates=3, seed=2, max_steps=2),
+        ),
+        InfillRequest(
+            "The harbour was",
+            " and the boats rested.",
+            middle_tokens=6,
+            settings=DenoiseSettings(candidates=2, seed=3, max_steps=2),
+        ),
     ],
     ids=["rewrite", "draft", "infill"],
 )
@@ -114,13 +128,18 @@ def test_a_request_renders_its_template_once_and_plans_memory_once(session, monk
 
 
 def test_the_plan_is_what_ran_and_its_rows_share_one_prompt(session) -> None:
-    request = DraftRequest("It was the best of times", max_new_tokens=16,
-                           settings=DenoiseSettings(candidates=3, seed=4, max_steps=2))
+    request = DraftRequest(
+        "It was the best of times",
+        max_new_tokens=16,
+        settings=DenoiseSettings(candidates=3, seed=4, max_steps=2),
+    )
     session.run(request)
     plan = session.last_request_plan
     assert plan is not None and plan.request is request and plan.memory is session.last_plan
     ids = plan.prompt_ids("cpu")
-    assert ids.shape == (3, len(plan.prompt.ids)) and ids.stride(0) == 0  # one row, seen three times, not copied
+    assert (
+        ids.shape == (3, len(plan.prompt.ids)) and ids.stride(0) == 0
+    )  # one row, seen three times, not copied
     assert session.last_output.sequences.shape[0] == plan.rows
     assert session.last_output.prompt_length == len(plan.prompt.ids)
 
