@@ -10,7 +10,7 @@
 * `install`     wraps a loaded model's quantized linears and norms behind the switch (the denoising loop calls it);
                 the experts switch through `engine.fastpath.sync_free_experts`.
 
-Imports: torch, triton (lazily), `engine.weights.quantize` (the layouts) and `engine.lean_step` (the chunking);
+Imports: torch, triton (lazily), `engine.weights.quantize` (the layouts) and `engine.lean_step` (the chunking), `engine.sampling`;
 never `engine.tools` or `engine.training`. `engine.weights` does not import this package.
 
 The one switch is `LETTERPRESS_KERNELS`: "triton" turns the kernels on (on CUDA, and on CPU tensors when

@@ -16,7 +16,8 @@ pytest.importorskip("triton")
 
 from engine.denoise import exponential_draws, token_entropy
 from engine.kernels.vocab_tail import philox_uniforms, tail_chunked, tail_philox
-from engine.lean_step import pin_in_place, sample_chunked
+from engine.lean_step import sample_chunked
+from engine.sampling import pin_in_place
 
 CAP = 30.0
 
