@@ -204,7 +204,7 @@ def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
 def _whole(value: Any) -> int:
     """A character position from the pin file: a whole number (1e400, NaN, 2.5 or true are refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{str(value)[:40]!r} is not a character position")
+        raise TypeError(f"{str(value)[:40]!r} is not a character position")
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         raise ValueError(f"{value!r} is not a whole character position")
     return int(value)

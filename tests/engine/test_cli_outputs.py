@@ -61,6 +61,7 @@ def before(tmp_path: Path) -> Path:
 def test_a_cp1252_stdout_keeps_the_generated_text(tiny_dir: Path, before: Path) -> None:
     wide = subprocess.run(
         _generate_args(tiny_dir, before, "--jsonl"),
+        check=False,
         capture_output=True,
         env=_env(PYTHONIOENCODING="utf-8"),
         cwd=ROOT,
@@ -72,6 +73,7 @@ def test_a_cp1252_stdout_keeps_the_generated_text(tiny_dir: Path, before: Path) 
         text.encode("cp1252")  # the case needs a character the narrow output cannot hold
     narrow = subprocess.run(
         _generate_args(tiny_dir, before, "--jsonl"),
+        check=False,
         capture_output=True,
         env=_env(PYTHONIOENCODING="cp1252"),
         cwd=ROOT,
@@ -83,6 +85,7 @@ def test_a_cp1252_stdout_keeps_the_generated_text(tiny_dir: Path, before: Path) 
     assert done["candidates"][0]["text"] == text  # exact: the escapes are JSON's own
     plain = subprocess.run(
         _generate_args(tiny_dir, before),
+        check=False,
         capture_output=True,
         env=_env(PYTHONIOENCODING="cp1252"),
         cwd=ROOT,
@@ -97,6 +100,7 @@ def test_a_reader_that_stops_early_is_not_an_error(tiny_dir: Path, before: Path)
     args = " ".join(f"'{a}'" for a in _generate_args(tiny_dir, before, "--jsonl"))
     run = subprocess.run(
         ["bash", "-c", f"{args} | head -c 1; exit ${{PIPESTATUS[0]}}"],
+        check=False,
         capture_output=True,
         env=_env(),
         cwd=ROOT,
@@ -112,7 +116,7 @@ def test_a_reader_that_stops_early_is_not_an_error(tiny_dir: Path, before: Path)
 def test_a_closed_stdout_is_refused_before_any_work(tiny_dir: Path, before: Path) -> None:
     args = " ".join(f"'{a}'" for a in _generate_args(tiny_dir, before))
     run = subprocess.run(
-        ["bash", "-c", f"{args} >&-"], capture_output=True, env=_env(), cwd=ROOT, timeout=300
+        ["bash", "-c", f"{args} >&-"], check=False, capture_output=True, env=_env(), cwd=ROOT, timeout=300
     )
     assert run.returncode == 2
     assert b"standard output is closed" in run.stderr
@@ -142,6 +146,7 @@ def test_a_pin_file_with_an_impossible_number_is_a_sentence(
             "--pin-file",
             str(pin_file),
         ],
+        check=False,
         capture_output=True,
         text=True,
         env=_env(),
@@ -156,6 +161,7 @@ def test_an_error_naming_a_file_survives_a_narrow_stderr(tmp_path: Path, tiny_di
     missing = tmp_path / "r\u0101ksts.txt"  # a name cp1252 cannot hold
     run = subprocess.run(
         [sys.executable, "-m", "engine", "generate", "--model", str(tiny_dir), "--before-file", str(missing)],
+        check=False,
         capture_output=True,
         env=_env(PYTHONIOENCODING="cp1252"),
         cwd=ROOT,
