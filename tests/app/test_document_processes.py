@@ -56,7 +56,7 @@ def start():
         real_fsync = os.fsync
         def fsync(fd):
             where = os.readlink(f"/proc/self/fd/{fd}") if os.path.exists(f"/proc/self/fd/{fd}") else ""
-            if os.path.dirname(where) == folder and where.endswith(".tmp"):
+            if os.path.dirname(where) == folder and where.endswith((".tmp", ".lptmp")):
                 print("IN FSYNC", where, flush=True)
                 time.sleep(600)
             real_fsync(fd)
