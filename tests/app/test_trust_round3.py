@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import app
-from app.documents import editor_text
+from app.documents.controller import editor_text
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
@@ -132,7 +132,7 @@ def _old(*files: Path) -> None:
 
 
 def test_another_programs_binary_tmp_file_is_never_deleted(win, tmp_path):
-    from app.recovery import find_recovered
+    from app.documents.recovery import find_recovered
 
     window, docs, answers = win
     doc = tmp_path / "doc.txt"
@@ -147,7 +147,7 @@ def test_another_programs_binary_tmp_file_is_never_deleted(win, tmp_path):
 
 
 def test_a_legacy_tmp_with_other_text_is_offered_once_and_left_in_place(qtbot, tmp_path):
-    from app.recovery import find_recovered
+    from app.documents.recovery import find_recovered
 
     doc = tmp_path / "doc.txt"
     doc.write_text("on disk\n", encoding="utf-8")
@@ -269,7 +269,7 @@ def test_damaged_recovery_copies_do_not_hide_the_good_ones(qtbot, tmp_path):
 
 
 def test_a_restored_copy_says_text_not_none(qtbot, tmp_path):
-    from app.recovery import read_copy
+    from app.documents.recovery import read_copy
 
     file = tmp_path / "x.json"
     file.write_text(json.dumps({"version": 1, "path": None, "saved_at": 0, "text": None}))
@@ -298,7 +298,7 @@ NON_UTF8 = os.fsdecode(b"r\xe9sum\xe9.txt")
 
 @pytest.mark.skipif(os.name != "posix", reason="file names are bytes only on POSIX")
 def test_a_non_utf8_file_name_is_autosaved_and_watched(win, qtbot, tmp_path):
-    from app.recovery import read_copy
+    from app.documents.recovery import read_copy
 
     window, docs, answers = win
     p = tmp_path / NON_UTF8

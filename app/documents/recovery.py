@@ -1,6 +1,6 @@
 """Autosave and crash recovery: unsaved text is copied to the recovery folder every few seconds.
 
-Layout of the recovery folder (`app.settings.recovery_dir()`), all written atomically:
+Layout of the recovery folder (`app.config.settings.recovery_dir()`), all written atomically:
 
 - `<session>.json`  one per running window: {"version", "pid", "path" (or null: untitled), "saved_at", "text",
   optional "kind": "autosave" | "kept before reload" | "interrupted save"}. A clean save, a discard or a clean
@@ -15,7 +15,7 @@ Layout of the recovery folder (`app.settings.recovery_dir()`), all written atomi
   `.lpbackup` beside a document, older than two minutes) are handled the same way when that document is opened;
   the `.tmp`/`.backup` names older versions used (and other programs use too) are only removed when they hold
   exactly the document's bytes, otherwise their text is offered and the file is left where it is.
-- `locks/<hash>.lock`  one file, one editor: see `app.locks.document_lock_path`.
+- `locks/<hash>.lock`  one file, one editor: see `app.platform.locks.document_lock_path`.
 
 Anything else a module adds beside a session's files must be named `<session>.<something>` and removed with it.
 At the next start, copies of dead sessions are offered: the window restores each one, showing which document it
@@ -47,8 +47,8 @@ from typing import Literal
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from app.atomic import atomic_write_bytes
-from app.locks import FileLock, holder_info, is_locked
+from app.platform.atomic import atomic_write_bytes
+from app.platform.locks import FileLock, holder_info, is_locked
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ def clean_interrupted_saves(folder: Path, *, own: str | None = None) -> list[Pat
     return made
 
 
-# `.<name>.<8 of mkstemp's characters>.<suffix>`: what app.atomic creates. The `.lptmp`/`.lpbackup` suffixes are
+# `.<name>.<8 of mkstemp's characters>.<suffix>`: what app.platform.atomic creates. The `.lptmp`/`.lpbackup` suffixes are
 # Letterpress's own; `.tmp`/`.backup` (older versions) are also what other programs write, so those are "maybe ours".
 _OUR_TEMP = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.(?P<suffix>lptmp|lpbackup|tmp|backup)$")
 STRAY_AGE_S = 120.0  # a save in progress notes its temp within microseconds; two minutes is beyond doubt
@@ -263,7 +263,7 @@ def sweep_stray_temps(folder: Path, document: Path, *, now: float | None = None)
     does; a `.tmp`/`.backup` (another program may use those names) is removed only when its bytes are exactly
     the document's, its text is offered (once) when it differs, and a binary one is left alone. Files younger
     than `STRAY_AGE_S` or listed by a running session's journal are left alone. Returns the recovery copies made."""
-    from app.atomic import temp_prefix
+    from app.platform.atomic import temp_prefix
 
     real = Path(os.path.realpath(document))
     now = time.time() if now is None else now
@@ -322,7 +322,7 @@ def settle_temp(folder: Path, temp: Path, target: Path, *, remove: bool = True) 
     `remove=False` (a file that may be another program's) it is only removed when it holds exactly the target's
     bytes; otherwise its text is kept as a recovery copy once, and the file stays. A file that is not a regular
     file, or holds no text (binary: not what a save of a document writes), is never read into a copy nor removed."""
-    from app.documents import DocumentError, _looks_binary, decode_text
+    from app.documents.controller import DocumentError, _looks_binary, decode_text
 
     if not _regular(temp):
         return (not temp.exists()), None
