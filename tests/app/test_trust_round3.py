@@ -134,7 +134,7 @@ def _old(*files: Path) -> None:
 def test_another_programs_binary_tmp_file_is_never_deleted(win, tmp_path):
     from app.documents.recovery import find_recovered
 
-    window, docs, answers = win
+    window, docs, _answers = win
     doc = tmp_path / "doc.txt"
     doc.write_text("my document\n", encoding="utf-8")
     binary = tmp_path / ".doc.txt.abcdefgh.tmp"
@@ -173,7 +173,7 @@ def test_a_legacy_tmp_with_other_text_is_offered_once_and_left_in_place(qtbot, t
 
 
 def test_opening_a_fifo_or_dev_zero_is_refused_with_a_sentence(win, tmp_path):
-    window, docs, answers = win
+    _window_, docs, answers = win
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
     assert not docs.open(fifo)
@@ -300,7 +300,7 @@ NON_UTF8 = os.fsdecode(b"r\xe9sum\xe9.txt")
 def test_a_non_utf8_file_name_is_autosaved_and_watched(win, qtbot, tmp_path):
     from app.documents.recovery import read_copy
 
-    window, docs, answers = win
+    window, docs, _answers = win
     p = tmp_path / NON_UTF8
     p.write_bytes(b"Curriculum vitae\n")
     assert docs.open(p)
