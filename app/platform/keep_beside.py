@@ -29,10 +29,14 @@ def regular_size(path: Path) -> int | None:
 
 
 def _candidates(path: Path, suffix: str) -> list[Path]:
-    return [path.with_name(f"{path.name}{suffix}" + ("" if i == 1 else f"-{i}")) for i in range(1, MAX_COPIES + 1)]
+    return [
+        path.with_name(f"{path.name}{suffix}" + ("" if i == 1 else f"-{i}")) for i in range(1, MAX_COPIES + 1)
+    ]
 
 
-def keep_beside(path: Path, data: bytes | None = None, *, suffix: str = ".broken", move: bool = False) -> Path:
+def keep_beside(
+    path: Path, data: bytes | None = None, *, suffix: str = ".broken", move: bool = False
+) -> Path:
     """Keep the bytes of `path` (or `data`, what was read from it) as `<name><suffix>[-N]` next to it and return
     that name; an identical kept copy is reused. `move` renames the file itself there (it is then gone from its
     place). Raises OSError when nothing could be kept (the caller must then not overwrite the file)."""

@@ -74,7 +74,9 @@ def test_save_mine_anyway_asks_again_when_the_file_changed_while_the_question_wa
     docs.ask_external_change = ask
     assert not docs.save()
     assert answers.asked == ["changed saving=True", "changed saving=True"]
-    assert p.read_text(encoding="utf-8") == "second change, newer still\n"  # the newer text was never overwritten
+    assert (
+        p.read_text(encoding="utf-8") == "second change, newer still\n"
+    )  # the newer text was never overwritten
     assert window.isWindowModified()
 
 
@@ -173,7 +175,7 @@ def test_a_legacy_tmp_with_other_text_is_offered_once_and_left_in_place(qtbot, t
 
 
 def test_opening_a_fifo_or_dev_zero_is_refused_with_a_sentence(win, tmp_path):
-    _window_, docs, answers = win
+    _, docs, answers = win
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
     assert not docs.open(fifo)
@@ -214,8 +216,9 @@ def test_fifos_in_the_recovery_folder_do_not_hang_the_start(qtbot, tmp_path):
     folder.mkdir(parents=True)
     os.mkfifo(folder / "0123456789abcdef0123456789abcdef.json")
     os.mkfifo(folder / "fedcba9876543210fedcba9876543210.saving.json")
-    (folder / "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.json").write_text(json.dumps(
-        {"version": 1, "pid": 0, "path": None, "saved_at": time.time(), "text": "still offered"}))
+    (folder / "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.json").write_text(
+        json.dumps({"version": 1, "pid": 0, "path": None, "saved_at": time.time(), "text": "still offered"})
+    )
     offered: list[str] = []
     window = app.create_window(["--fake-engine"])
     qtbot.addWidget(window)
@@ -260,8 +263,16 @@ def test_damaged_recovery_copies_do_not_hide_the_good_ones(qtbot, tmp_path):
     window.services.recovery.ask = ask
     window.services.recovery.offer(lambda doc: False)
     texts = sorted(t for t, _, _ in offered)
-    assert texts == sorted(["nan time", "far future", "number path", "cut short in the middle of ",
-                            "re-encoded as UTF-16", "a good copy"])
+    assert texts == sorted(
+        [
+            "nan time",
+            "far future",
+            "number path",
+            "cut short in the middle of ",
+            "re-encoded as UTF-16",
+            "a good copy",
+        ]
+    )
     assert all(name == "Untitled" for _, name, _ in offered)
     assert any("damaged" in d for t, _, d in offered if t.startswith("cut short"))
     assert (folder / f"{'d' * 32}.json").exists()  # a copy without text is kept, not deleted

@@ -32,7 +32,9 @@ def test_a_second_broken_settings_file_does_not_overwrite_the_first(tmp_path):
     (folder / "settings.toml").write_text("[appearance]\nfont_size = = 3\n", encoding="utf-8")
     second = Settings(folder)
     assert (folder / "settings.toml.broken").read_text(encoding="utf-8") == "[denoise\nsteps = 12\n"
-    assert (folder / "settings.toml.broken-2").read_text(encoding="utf-8") == "[appearance]\nfont_size = = 3\n"
+    assert (folder / "settings.toml.broken-2").read_text(
+        encoding="utf-8"
+    ) == "[appearance]\nfont_size = = 3\n"
     assert "settings.toml.broken-2" in second.problems[-1]
 
 
@@ -41,7 +43,9 @@ def test_unknown_sections_and_keys_survive_a_change_of_any_setting(tmp_path):
     folder.mkdir()
     (folder / "settings.toml").write_text(
         'ahead = "top level"\n[appearance]\nfont_size = 14\nfrom_a_newer_version = [1, 2, {a = "b"}]\n'
-        '[future]\nname = "kept"\nwhen = 2026-12-01T10:00:00\n', encoding="utf-8")
+        '[future]\nname = "kept"\nwhen = 2026-12-01T10:00:00\n',
+        encoding="utf-8",
+    )
     s = Settings(folder)
     s.set("denoise.steps", 20)
     data = tomllib.loads((folder / "settings.toml").read_text(encoding="utf-8"))
@@ -56,7 +60,8 @@ def test_one_empty_custom_preset_does_not_make_the_others_vanish(tmp_path):
     folder = tmp_path / "cfg"
     folder.mkdir()
     (folder / "settings.toml").write_text(
-        '[rewrite.presets]\n"Make it sing" = "Rewrite it so it sings."\n"Unfinished" = ""\n', encoding="utf-8")
+        '[rewrite.presets]\n"Make it sing" = "Rewrite it so it sings."\n"Unfinished" = ""\n', encoding="utf-8"
+    )
     s = Settings(folder)
     assert s["rewrite.presets"] == {"Make it sing": "Rewrite it so it sings."}
     assert any("Unfinished" in p for p in s.problems)
