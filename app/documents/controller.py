@@ -49,6 +49,7 @@ from app.documents.external_change import (
 )
 from app.documents.line_endings import dominant, normalise, restore_endings, split_lines
 from app.platform.locks import FileLock
+from app.platform.privacy import note_document
 from app.documents.one_editor import EditorClaim, Elsewhere
 
 log = logging.getLogger(__name__)
@@ -236,7 +237,7 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     except OSError:
         st = None
     try:
-        if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        if st is not None and stat.S_ISREG(st.st_mode) and _needs_in_place(real, st):
             write_in_place_with_backup(real, data, on_temp=on_temp)
         else:
             atomic_write_bytes(real, data, new_mode=default_file_mode(), on_temp=on_temp)
@@ -249,6 +250,18 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     except OSError as exc:
         raise DocumentError(_save_failure(p, exc, real)) from exc
     return TextFile(doc.text, doc.encoding, doc.newline, raw)
+
+
+def _needs_in_place(real: Path, st: os.stat_result) -> bool:
+    """Whether replacing the file by a new one (a rename) would lose something the file has, so it must be
+    rewritten in place (after a verified backup) instead: its other hard links; its owner and group, when we
+    are not root and not its owner (a group member's save, another user's 0666 file in a sticky /tmp-like
+    folder, where a rename is not even allowed); or when its folder cannot be written but the file can."""
+    if st.st_nlink > 1:
+        return True
+    if hasattr(os, "geteuid") and os.geteuid() != 0 and st.st_uid != os.geteuid():
+        return True
+    return not os.access(real.parent, os.W_OK) and os.access(real, os.W_OK)
 
 
 def _save_failure(p: Path, exc: OSError, real: Path | None = None) -> str:
@@ -466,6 +479,7 @@ class DocumentController(QObject):
             if not chosen:
                 return False
             path = chosen
+        note_document(path)
         p = Path(path)
         try:
             doc = read_text_file(p)
@@ -500,6 +514,8 @@ class DocumentController(QObject):
         self.recent.add(p)
         self._rebuild_recent_menu()
         opened = f"Opened {p.name}" + (" read-only" if read_only else "")
+        if lock is None and not read_only and self.claim.problem:
+            opened += f" — not protected against a second window: {self.claim.problem}"
         if doc.raw is not None and self._loaded != doc.text:
             opened += (f". {p.name} contains characters the editor cannot show (such as U+FDD0/U+FDD1 or a "
                        "second byte-order mark); saving without an edit keeps them, but an edit replaces them")
@@ -603,6 +619,7 @@ class DocumentController(QObject):
     # -- internals -------------------------------------------------------------------------------------------
 
     def _write(self, target: Path) -> bool:
+        note_document(target)
         if self.path is not None and (target == self.path or _same_file(target, self.path)):
             if not self._disk_allows_save(target):
                 return False
@@ -648,6 +665,7 @@ class DocumentController(QObject):
         # What Qt made of the file's text (it can differ: see `_unedited_text`); None when `text` is not the file's.
         self._loaded = self.text() if raw is not None and text == normalise(raw) else None
         self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
+        note_document(path)  # the log hides its name from now on
         self._disk = disk_state(path) if path is not None else None
         self._deleted_reported = False
         self._answered = None

@@ -49,6 +49,8 @@ class EditorClaim:
     def holds(self, path: Path) -> bool:
         return self.lock is not None and self.key == real_key(path)
 
+    problem = ""  # why the last `try_claim` could not lock at all ("" when it could): said, never silent
+
     def try_claim(self, path: Path) -> FileLock | Elsewhere | None:
         """A new lock on `path` (not yet adopted), `Elsewhere` when another editor has it, or None when locking
         is impossible here (the folder cannot be written); the caller then goes on without a lock."""
@@ -68,7 +70,10 @@ class EditorClaim:
             got = lock.acquire(holder_info(document=key, server=listener.name))
         except OSError as exc:
             log.warning("document lock not available (%s); opening without it", exc.strerror or exc)
+            self.problem = (f"the lock folder {self.folder} cannot be written ({exc.strerror or exc}), so another "
+                            "window opening this file would not be warned")
             return None
+        self.problem = ""
         if got:
             return lock
         info = read_info(lock.path)

@@ -48,11 +48,13 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from app.platform.atomic import atomic_write_bytes
+from app.platform.privacy import note_document
 from app.platform.locks import FileLock, holder_info, is_locked
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+IDLE_MS = 300  # autosave this long after the writer stops typing
 Answer = Literal["restore", "discard", "later"]
 
 
@@ -182,6 +184,8 @@ def read_copy(file: Path) -> RecoveredDocument | None:
         kind = stated if isinstance(stated, str) and stated else "autosave"
         if raw[:1] not in (b"{", b" ", b"\n") and not raw.startswith(b"\xef\xbb\xbf"):
             kind = "damaged"  # re-encoded by another tool: the text is right, but say where it came from
+    if isinstance(path, str) and path:
+        note_document(path)  # the log hides the names of recovered documents too
     return RecoveredDocument(
         file=file,
         text=text,
@@ -433,6 +437,11 @@ class RecoveryManager(QObject):
         self._writeResult.connect(self._on_write_result)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.autosave_now)
+        # The loss window: text typed since the last copy. A copy IDLE_MS after the last key (each key restarts
+        # the wait, so a fast typist costs no copies) brings it down from the interval to a pause's length.
+        self._idle = QTimer(self, singleShot=True)
+        self._idle.setInterval(IDLE_MS)
+        self._idle.timeout.connect(self.autosave_now)
         self.set_interval(interval_s)
         self._timer.start()
 
@@ -447,7 +456,11 @@ class RecoveryManager(QObject):
         )
 
     def connect_document(self, controller: object) -> None:
-        """Remove the autosave when the controller saves or discards the document; journal its saves."""
+        """Remove the autosave when the controller saves or discards the document; journal its saves; copy the
+        text IDLE_MS after the writer stops typing (the interval timer stays as the backstop)."""
+        editor = getattr(controller, "editor", None)
+        if editor is not None:
+            editor.document().contentsChanged.connect(self._idle.start)
         controller.saved.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
         controller.discarded.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
         if hasattr(controller, "save_journal"):
@@ -467,8 +480,32 @@ class RecoveryManager(QObject):
 
     # -- autosave --------------------------------------------------------------------------------------------
 
+    def _keep_lock(self) -> None:
+        """The session lock must be the file at its path: if it was deleted or replaced while this window runs,
+        take it again; if another start took that path meanwhile, move this session's copy to a new session
+        (new names, new lock), so nothing else can take the live autosave for a leftover and discard it."""
+        if not self.lock.held or self.lock.still_here():
+            return
+        self.lock.release()
+        fresh = FileLock(self.folder / f"{self.session}.lock")
+        with contextlib.suppress(OSError):
+            if fresh.acquire(holder_info(session=self.session)):
+                self.lock = fresh
+                log.warning("the recovery session lock had been removed; it was taken again")
+                self._last = None  # write the copy again: a second start may have removed it meanwhile
+                return
+        self.session = uuid.uuid4().hex
+        self.file = self.folder / f"{self.session}.json"
+        self.journal = self.folder / f"{self.session}.saving.json"
+        self.lock = FileLock(self.folder / f"{self.session}.lock")
+        with contextlib.suppress(OSError):
+            self.lock.acquire(holder_info(session=self.session))
+        log.warning("the recovery session lock was taken by another start; autosaving as a new session")
+        self._last = None  # the old copy is that start's to offer now; this session writes its own at once
+
     def autosave_now(self) -> None:
         """Copy the unsaved text now (only if it changed since the last copy); no unsaved text: remove it."""
+        self._keep_lock()
         try:
             snap = self.snapshot()
         except Exception:  # a broken snapshot must never take the timer down
@@ -537,6 +574,7 @@ class RecoveryManager(QObject):
         """Clean quit: nothing unsaved is left (the window asked), so the copy goes unless `keep`. The session
         lock is released last, so a kept copy becomes a leftover only once this process is done with it."""
         self._timer.stop()
+        self._idle.stop()
         if not keep:
             self.clear()
         self._pool.shutdown(wait=True)
@@ -585,6 +623,8 @@ class RecoveryManager(QObject):
                 restored.append(doc)
                 self._adopt(doc)
             elif answer == "discard":
+                if session_alive(self.folder, session_of(doc.file)):
+                    continue  # its window turned out to be running (it took its lock again): never delete
                 self._remove(doc.file)
                 self._remove(doc.file.with_name(f"{session_of(doc.file)}.lock"))
         return restored

@@ -115,7 +115,18 @@ def write_in_place_with_backup(path: str | Path, data: bytes, *, on_temp: TempHo
     that fails, `BackupKept` says where the old version is."""
     target = Path(path)
     original = target.read_bytes()
-    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=BACKUP_SUFFIX, dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=BACKUP_SUFFIX, dir=target.parent)
+    except PermissionError:
+        # A writable file in a folder we may not write (a shared folder, a read-only parent): no backup file can
+        # sit beside it, so the old bytes stay in memory and are written back if the rewrite fails.
+        try:
+            _rewrite(target, data)
+        except OSError:
+            with contextlib.suppress(OSError):
+                _rewrite(target, original)
+            raise
+        return
     backup = Path(tmp_name)
     try:
         if on_temp is not None:
