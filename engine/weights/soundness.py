@@ -241,6 +241,7 @@ def render_template_once(
     previous = sys.gettrace()
     try:
         compiled = _bounded_environment()(template)
+        deadline.until = time.monotonic() + seconds  # the clock starts at the render (not the import)
         sys.settrace(deadline)
         try:
             out = compiled.render(
