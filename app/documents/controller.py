@@ -641,6 +641,8 @@ class DocumentController(QObject):
         self._disk = disk_state(target)
         self._deleted_reported = False
         self._answered = None
+        if self.claim.holds(target):
+            self.claim.refresh(target)  # a replaced file has a new inode: its lock follows it
         self.watcher.watch(target)
         self.editor.document().setModified(False)
         self.recent.add(target)

@@ -174,3 +174,34 @@ def test_a_writable_file_in_a_read_only_folder_is_saved_in_place(tmp_path):
     assert "SAVED" in out.stdout, out.stdout + out.stderr[-2000:]
     assert doc.read_text(encoding="utf-8").endswith("may write the file but not its folder")
     assert doc.stat().st_ino == inode and stat.S_IMODE(doc.stat().st_mode) == 0o666
+
+
+@pytest.mark.parametrize("change", ["link made", "link removed"])
+def test_a_hard_link_made_or_removed_after_open_still_meets_the_first_windows_lock(qtbot, tmp_path, change):
+    doc = tmp_path / "shared.md"
+    doc.write_text("one file\n", encoding="utf-8")
+    other = tmp_path / "other-name.md"
+    if change == "link removed":
+        os.link(doc, other)
+    first, first_docs = _window(qtbot)
+    assert first_docs.open(doc)
+    if change == "link made":
+        os.link(doc, other)
+        names = [doc, other]
+    else:
+        other.unlink()
+        names = [doc]
+    asked: list[str] = []
+    second, second_docs = _window(qtbot)
+    second_docs.ask_already_open = lambda name, where: asked.append(name) or "cancel"
+    for name in names:
+        assert not second_docs.open(name)
+    assert asked == [n.name for n in names]
+    _type(qtbot, first, " edited")
+    assert first_docs.save()  # a save may give the file a new inode: the lock follows it
+    assert not second_docs.open(doc)
+    assert len(asked) == len(names) + 1
+    for window, docs in ((first, first_docs), (second, second_docs)):
+        docs.editor.document().setModified(False)
+        window.close()
+        docs.claim.release()
