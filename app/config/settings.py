@@ -318,7 +318,9 @@ class Settings(QObject):
             self.problems.append(f"{self.path} is not valid TOML ({reason}); using default settings.{kept}")
             return
         self._values, self.problems, self._extra = parse_all(data)
-        if self.problems:
+        # Unknown sections and keys stay in the file (`to_toml` keeps it); a value replaced by its default would
+        # not: the file as written is kept first.
+        if any(not p.startswith("Unknown ") for p in self.problems):
             try:
                 backup = keep_beside(self.path, raw)
                 self.problems.append(f"Your settings file as you wrote it is kept as {backup.name}.")
@@ -400,7 +402,7 @@ def parse_all(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], dict[
     known_sections = {s.key.split(".")[0] for s in SETTINGS}
     for section, table in data.items():
         if section not in known_sections:
-            problems.append(f"Unknown section [{section}] is not used (it is kept in the file).")
+            problems.append(f"Unknown section [{section}] was ignored.")
             extra[section] = table
             continue
         if not isinstance(table, Mapping):
@@ -412,7 +414,7 @@ def parse_all(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], dict[
             if setting is None:
                 if any(s.key.startswith(key + ".") for s in SETTINGS) and isinstance(value, Mapping):
                     continue  # a [section.sub] table of a dict setting: handled under its own key below
-                problems.append(f"Unknown setting {key} is not used (it is kept in the file).")
+                problems.append(f"Unknown setting {key} was ignored.")
                 extra.setdefault(section, {})[name] = value
                 continue
             why = setting.check(value)
