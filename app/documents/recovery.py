@@ -83,6 +83,9 @@ class RecoveredDocument:
         how = {"kept before reload": "kept before the file was reloaded",
                "interrupted save": "from a save that was interrupted (it may be incomplete)",
                "damaged": "from a recovery copy that was damaged (only the readable part is shown)",
+               "backup before an interrupted save": "the complete previous version, backed up before a save "
+               "that was interrupted — the file itself may be damaged (cut off in the middle); restore this "
+               "and save to repair it,",
                }.get(self.kind, "autosaved")
         return f"{where}\n{how} {when} ({words:,} words)"
 
@@ -355,7 +358,11 @@ def settle_temp(folder: Path, temp: Path, target: Path, *, remove: bool = True) 
             return False, None
         source = {"path": str(temp), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         if remove or not _already_kept(folder, source):
-            record = {"version": FORMAT_VERSION, "pid": 0, "path": str(target), "kind": "interrupted save",
+            # A `.lpbackup`/`.backup` is the verified old version of an in-place rewrite (hard links): complete,
+            # while the rewrite it protected may have left the file torn on every link.
+            backup = temp.name.endswith((".lpbackup", ".backup"))
+            kind = "backup before an interrupted save" if backup else "interrupted save"
+            record = {"version": FORMAT_VERSION, "pid": 0, "path": str(target), "kind": kind,
                       "saved_at": st.st_mtime, "source": source, "text": text}
             copy = folder / f"{uuid.uuid4().hex}.json"
             try:

@@ -326,3 +326,30 @@ def test_a_non_utf8_file_name_is_autosaved_and_watched(win, qtbot, tmp_path):
     docs.editor.document().setModified(False)
     p.write_bytes(b"Rewritten by another program\n")
     qtbot.waitUntil(lambda: editor_text(window.editor) == "Rewritten by another program\n", timeout=10_000)
+
+
+def test_a_crash_during_the_in_place_rewrite_of_a_hard_linked_file_says_the_file_may_be_damaged(
+    qtbot, tmp_path
+):
+    """The backup of an in-place rewrite is the complete old version; the file may be torn on every link."""
+    folder = tmp_path / "data" / "recovery"
+    folder.mkdir(parents=True)
+    doc = tmp_path / "linked.md"
+    complete = "The whole chapter, every paragraph of it.\n" * 20
+    doc.write_text(complete[:100], encoding="utf-8")  # the rewrite stopped a hundred characters in
+    os.link(doc, tmp_path / "other-name.md")
+    backup = tmp_path / ".linked.md.abcd1234.lpbackup"
+    backup.write_text(complete, encoding="utf-8")
+    (folder / f"{'b' * 32}.saving.json").write_text(
+        json.dumps({"temps": [{"temp": str(backup), "target": str(doc)}]}), encoding="utf-8"
+    )
+    offered: list[tuple[str, str]] = []
+    window = app.create_window(["--fake-engine"])
+    qtbot.addWidget(window)
+    window.services.documents.ask_unsaved = lambda name: "discard"
+    window.services.recovery.ask = lambda d, i, n: offered.append((d.text, d.describe())) or "later"
+    window.services.recovery.offer(lambda d: False)
+    assert [t for t, _ in offered] == [complete]
+    assert "complete previous version" in offered[0][1] and "may be damaged" in offered[0][1]
+    assert "may be incomplete" not in offered[0][1]
+    window.close()
