@@ -205,3 +205,49 @@ def test_a_hard_link_made_or_removed_after_open_still_meets_the_first_windows_lo
         docs.editor.document().setModified(False)
         window.close()
         docs.claim.release()
+
+
+UNREADABLE_CHILD = r"""
+import os, sys
+from app import create_window
+w = create_window(["--fake-engine"])
+docs = w.services.documents
+errors = []
+docs.show_error = lambda title, text: errors.append(text)
+docs.ask_unsaved = lambda name: "discard"
+w.services.recovery.ask = lambda d, i, n: "later"
+assert docs.open(sys.argv[1])
+docs.editor.insertPlainText("unsaved ")
+os.chmod(sys.argv[1], 0)  # made unreadable by another program (or a permissions tool)
+docs.check_disk()
+print("STATUS", w.statusBar().currentMessage(), flush=True)
+print("SAVED" if docs.save() else f"NOT SAVED {errors}", flush=True)
+docs.editor.document().setModified(False)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_a_file_made_unreadable_is_not_reported_as_deleted(tmp_path):
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("permissions cannot be enforced for root here (no setpriv)")
+        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    doc = tmp_path / "private.md"
+    doc.write_text("Mine.", encoding="utf-8")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [*prefix, sys.executable, "-c", UNREADABLE_CHILD, str(doc)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    os.chmod(doc, 0o644)
+    status = next((line for line in out.stdout.splitlines() if line.startswith("STATUS")), "")
+    assert "can no longer be read" in status and "deleted" not in status, out.stdout + out.stderr[-2000:]
+    assert "NOT SAVED" in out.stdout and doc.read_text(encoding="utf-8") == "Mine."
