@@ -162,8 +162,10 @@ def build_window(args: argparse.Namespace) -> MainWindow:
 
 
 def _add_settings_warning(window: Any, settings: Any) -> None:
-    """What was wrong with the settings file stays in the status bar (objectName `settingsWarning`, every problem
-    in its tooltip) until the settings are saved again: as a passing message the next status ("Loading model…")
+    """What was wrong with the settings file stays in the status bar (objectName `settingsWarning`, every
+    problem
+    in its tooltip) until the settings are saved again: as a passing message the next status ("Loading
+    model…")
     replaced it at once, before anyone could read it."""
     from PySide6.QtWidgets import QLabel
 

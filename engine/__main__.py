@@ -504,7 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         return _reader_went_away()
     except OSError as exc:
         if exc.errno in (errno.EBADF, errno.ENOSPC, errno.EIO, errno.EDQUOT):
-            print(f"error: the output could not be written ({exc.strerror or type(exc).__name__}); write it to "
+            print(f"error: the output could not be written ({exc.strerror or type(exc).__name__}); write it "
+                  "to "
                   "a file on a disk with space (> out.txt).", file=sys.stderr)
             return 1
         return _unexpected(exc)

@@ -3,7 +3,8 @@
 The file lives in the platformdirs user config folder (`settings.toml`) and is meant to be read and edited by
 people. A value that is missing, of the wrong type or out of bounds is replaced by its default and reported in
 `Settings.problems` (the window shows them); a file that is not valid TOML is kept aside as
-`settings.toml.broken` (`-2`, `-3`, ... for a later one: never over an earlier kept copy) and defaults are used.
+`settings.toml.broken` (`-2`, `-3`, ... for a later one: never over an earlier kept copy) and defaults are
+used.
 Nothing the writer wrote is dropped by a later save: a file with a value that had to be replaced is first kept
 beside it the same way (and the problem says under which name), unknown sections and keys are written back as
 they were, and a table setting with one bad entry (an empty custom preset) loses only that entry. Loading
@@ -182,7 +183,8 @@ class Settings(QObject):
         self.autosave = autosave
         self._values: dict[str, Any] = defaults()
         self.problems: list[str] = []
-        # What the file holds that Letterpress does not know (unknown sections and keys): written back as it was.
+        # What the file holds that Letterpress does not know (unknown sections and keys): written back as it
+        # was.
         self._extra: dict[str, Any] = {}
         self._unwritable = False  # the file could not be kept aside: never write over it
         self.save_failure = ""  # why the last save failed ("" after a save that worked): OK stays open on it
@@ -246,9 +248,11 @@ class Settings(QObject):
         self.update({k: base[k] for k in (keys or list(base))})
 
     def save(self) -> bool:
-        """Write the TOML file atomically; a failure is logged and reported (False), never raised into the UI."""
+        """Write the TOML file atomically; a failure is logged and reported (False), never raised into
+        the UI."""
         if self._unwritable and os.path.lexists(self.path):
-            msg = (f"Settings were not saved to {self.path}: the file there could not be read or kept aside, so "
+            msg = (f"Settings were not saved to {self.path}: the file there could not be read or kept aside, "
+                   "so "
                    "it is not overwritten; they apply until you quit.")
             self.problems.append(msg)
             self.save_failure = msg
@@ -257,7 +261,8 @@ class Settings(QObject):
             self.folder.mkdir(parents=True, exist_ok=True)
             try:
                 text = to_toml(self._values, self._current_text())
-            except RecursionError:  # a file tomlkit cannot walk: a fresh document (the kept copy has the old one)
+            # a file tomlkit cannot walk: a fresh document (the kept copy has the old one)
+            except RecursionError:
                 text = to_toml(self._values)
             atomic_write_text(self.path, text)
             self._unwritable = False
@@ -288,12 +293,14 @@ class Settings(QObject):
         size = regular_size(self.path)
         if size is None:
             if os.path.lexists(self.path):
-                self.problems.append(f"{self.path} is not a regular file (a folder, pipe or device), so it was not "
+                self.problems.append(f"{self.path} is not a regular file (a folder, pipe or device), so it "
+                                     "was not "
                                      "read; using default settings until it is replaced by a file.")
                 self._unwritable = True
             return
         if size > MAX_FILE_BYTES:
-            self.problems.append(f"{self.path} is {size:,} bytes, far more than a settings file; it was not read "
+            self.problems.append(f"{self.path} is {size:,} bytes, far more than a settings file; it was not "
+                                 "read "
                                  "and is left as it is. Using default settings.")
             self._unwritable = True
             return
@@ -313,12 +320,14 @@ class Settings(QObject):
                 backup = keep_beside(self.path, raw, move=True)
                 kept = f" It was kept as {backup.name}."
             except OSError:
-                kept = " It is left as it is (it could not be kept aside), and settings are not saved over it."
+                kept = (" It is left as it is (it could not be kept aside), and settings are not saved "
+                        "over it.")
                 self._unwritable = True
             self.problems.append(f"{self.path} is not valid TOML ({reason}); using default settings.{kept}")
             return
         self._values, self.problems, self._extra = parse_all(data)
-        # Unknown sections and keys stay in the file (`to_toml` keeps it); a value replaced by its default would
+        # Unknown sections and keys stay in the file (`to_toml` keeps it); a value replaced by its default
+        # would
         # not: the file as written is kept first.
         if any(not p.startswith("Unknown ") for p in self.problems):
             try:
@@ -326,7 +335,8 @@ class Settings(QObject):
                 self.problems.append(f"Your settings file as you wrote it is kept as {backup.name}.")
             except OSError:
                 self._unwritable = True
-                self.problems.append("Settings are not saved over the file until it is fixed (a copy could not "
+                self.problems.append("Settings are not saved over the file until it is fixed (a copy could "
+                                     "not "
                                      "be kept).")
         for problem in self.problems:
             log.warning("settings: %s", problem)

@@ -77,7 +77,8 @@ class BriefStore:
         size = regular_size(file)
         if size is None:
             if os.path.lexists(file):
-                self.problem = (f"The brief of this document ({file}) is not a regular file, so it was not read; "
+                self.problem = (f"The brief of this document ({file}) is not a regular file, so it was not "
+                                "read; "
                                 "it is left as it is. A new brief is saved once it is replaced by a file.")
             return ""
         raw = b""
@@ -180,7 +181,8 @@ class BriefController(QObject):
     """The current document's brief: follows the document controller (open, new, save as, discard, restore)."""
 
     changed = Signal(str)  # the brief text
-    problem = Signal(str)  # a damaged brief file was found (and kept aside): what happened; "" when all is well
+    # a damaged brief file was found (and kept aside): what happened; "" when all is well
+    problem = Signal(str)
     saved_brief = Signal()  # the writer's brief was written to disk
 
     def __init__(self, store: BriefStore, session: str, documents: QObject | None = None,

@@ -151,8 +151,9 @@ def not_a_document(p: Path, st: os.stat_result) -> str:
         return ""
     if stat.S_ISDIR(st.st_mode):
         return f"{p} is a folder, not a document."
-    kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
-            or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+    kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode)
+            else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
     return (f"{p} is {kind}, not a document file; reading it could wait forever or never end, so Letterpress "
             "does not open it.")
 
@@ -182,7 +183,8 @@ def read_text_file(path: str | Path) -> TextFile:
                 raise DocumentError(problem)
             data = fh.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
-            raise DocumentError(f"{p.name} grew beyond {MAX_BYTES // 2**20} MB while it was read; Letterpress "
+            raise DocumentError(f"{p.name} grew beyond {MAX_BYTES // 2**20} MB while it was read; "
+                                "Letterpress "
                                 "opens documents up to that size.")
     except FileNotFoundError as exc:
         raise DocumentError(f"{p} does not exist (it may have been moved or deleted).") from exc
@@ -362,7 +364,8 @@ def _ask_unsaved_box(parent: QWidget, name: str) -> Choice:
     return "cancel"
 
 
-MAX_REASKS = 20  # a file rewritten faster than the writer can answer: give up (cancel) after this many questions
+# a file rewritten faster than the writer can answer: give up (cancel) after this many questions
+MAX_REASKS = 20
 
 
 class DocumentController(QObject):
@@ -722,7 +725,8 @@ class DocumentController(QObject):
             self.message.emit(f"{target.name} had been deleted or moved on disk; saving recreated it.")
             return True
         if verdict == "unreadable":
-            text = (f"{target.name} can no longer be read (its permissions changed, or something that is not a "
+            text = (f"{target.name} can no longer be read (its permissions changed, or something that is not "
+                    "a "
                     "file took its place), so Letterpress cannot check whether another program changed it; "
                     "nothing was saved. Your text is still here: use Save As to save it elsewhere.")
             self.show_error("Document not saved", text)
@@ -749,7 +753,8 @@ class DocumentController(QObject):
 
     @staticmethod
     def _changed_since(target: Path, seen: DiskState | None) -> bool:
-        """Whether the file is no longer the version `seen` (content, not time), e.g. while a question was open."""
+        """Whether the file is no longer the version `seen` (content, not time), e.g. while a question
+        was open."""
         return compare(target, seen)[0] != "same"
 
     def _resolve(self, *, saving: bool) -> Resolution:
@@ -775,7 +780,8 @@ class DocumentController(QObject):
             if verdict == "unreadable":
                 if self._answered is None or self._answered.digest != "unreadable":
                     self._answered = now
-                    self.message.emit(f"{self.display_name} can no longer be read (permission denied, or it is no "
+                    self.message.emit(f"{self.display_name} can no longer be read (permission denied, or it "
+                                      "is no "
                                       "longer a file). Your text is still here; Save As saves it elsewhere.")
                     self.externalChange.emit("unreadable")
                 return

@@ -135,7 +135,8 @@ class ExternalChangeWatcher(QObject):
         for p in (self.path, self.path.parent):
             if p.exists() and str(p) not in self._watcher.files() + self._watcher.directories():
                 if not self._watcher.addPath(str(p)) and p == self.path:
-                    # The system watcher refused it (a name that is not valid UTF-8 cannot cross into Qt, or the
+                    # The system watcher refused it (a name that is not valid UTF-8 cannot cross into Qt, or
+                    # the
                     # watch limit is reached): look at it every POLL_MS instead, so a change is still noticed.
                     self._poll.start()
 

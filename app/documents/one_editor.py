@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 
 def identity_keys(path: Path) -> list[str]:
-    """Every name the file may be locked under: its real path and its device and inode, whatever its link count
+    """Every name the file may be locked under: its real path and its device and inode, whatever its link
+    count
     now. A claim holds all of them, so a hard link made or removed after the first window opened the file
     (which changes `document_key`) still meets the first window's lock."""
     real = os.path.normcase(os.path.realpath(path))
@@ -41,7 +42,8 @@ def _key_lock_path(folder: Path, key: str) -> Path:
 
 
 class ClaimLock(FileLock):
-    """The document lock plus the locks of the file's other identities (`identity_keys`), released together."""
+    """The document lock plus the locks of the file's other identities (`identity_keys`), released
+    together."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -54,7 +56,8 @@ class ClaimLock(FileLock):
         super().release()
 
     def take_extras(self, folder: Path, document: Path, info: dict[str, object]) -> Path | None:
-        """Hold the lock of every identity of `document` (dropping ones it no longer has, e.g. after a save gave
+        """Hold the lock of every identity of `document` (dropping ones it no longer has, e.g. after a save
+        gave
         it a new inode); returns the lock path another editor holds, if any (nothing new is then kept)."""
         wanted = {_key_lock_path(folder, k) for k in identity_keys(document)} - {self.path}
         taken: dict[Path, FileLock] = {}
@@ -125,7 +128,8 @@ class EditorClaim:
             got = lock.acquire(holder_info(document=key, server=listener.name))
         except OSError as exc:
             log.warning("document lock not available (%s); opening without it", exc.strerror or exc)
-            self.problem = (f"the lock folder {self.folder} cannot be written ({exc.strerror or exc}), so another "
+            self.problem = (f"the lock folder {self.folder} cannot be written ({exc.strerror or exc}), so "
+                            "another "
                             "window opening this file would not be warned")
             return None
         self.problem = ""

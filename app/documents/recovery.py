@@ -12,7 +12,8 @@ Layout of the recovery folder (`app.config.settings.recovery_dir()`), all writte
 - `<session>.saving.json`  the temporary files a save of that session is writing right now ({"temps":
   [{"temp", "target"}]}); at the next start, leftovers of a session whose lock is free are removed, or offered as
   recovery when they hold text the document on disk does not. Temps no journal knows (`.<name>.<8>.lptmp` or
-  `.lpbackup` beside a document, older than two minutes) are handled the same way when that document is opened;
+  `.lpbackup` beside a document, older than two minutes) are handled the same way when that document is
+  opened;
   the `.tmp`/`.backup` names older versions used (and other programs use too) are only removed when they hold
   exactly the document's bytes, otherwise their text is offered and the file is left where it is.
 - `locks/<hash>.lock`  one file, one editor: see `app.platform.locks.document_lock_path`.
@@ -114,8 +115,8 @@ def encode_record(record: dict[str, object]) -> bytes:
 def _decode_copy(raw: bytes) -> str:
     """The text of a recovery file: UTF-8, or the same JSON re-encoded by another tool (UTF-16/32 with a byte
     order mark, or a legacy 8-bit encoding)."""
-    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
-                       (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"),
+                       (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if raw.startswith(bom):
             return raw.decode(codec, errors="replace")
     try:
@@ -257,8 +258,10 @@ def clean_interrupted_saves(folder: Path, *, own: str | None = None) -> list[Pat
     return made
 
 
-# `.<name>.<8 of mkstemp's characters>.<suffix>`: what app.platform.atomic creates. The `.lptmp`/`.lpbackup` suffixes are
-# Letterpress's own; `.tmp`/`.backup` (older versions) are also what other programs write, so those are "maybe ours".
+# `.<name>.<8 of mkstemp's characters>.<suffix>`: what app.platform.atomic creates. The `.lptmp`/`.lpbackup`
+# suffixes are
+# Letterpress's own; `.tmp`/`.backup` (older versions) are also what other programs write, so those are
+# "maybe ours".
 _OUR_TEMP = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.(?P<suffix>lptmp|lpbackup|tmp|backup)$")
 STRAY_AGE_S = 120.0  # a save in progress notes its temp within microseconds; two minutes is beyond doubt
 
@@ -266,10 +269,12 @@ STRAY_AGE_S = 120.0  # a save in progress notes its temp within microseconds; tw
 def sweep_stray_temps(folder: Path, document: Path, *, now: float | None = None) -> list[Path]:
     """Temporary files next to `document` left by an interrupted save that no journal knows (an older version,
     or a journal that could not be written). Nothing Letterpress did not provably write is deleted: a `.lptmp`
-    or `.lpbackup` of this document that is a regular file holding text is settled like `clean_interrupted_saves`
+    or `.lpbackup` of this document that is a regular file holding text is settled like
+    `clean_interrupted_saves`
     does; a `.tmp`/`.backup` (another program may use those names) is removed only when its bytes are exactly
     the document's, its text is offered (once) when it differs, and a binary one is left alone. Files younger
-    than `STRAY_AGE_S` or listed by a running session's journal are left alone. Returns the recovery copies made."""
+    than `STRAY_AGE_S` or listed by a running session's journal are left alone. Returns the recovery copies
+    made."""
     from app.platform.atomic import temp_prefix
 
     real = Path(os.path.realpath(document))
@@ -304,7 +309,8 @@ def sweep_stray_temps(folder: Path, document: Path, *, now: float | None = None)
 
 
 def _regular(path: Path) -> bool:
-    """A regular file (not a FIFO, device or folder put in its place: reading those would hang every start)."""
+    """A regular file (not a FIFO, device or folder put in its place: reading those would hang every
+    start)."""
     try:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
@@ -326,9 +332,12 @@ def _already_kept(folder: Path, source: dict[str, object]) -> bool:
 def settle_temp(folder: Path, temp: Path, target: Path, *, remove: bool = True) -> tuple[bool, Path | None]:
     """Remove `temp`, first keeping its text as a recovery copy when it differs from `target`. Returns (done,
     copy): done is False when the temp had to stay (unreadable, or its text could not be kept). With
-    `remove=False` (a file that may be another program's) it is only removed when it holds exactly the target's
-    bytes; otherwise its text is kept as a recovery copy once, and the file stays. A file that is not a regular
-    file, or holds no text (binary: not what a save of a document writes), is never read into a copy nor removed."""
+    `remove=False` (a file that may be another program's) it is only removed when it holds exactly the
+    target's
+    bytes; otherwise its text is kept as a recovery copy once, and the file stays. A file that is not a
+    regular
+    file, or holds no text (binary: not what a save of a document writes), is never read into a copy nor
+    removed."""
     from app.documents.controller import DocumentError, _looks_binary, decode_text
 
     if not _regular(temp):
@@ -358,7 +367,8 @@ def settle_temp(folder: Path, temp: Path, target: Path, *, remove: bool = True) 
             return False, None
         source = {"path": str(temp), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         if remove or not _already_kept(folder, source):
-            # A `.lpbackup`/`.backup` is the verified old version of an in-place rewrite (hard links): complete,
+            # A `.lpbackup`/`.backup` is the verified old version of an in-place rewrite (hard links):
+            # complete,
             # while the rewrite it protected may have left the file torn on every link.
             backup = temp.name.endswith((".lpbackup", ".backup"))
             kind = "backup before an interrupted save" if backup else "interrupted save"
@@ -444,7 +454,8 @@ class RecoveryManager(QObject):
         self._writeResult.connect(self._on_write_result)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.autosave_now)
-        # The loss window: text typed since the last copy. A copy IDLE_MS after the last key (each key restarts
+        # The loss window: text typed since the last copy. A copy IDLE_MS after the last key (each key
+        # restarts
         # the wait, so a fast typist costs no copies) brings it down from the interval to a pause's length.
         self._idle = QTimer(self, singleShot=True)
         self._idle.setInterval(IDLE_MS)
@@ -488,7 +499,8 @@ class RecoveryManager(QObject):
     # -- autosave --------------------------------------------------------------------------------------------
 
     def _keep_lock(self) -> None:
-        """The session lock must be the file at its path: if it was deleted or replaced while this window runs,
+        """The session lock must be the file at its path: if it was deleted or replaced while this window
+        runs,
         take it again; if another start took that path meanwhile, move this session's copy to a new session
         (new names, new lock), so nothing else can take the live autosave for a leftover and discard it."""
         if not self.lock.held or self.lock.still_here():
@@ -640,7 +652,8 @@ class RecoveryManager(QObject):
         """A restored copy becomes this session's autosave until saved, so a second crash still keeps it."""
         self._last = (doc.text, doc.path)
         record = {"version": FORMAT_VERSION, "pid": os.getpid(), "path": doc.path, "saved_at": doc.saved_at,
-                  "kind": doc.kind, "text": doc.text}  # rebuilt from what was read: a damaged file is not copied
+                  # rebuilt from what was read: a damaged file is not copied
+                  "kind": doc.kind, "text": doc.text}
         self._pending = self._pool.submit(self._adopt_file, doc.file, record)
 
     def _adopt_file(self, old: Path, record: dict[str, object]) -> None:

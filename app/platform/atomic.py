@@ -24,7 +24,8 @@ from pathlib import Path
 TempHook = Callable[[Path], None]
 
 # Temporary files are named `.<name>.<8 random characters>.lptmp` (`.lpbackup` for the backup of an in-place
-# write): a suffix no other program uses, so a leftover can be told from another program's `.tmp` and only ours
+# write): a suffix no other program uses, so a leftover can be told from another program's `.tmp` and only
+# ours
 # are ever removed (see `app.recovery.sweep_stray_temps`).
 TEMP_SUFFIX = ".lptmp"
 BACKUP_SUFFIX = ".lpbackup"
@@ -116,9 +117,11 @@ def write_in_place_with_backup(path: str | Path, data: bytes, *, on_temp: TempHo
     target = Path(path)
     original = target.read_bytes()
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=BACKUP_SUFFIX, dir=target.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=BACKUP_SUFFIX,
+                                        dir=target.parent)
     except PermissionError:
-        # A writable file in a folder we may not write (a shared folder, a read-only parent): no backup file can
+        # A writable file in a folder we may not write (a shared folder, a read-only parent): no backup file
+        # can
         # sit beside it, so the old bytes stay in memory and are written back if the rewrite fails.
         try:
             _rewrite(target, data)

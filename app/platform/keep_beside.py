@@ -1,7 +1,8 @@
 """Keeping a file the writer wrote, that Letterpress could not read, beside it under a name of its own.
 
 A settings file or a brief that does not parse is still the writer's work: before anything replaces it, its
-bytes are kept next to it as `<name>.broken`, `<name>.broken-2`, ... — never over an earlier kept copy (a second
+bytes are kept next to it as `<name>.broken`, `<name>.broken-2`, ... — never over an earlier kept copy (a
+second
 broken file must not overwrite the first), and not again when an identical copy is already kept (a start with
 the same broken file does not pile up copies). Pure Python, no Qt.
 """
@@ -37,8 +38,10 @@ def _candidates(path: Path, suffix: str) -> list[Path]:
 def keep_beside(
     path: Path, data: bytes | None = None, *, suffix: str = ".broken", move: bool = False
 ) -> Path:
-    """Keep the bytes of `path` (or `data`, what was read from it) as `<name><suffix>[-N]` next to it and return
-    that name; an identical kept copy is reused. `move` renames the file itself there (it is then gone from its
+    """Keep the bytes of `path` (or `data`, what was read from it) as `<name><suffix>[-N]` next to it and
+    return
+    that name; an identical kept copy is reused. `move` renames the file itself there (it is then gone from
+    its
     place). Raises OSError when nothing could be kept (the caller must then not overwrite the file)."""
     if data is None:
         with open(path, "rb") as fh:

@@ -88,7 +88,8 @@ class DocumentText(str):
 # that names a text document (by its extension) is hidden as well.
 _DOCUMENT_NAMES: set[str] = set()
 _DOC_PATH = re.compile(
-    r"(?:[A-Za-z]:)?(?:[\\/]?[^\s\\/'\"<>|:]+[\\/])*[^\s\\/'\"<>|:]+\.(?:md|markdown|txt|text|rst|tex|org|adoc|fountain)\b",
+    r"(?:[A-Za-z]:)?(?:[\\/]?[^\s\\/'\"<>|:]+[\\/])*[^\s\\/'\"<>|:]+"
+    r"\.(?:md|markdown|txt|text|rst|tex|org|adoc|fountain)\b",
     re.IGNORECASE)
 
 

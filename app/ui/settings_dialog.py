@@ -214,7 +214,8 @@ class SettingsDialog(QDialog):
             return False
         failure = getattr(self.settings, "save_failure", "")
         if failure:  # applied for this session, but not on disk: say so, and OK does not close as if saved
-            self._show_problems([failure + " Fix the folder and press OK again, or Cancel to keep them for now."])
+            self._show_problems([failure + " Fix the folder and press OK again, or Cancel to keep them for "
+                                 "now."])
             return False
         self._show_problems([])
         return True

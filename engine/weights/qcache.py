@@ -10,9 +10,12 @@ It is never trusted blindly. The fingerprint hashes config.json and, per shard, 
 16 sampled 64 KiB chunks, so a re-downloaded or changed checkpoint gets a new key (reading all 50 GB to hash it
 would cost more than quantizing). Because a sample can miss a change between its regions, the manifest also
 records every shard's full SHA-256 (computed once, when the cache is written) and its file identity (size,
-modification and change times, inode): a load whose shard still has the same identity trusts it (the change time
-moves on every write and cannot be set back by tools such as `cp -p` or `touch`), any other shard is hashed in full
-and a mismatch rebuilds the cache, so a changed shard is never served stale. The manifest records the format version, the bitsandbytes version, the
+modification and change times, inode): a load whose shard still has the same identity trusts it (the change
+time
+moves on every write and cannot be set back by tools such as `cp -p` or `touch`), any other shard is hashed
+in full
+and a mismatch rebuilds the cache, so a changed shard is never served stale. The manifest records the format
+version, the bitsandbytes version, the
 fingerprint and a CRC32 of every tensor; a load checks all of them and every tensor's CRC as it streams, and a
 cache that is stale, truncated, corrupted or from another version is deleted and rebuilt from the checkpoint.
 """
@@ -77,7 +80,8 @@ def fingerprint(model_dir: Path, weight_files: tuple[Path, ...] | list[Path]) ->
 
 
 def shard_identity(path: Path) -> dict[str, int]:
-    """What changes whenever the file's bytes may have: size, mtime, ctime (moved by every write, and not settable
+    """What changes whenever the file's bytes may have: size, mtime, ctime (moved by every write, and not
+    settable
     by user tools), inode and device."""
     st = path.stat()
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino,
@@ -94,9 +98,12 @@ def _shard_records(weight_files: tuple[Path, ...] | list[Path]) -> dict[str, dic
     return {shard.name: {**shard_identity(shard), "sha256": content_hash(shard)} for shard in weight_files}
 
 
-def check_shards(slot: CacheSlot, manifest: dict[str, Any], weight_files: tuple[Path, ...] | list[Path]) -> str:
+def check_shards(
+    slot: CacheSlot, manifest: dict[str, Any], weight_files: tuple[Path, ...] | list[Path]
+) -> str:
     """'' when every shard is the one the cache was made from, else why not. A shard whose identity changed is
-    hashed in full; when it still matches (a copied or restored folder) the manifest learns its new identity."""
+    hashed in full; when it still matches (a copied or restored folder) the manifest learns its new
+    identity."""
     records = manifest.get("shards")
     if not isinstance(records, dict):
         return "cache was written without the shards' full hashes (an older Letterpress)"
@@ -157,7 +164,8 @@ def read_manifest(
     slot: CacheSlot, weight_files: tuple[Path, ...] | list[Path] | None = None
 ) -> tuple[dict[str, Any] | None, str]:
     """The manifest if the cache looks usable, else None and the reason (for the log and the notice). With
-    `weight_files`, the checkpoint's shards must also be the ones the cache was made from (see check_shards)."""
+    `weight_files`, the checkpoint's shards must also be the ones the cache was made from (see
+    check_shards)."""
     if not slot.manifest.is_file():
         return None, "no cache yet" if not slot.folder.exists() else "cache has no manifest (unfinished write)"
     try:

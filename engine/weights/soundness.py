@@ -7,7 +7,8 @@ that is cut short or asks for a billion denoising steps, a chat template that ra
 loader and the command line refuse such a folder with one sentence, the same way.
 
 Everything is bounded: the weight check reads a few KiB per tensor (a sampled check, not a full pass: a load
-reads every byte anyway, and a quantized cache then keeps the CRC of what was checked), the template renders once
+reads every byte anyway, and a quantized cache then keeps the CRC of what was checked), the template renders
+once
 with a deadline and the load's cancel event checked on every traced line, and no arithmetic the template asks
 for may build a value larger than a few MB. Pure Python (no torch).
 """
@@ -67,7 +68,8 @@ def _number(value: Any) -> float | None:
 
 def check_config_numbers(config: dict[str, Any], where: str) -> None:
     """No NaN/infinity anywhere; every rotary base positive; the norm epsilon a small positive number; the
-    soft-capping values, when set, positive. Each of these, wrong, makes every output NaN (a silent empty draft)."""
+    soft-capping values, when set, positive. Each of these, wrong, makes every output NaN (a silent empty
+    draft)."""
     bad = _non_finite(config)
     if bad:
         raise ModelDamagedError(
@@ -84,13 +86,17 @@ def check_config_numbers(config: dict[str, Any], where: str) -> None:
         value = _number(item)
         if leaf == "rope_theta" and (value is None or value <= 0):
             raise ModelDamagedError(
-                f"{where} sets '{key}' to {item!r}; the rotary base must be a positive number (DiffusionGemma uses "
-                "10,000 and 1,000,000), and any other value makes every draft empty. Download config.json again."
+                f"{where} sets '{key}' to {item!r}; the rotary base must be a positive number "
+                "(DiffusionGemma uses "
+                "10,000 and 1,000,000), and any other value makes every draft empty. Download config.json "
+                "again."
             )
         if leaf == "rms_norm_eps" and (value is None or not 0 < value < 1):
             raise ModelDamagedError(
-                f"{where} sets '{key}' to {item!r}; the normalization epsilon must be a small positive number "
-                "(DiffusionGemma uses 1e-06), and any other value makes every draft empty. Download config.json "
+                f"{where} sets '{key}' to {item!r}; the normalization epsilon must be a small positive "
+                "number "
+                "(DiffusionGemma uses 1e-06), and any other value makes every draft empty. Download "
+                "config.json "
                 "again."
             )
         if (
@@ -99,12 +105,14 @@ def check_config_numbers(config: dict[str, Any], where: str) -> None:
             and (value is None or value <= 0)
         ):
             raise ModelDamagedError(
-                f"{where} sets '{key}' to {item!r}; a soft-capping value is a positive number or null. Download "
+                f"{where} sets '{key}' to {item!r}; a soft-capping value is a positive number or null. "
+                "Download "
                 "config.json again."
             )
         if leaf == "partial_rotary_factor" and (value is None or not 0 < value <= 1):
             raise ModelDamagedError(
-                f"{where} sets '{key}' to {item!r}; the share of rotated dimensions is between 0 and 1. Download "
+                f"{where} sets '{key}' to {item!r}; the share of rotated dimensions is between 0 and 1. "
+                "Download "
                 "config.json again."
             )
 
@@ -115,7 +123,8 @@ def _token_id(value: Any, vocab: int) -> bool:
 
 def check_generation_config(gen: dict[str, Any], path: Path, vocab: int) -> None:
     """generation_config.json (already parsed by `validate.read_json`): token ids are ids of this vocabulary,
-    the step and length bounds are whole numbers a draft can afford, the temperatures and thresholds finite."""
+    the step and length bounds are whole numbers a draft can afford, the temperatures and thresholds
+    finite."""
     again = f"Download {path.name} again (or delete it: the model's defaults are then used)."
     bad = _non_finite(gen)
     if bad:
@@ -128,7 +137,8 @@ def check_generation_config(gen: dict[str, Any], path: Path, vocab: int) -> None
         if not ids or not all(_token_id(i, vocab) for i in ids):
             shown = repr(value)[:60]
             raise ModelDamagedError(
-                f"{path} sets '{key}' to {shown}, which is not a token id of this model (whole numbers from 0 to "
+                f"{path} sets '{key}' to {shown}, which is not a token id of this model (whole numbers from "
+                "0 to "
                 f"{max(vocab - 1, 0):,}{', or a list of them' if key == 'eos_token_id' else ''}). {again}"
             )
     for key, high in (
@@ -144,13 +154,15 @@ def check_generation_config(gen: dict[str, Any], path: Path, vocab: int) -> None
         if number is None or not number.is_integer() or not low <= number <= high:
             raise UnsupportedModelError(
                 f"{path} sets '{key}' to {str(value)[:40]}; Letterpress accepts a whole number from {low} to "
-                f"{high:,} (the reference model uses {48 if key != 'max_new_tokens' else 256}), since each step "
+                f"{high:,} (the reference model uses {48 if key != 'max_new_tokens' else 256}), since each "
+                "step "
                 f"costs memory and time for every draft. {again}"
             )
     t_min, t_max = _number(gen.get("t_min", 0.4)), _number(gen.get("t_max", 0.8))
     if t_min is None or t_max is None or not 0 <= t_min < t_max <= 1:
         raise ModelDamagedError(
-            f"{path} sets t_min {gen.get('t_min')!r} and t_max {gen.get('t_max')!r}; the noise schedule needs "
+            f"{path} sets t_min {gen.get('t_min')!r} and t_max {gen.get('t_max')!r}; the noise schedule "
+            "needs "
             f"0 <= t_min < t_max <= 1 (the reference uses 0.4 and 0.8). {again}"
         )
     sampler = gen.get("sampler_config")
@@ -159,13 +171,15 @@ def check_generation_config(gen: dict[str, Any], path: Path, vocab: int) -> None
     bound = _number((sampler or {}).get("entropy_bound", 0.1))
     if bound is None or bound <= 0:
         raise ModelDamagedError(
-            f"{path} sets sampler_config.entropy_bound to {(sampler or {}).get('entropy_bound')!r}; it must be a "
+            f"{path} sets sampler_config.entropy_bound to {(sampler or {}).get('entropy_bound')!r}; it must "
+            "be a "
             f"positive number (the reference uses 0.1). {again}"
         )
     confidence = _number(gen.get("confidence_threshold", 0.005))
     if confidence is None or confidence < 0:
         raise ModelDamagedError(
-            f"{path} sets confidence_threshold to {gen.get('confidence_threshold')!r}; it must be a number of 0 or "
+            f"{path} sets confidence_threshold to {gen.get('confidence_threshold')!r}; it must be a number "
+            "of 0 or "
             f"more. {again}"
         )
 
@@ -200,7 +214,8 @@ def _bounded_environment() -> Any:
     from transformers.utils.chat_template_utils import _cached_compile_jinja_template
 
     def compile_bounded(template: str) -> Any:
-        # A fresh environment (the drafts' cached one is untouched), taken from an empty template: compiling the
+        # A fresh environment (the drafts' cached one is untouched), taken from an empty template: compiling
+        # the
         # real one before the operators are intercepted would fold `'x' * 10**9` into a 1 GB constant.
         env = _cached_compile_jinja_template("").environment
         if not getattr(env, "_letterpress_bounded", False):
@@ -261,17 +276,20 @@ def render_template_once(
         if deadline.expired:
             raise ModelDamagedError(
                 f"The chat template in {folder} did not finish rendering a one-line message in {seconds:g} s "
-                "(it loops), so every draft would hang. Download chat_template.jinja and tokenizer_config.json "
+                "(it loops), so every draft would hang. Download chat_template.jinja and "
+                "tokenizer_config.json "
                 "again."
             ) from exc
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
         raise ModelDamagedError(
-            f"The chat template in {folder} fails when it builds a prompt ({type(exc).__name__}: {first}), so "
+            f"The chat template in {folder} fails when it builds a prompt ({type(exc).__name__}: {first}), "
+            "so "
             "every draft would fail. Download chat_template.jinja and tokenizer_config.json again."
         ) from exc
     if not isinstance(out, str) or message not in out:
         raise ModelDamagedError(
-            f"The chat template in {folder} leaves the writer's message out of the prompt it builds, so the model "
+            f"The chat template in {folder} leaves the writer's message out of the prompt it builds, so the "
+            "model "
             "would never see your text. Download chat_template.jinja and tokenizer_config.json again."
         )
 
@@ -303,6 +321,7 @@ def check_finite_samples(path: Path, data_start: int, entries: list[tuple[str, s
                 raw = raw[: len(raw) // width * width]
                 if any(v & exponent == exponent for (v,) in struct.iter_unpack(fmt, raw)):
                     raise ModelDamagedError(
-                        f"{path.name}: tensor {name[:80]} holds NaN or infinite weights, so every draft would "
+                        f"{path.name}: tensor {name[:80]} holds NaN or infinite weights, so every draft "
+                        "would "
                         "come out empty; the file is damaged. Delete it and download it again."
                     )

@@ -640,12 +640,14 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any],
             header = read_header(shard)
             check_header_against_config(header, text, shard)
             extra = sorted(header.entries.keys() - shards[shard])
-            if extra:  # the loader reads every tensor of a shard: an unlisted copy would replace the listed one
+            # the loader reads every tensor of a shard: an unlisted copy would replace the listed one
+            if extra:
                 listed = weight_map.get(extra[0])
                 where = (f"which the index says is in {listed}" if isinstance(listed, str)
                          else "which the index does not list at all")
                 raise ModelDamagedError(
-                    f"{shard.name} also holds tensor {extra[0][:80]}, {where}; the shards and the index come from "
+                    f"{shard.name} also holds tensor {extra[0][:80]}, {where}; the shards and the index come "
+                    "from "
                     "different downloads, and Letterpress will not guess which copy is right. Download the "
                     "model again."
                 )
@@ -737,7 +739,8 @@ _RENDERED_TEMPLATES: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
 
 
 def _special_tokens(path: Path) -> dict[str, str]:
-    """bos/eos/pad/unk token strings from tokenizer_config.json, as transformers hands them to the template."""
+    """bos/eos/pad/unk token strings from tokenizer_config.json, as transformers hands them to the
+    template."""
     file = path / "tokenizer_config.json"
     if _regular(file) is None:
         return {}

@@ -302,7 +302,8 @@ def test_a_running_session_s_temp_files_are_left_alone(tmp_path):
 
 
 def test_leftovers_no_journal_knows_are_tidied_when_their_document_is_opened(qtbot, tmp_path):
-    """A temp from an older version or a lost journal: kept as recovery if it holds other text. The `.tmp` name
+    """A temp from an older version or a lost journal: kept as recovery if it holds other text. The `.tmp`
+    name
     is also another program's, so it is removed only when it holds exactly the document (issue 22)."""
     from app.documents.recovery import find_recovered
 

@@ -1,5 +1,6 @@
 """Issue 22: the autosave loss window, session locks removed while a window runs, lock folders that cannot be
-written, saves that must keep a file's owner (read-only folder), and a log that is private and names no document."""
+written, saves that must keep a file's owner (read-only folder), and a log that is private and names no
+document."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Issue 22: nothing a writer wrote in the settings file or a brief is dropped for a parse error; it is kept
-beside the broken file under a unique name and the writer is told; the settings warning stays readable; OK keeps
+beside the broken file under a unique name and the writer is told; the settings warning stays readable; OK
+keeps
 Settings open when the save failed; a deeply nested array does not crash the start."""
 
 from __future__ import annotations

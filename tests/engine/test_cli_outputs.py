@@ -1,6 +1,7 @@
 """The command line on narrow, closed and vanishing outputs, as real child processes (issue 22).
 
-The generated text must never be lost to an encoding error after all the work is done (a cp1252 pipe on Windows),
+The generated text must never be lost to an encoding error after all the work is done (a cp1252 pipe on
+Windows),
 a reader that stops early (`| head -c 1`) is not an error to report, a closed stdout (`>&-`) is refused before
 any work, and a pin file with a number no character position can be (1e400) is a sentence, not a crash.
 """
@@ -18,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
-# The tiny checkpoint (seed 0, canvas 32) draws U+036C for this prompt and seed: a character cp1252 cannot hold.
+# The tiny checkpoint (seed 0, canvas 32) draws U+036C for this prompt and seed: a character cp1252 cannot
+# hold.
 PROMPT = "Once upon a time\n"
 SEED = "2"
 

@@ -1,6 +1,7 @@
 """A model folder is validated as a whole before it is called ready (issue 22): weights finite in a sampled
 check, config numbers that cannot make every draft empty, generation_config.json, the chat template rendered
-once with a deadline (Cancel stops it), and shards whose unlisted tensor copies would replace the listed ones."""
+once with a deadline (Cancel stops it), and shards whose unlisted tensor copies would replace the listed
+ones."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The 4-bit cache is never served for a shard that changed, even between the fingerprint's sampled regions and
-with its modification time put back (issue 22): the manifest keeps each shard's full hash and file identity."""
+"""The 4-bit cache is never served for a shard that changed, even between the fingerprint's sampled regions
+and
+with its modification time put back (issue 22): the manifest keeps each shard's full hash and file
+identity."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from engine.weights.loader import load_model
 @pytest.fixture()
 def setup(tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LETTERPRESS_CACHE_DIR", str(tmp_path / "cache"))
-    # A 50 GB shard is sampled in 16 x 64 KiB; the tiny one (690 KB) would be read whole. Two 4 KiB samples give
+    # A 50 GB shard is sampled in 16 x 64 KiB; the tiny one (690 KB) would be read whole. Two 4 KiB samples
+    # give
     # the tiny shard the real one's blind spots: everything between its first and last 4 KiB.
     monkeypatch.setattr(qcache, "SAMPLES_PER_SHARD", 2)
     monkeypatch.setattr(qcache, "SAMPLE_BYTES", 4096)
