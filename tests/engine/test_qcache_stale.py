@@ -18,6 +18,8 @@ from engine.api import LoadProgress
 from engine.weights import qcache
 from engine.weights.loader import load_model
 
+pytestmark = pytest.mark.slow  # four NF4 loads of the tiny checkpoint: ~70 s on a loaded CPU
+
 
 @pytest.fixture()
 def setup(tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
