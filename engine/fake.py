@@ -23,8 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.api import (
+    LOCAL_CAPABILITIES,
     Candidate,
     CandidateView,
+    Capabilities,
     Device,
     EmptyRequestError,
     EngineError,
@@ -40,9 +42,9 @@ from engine.api import (
     Result,
     RewriteRequest,
     Span,
+    Stats,
     StepCallback,
     StepEvent,
-    Stats,
     WarmStart,
 )
 
@@ -121,6 +123,11 @@ class FakeEngine:
         self._scores: list[float] = []
 
     # -- Engine protocol -----------------------------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The local model can do everything the app offers (see `engine.api.Capabilities`)."""
+        return LOCAL_CAPABILITIES
 
     @property
     def info(self) -> ModelInfo | None:

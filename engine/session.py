@@ -22,8 +22,10 @@ from engine import budget as request_budget
 from engine import canvas as warm_canvas
 from engine import infill, prompts
 from engine.api import (
+    LOCAL_CAPABILITIES,
     Candidate,
     CandidateView,
+    Capabilities,
     DenoiseSettings,
     Device,
     DraftRequest,
@@ -84,6 +86,11 @@ class Session:
         self.threads: ThreadPolicy | None = None  # the CPU thread policy, re-applied before every request
 
     # -- Engine protocol ------------------------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The local model can do everything the app offers (see `engine.api.Capabilities`)."""
+        return LOCAL_CAPABILITIES
 
     @property
     def info(self) -> ModelInfo | None:

