@@ -85,6 +85,7 @@ class RemoteEngine:
         self.vocab_size = 256
         self._stops: set[int] | None = None
         self.last_timings: dict[str, float] = {}
+        self.last_call_n = 0  # the `n` of the latest request (what the server was asked for)
 
     # -- Engine protocol ----------------------------------------------------------------------------------------
 
@@ -173,7 +174,7 @@ class RemoteEngine:
         except EngineError:
             raise
         except Exception as exc:
-            raise translate(exc, self._client.host) from exc
+            raise translate(exc, self._client.host, read_timeout=self._client.timeouts.read) from exc
         return self._stream(request, call, on_step, cancel, start)
 
     # -- planning -----------------------------------------------------------------------------------------------
@@ -292,6 +293,7 @@ class RemoteEngine:
 
         watcher = threading.Thread(target=watch, name="remote-cancel", daemon=True)
         kwargs = completion_kwargs(model.model.id, call)
+        self.last_call_n = call.n
         try:
             if cancel is not None and cancel.is_set():
                 return Result(request.request_id, (), Stats(seconds=0.0), cancelled=True)
@@ -348,6 +350,8 @@ class RemoteEngine:
                 ) from exc
         finally:
             stop_watch.set()
+            if cancel is not None and cancel.is_set():
+                cancelled = True  # asked before the end: the writer no longer wants this result
             if stream is not None:
                 try:
                     stream.close()

@@ -140,9 +140,16 @@ def vocab_size_of(client: ServerClient, model: str, default: int) -> int:
     return default
 
 
-def pinned_token_flags(offsets: list[tuple[int, int]], pins: tuple[tuple[int, int], ...]) -> list[bool]:
-    """A token is pinned when it lies inside a pinned character range."""
-    return [any(a <= s and e <= b and s < e for a, b in pins) for s, e in offsets]
+def pinned_token_flags(
+    text: str, offsets: list[tuple[int, int]], pins: tuple[tuple[int, int], ...]
+) -> list[bool]:
+    """A token is pinned when its characters, less the space it starts with, lie inside a pinned range."""
+    flags = []
+    for s, e in offsets:
+        piece = text[s:e]
+        s += len(piece) - len(piece.lstrip())
+        flags.append(any(a <= s and e <= b and s < e for a, b in pins))
+    return flags
 
 
 def for_request(
@@ -169,7 +176,7 @@ def for_request(
     if start is None:
         return {"diffusion_max_steps": max_steps}, None
     enc = tokenizer(start.text, add_special_tokens=False, return_offsets_mapping=True)
-    flags = pinned_token_flags(enc["offset_mapping"], start.pins)
+    flags = pinned_token_flags(start.text, enc["offset_mapping"], start.pins)
     ids, pins = warm_canvas(list(enc["input_ids"]), flags, start.noise, canvas, rng, vocab, pad=0)
     xargs: dict[str, Any] = {
         "diffusion_seed_canvas": ids,

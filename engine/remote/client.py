@@ -113,14 +113,14 @@ class ServerClient:
         try:
             response = self.http.get(path)
         except Exception as exc:
-            raise translate(exc, self.host) from exc
+            raise translate(exc, self.host, read_timeout=self.timeouts.read) from exc
         return _json_or_raise(response, self.host)
 
     def post_json(self, path: str, body: dict[str, Any]) -> Any:
         try:
             response = self.http.post(path, json=body)
         except Exception as exc:
-            raise translate(exc, self.host) from exc
+            raise translate(exc, self.host, read_timeout=self.timeouts.read) from exc
         return _json_or_raise(response, self.host)
 
     def health(self) -> bool:
@@ -243,7 +243,7 @@ def translate(
                 f"{CONNECT_TIMEOUT:.0f} s. Check the address and that it is running."
             )
         return ServerTimeoutError(
-            f"The server at {host} sent nothing for {read_timeout:.0f} s, so the request was given up. It may be "
+            f"The server at {host} sent nothing for {read_timeout:g} s, so the request was given up. It may be "
             "busy or overloaded; try again, or ask for less. Your document was not changed."
         )
     if _is_tls(cause):

@@ -119,7 +119,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.wfile.write(payload)
+        except OSError:  # the client gave up waiting (a timeout test)
+            self.close_connection = True
 
 
 class _Server(ThreadingHTTPServer):

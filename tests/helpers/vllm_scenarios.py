@@ -23,12 +23,18 @@ def draft_long() -> DraftRequest:
 
 
 def rewrite() -> RewriteRequest:
-    return RewriteRequest(selection="the boats rested on the grey water", instruction="Make it shorter.",
-                          before="In the morning ", after=" until the wind came.")
+    return RewriteRequest(
+        selection="the boats rested on the grey water",
+        instruction="Make it shorter.",
+        before="In the morning ",
+        after=" until the wind came.",
+    )
 
 
 def infill() -> InfillRequest:
-    return InfillRequest(before="It was the best of times.", after=" It was the age of wisdom.", middle_tokens=8)
+    return InfillRequest(
+        before="It was the best of times.", after=" It was the age of wisdom.", middle_tokens=8
+    )
 
 
 RUNS = {"draft": draft, "draft_n3": draft_n3, "draft_long": draft_long, "rewrite": rewrite, "infill": infill}

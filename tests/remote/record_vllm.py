@@ -16,12 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine.api import EngineError  # noqa: E402
-from engine.remote import RemoteEngine, ServerConfig  # noqa: E402
-from engine.remote.client import ServerClient  # noqa: E402
-from engine.remote.client import translate  # noqa: E402
-from tests.helpers import vllm_scenarios as sc  # noqa: E402
-from tests.helpers.vllm_replay import TEST_KEY, RecordingProxy, save  # noqa: E402
+from engine.api import EngineError
+from engine.remote import RemoteEngine, ServerConfig
+from engine.remote.client import ServerClient, translate
+from tests.helpers import vllm_scenarios as sc
+from tests.helpers.vllm_replay import TEST_KEY, RecordingProxy, save
 
 
 def record(upstream: str) -> None:
