@@ -83,6 +83,9 @@ class MainWindow(QMainWindow):
         from app.assist.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
 
         self.editing = DiffusionEditing(self)
+        from app.assist.server_mode import ServerMode  # Model ▸ Use a server…, "Server: host · model"
+
+        self.server_mode = ServerMode(self)
         self.editor.keyUnavailable.connect(self._on_key_unavailable)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
@@ -376,6 +379,8 @@ class MainWindow(QMainWindow):
         text = self._activity
         if self.model_state == "loading":
             text = f"{text.rstrip('…')}… waits for the model to finish loading."
+        elif getattr(self.host, "backend", "local") == "server":  # says where it waits, from the first moment
+            text = f"{text.rstrip('…')}… waiting on the server ({self.host.capabilities.where.removeprefix('Server: ')})."
         self._activity_shown = text
         return text
 

@@ -23,7 +23,14 @@ from app.assist.alternatives_panel import AlternativesPanel
 from app.assist.diff_view import WordDiff, diff_hook
 from app.assist.ghost import GhostContent
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
-from engine.api import DraftRequest, InfillRequest, RewriteRequest, new_request_id
+from engine.api import (
+    LOCAL_CAPABILITIES,
+    Capabilities,
+    DraftRequest,
+    InfillRequest,
+    RewriteRequest,
+    new_request_id,
+)
 
 log = logging.getLogger(__name__)
 DEFAULT_THRESHOLD = 0.8
@@ -140,6 +147,8 @@ class DiffusionEditing(QObject):
     # -- strength -----------------------------------------------------------------------------------------------
 
     def _strength_for(self, instruction: str) -> float:
+        if not getattr(self, "caps", LOCAL_CAPABILITIES).canvas_control:
+            return 1.0  # a rewrite from the instruction alone: the engine cannot warm-start a canvas
         self.memory.presets = self.assistant.presets()
         key = self.memory.key_for(instruction)
         self.dial.show_preset(key)
@@ -359,15 +368,30 @@ class DiffusionEditing(QObject):
         if sug is not None:
             self.assistant.show_alternative(sug.index)
 
+    def apply_capabilities(self, caps: Capabilities) -> None:
+        """The engine in use says what it can do: without canvas control (a server that cannot hold a seeded
+        canvas) strength, pins and re-roll are off, and each control's tooltip says why."""
+        self.caps = caps
+        reason = caps.canvas_control_reason or "The engine in use cannot start from existing text."
+        for act in (*self.edit_actions, *self.strength_actions):
+            tip = act.statusTip() if caps.canvas_control else reason
+            act.setToolTip(tip or act.text().replace("&", ""))
+        self.dial.setEnabled(caps.canvas_control)
+        self.dial.setToolTip("" if caps.canvas_control else reason)
+        for act in self.strength_actions:
+            act.setEnabled(caps.canvas_control)
+        self._on_changed()
+
     def _on_changed(self) -> None:
         a = self.assistant
         sug = a.suggestion
         visible = a.suggestion_visible
-        can_reroll = visible and sug is not None
+        control = getattr(self, "caps", LOCAL_CAPABILITIES).canvas_control
+        can_reroll = control and visible and sug is not None
         self.actionRerollUncertain.setEnabled(bool(can_reroll))
         self.actionRerollAroundPins.setEnabled(bool(can_reroll))
         for act in (self.actionPinNextWord, self.actionUnpinLastWord, self.actionClearPins):
-            act.setEnabled(bool(visible and sug is not None and not sug.running))
+            act.setEnabled(bool(control and visible and sug is not None and not sug.running))
         if self.panel.isVisible():
             self.panel.refresh(sug)
 

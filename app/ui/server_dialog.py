@@ -62,10 +62,10 @@ class ServerDialog(QDialog):
             self.model.addItem(model)
         self.test = QPushButton("Test")
         self.test.setObjectName("serverTest")
-        self.result = QLabel("Press Test to connect and see what the server can do.")
-        self.result.setObjectName("serverResult")
-        self.result.setWordWrap(True)
-        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.resultLabel = QLabel("Press Test to connect and see what the server can do.")
+        self.resultLabel.setObjectName("serverResult")
+        self.resultLabel.setWordWrap(True)
+        self.resultLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.warning = QLabel("")
         self.warning.setObjectName("serverHttpWarning")
         self.warning.setWordWrap(True)
@@ -82,7 +82,7 @@ class ServerDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.test)
         layout.addWidget(self.warning)
-        layout.addWidget(self.result)
+        layout.addWidget(self.resultLabel)
         layout.addWidget(self.buttons)
         self._relay = _Relay()
         self._relay.tested.connect(self._on_tested, Qt.ConnectionType.QueuedConnection)
@@ -101,7 +101,7 @@ class ServerDialog(QDialog):
         url, key = self.url.text().strip(), self.key.text() or None
         wanted = self.model.currentText().strip() or None
         self.test.setEnabled(False)
-        self.result.setText(f"Connecting to {url}…")
+        self.resultLabel.setText(f"Connecting to {url}…")
         relay = self._relay
 
         def work() -> None:
@@ -137,7 +137,7 @@ class ServerDialog(QDialog):
             if current in models:
                 self.model.setCurrentText(current)
         if error is not None:
-            self.result.setText(str(getattr(error, "message", error)))
+            self.resultLabel.setText(str(getattr(error, "message", error)))
             self._tested_url = ""
         else:
             caps = found.capabilities  # type: ignore[attr-defined]
@@ -146,7 +146,7 @@ class ServerDialog(QDialog):
                 if caps.canvas_control
                 else "without canvas control (strength, pins and re-roll will be off)"
             )
-            self.result.setText(
+            self.resultLabel.setText(
                 f"Connected: {found.model.id}, {caps.context_length:,} tokens of context, "  # type: ignore[attr-defined]
                 f"vLLM {caps.server_version or '?'}, {control}."
             )

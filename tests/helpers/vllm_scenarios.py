@@ -37,5 +37,18 @@ def infill() -> InfillRequest:
     )
 
 
-RUNS = {"draft": draft, "draft_n3": draft_n3, "draft_long": draft_long, "rewrite": rewrite, "infill": infill}
+def window_draft() -> DraftRequest:
+    """What the window sends for Draft at the end of a document holding BEFORE, with the default settings
+    (draft length 64, three alternatives)."""
+    return DraftRequest(before=BEFORE, max_new_tokens=64, settings=DenoiseSettings(candidates=3))
+
+
+RUNS = {
+    "draft": draft,
+    "draft_n3": draft_n3,
+    "draft_long": draft_long,
+    "rewrite": rewrite,
+    "infill": infill,
+    "window_draft": window_draft,
+}
 REJECTED = {"seed": {"seed": 1}, "temperature": {"temperature": 0}, "suffix": {"suffix": " the end."}}
