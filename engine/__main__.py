@@ -277,6 +277,8 @@ def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
     if is_plain_http_to_another_machine(args.server):
         print(f"warning: {args.server} is plain http:// to another machine: your text crosses the network "
               "unencrypted.", file=sys.stderr)
+    if args.seed is not None:
+        print("note: a DiffusionGemma server takes no seed (vLLM refuses one), so --seed is not sent.", file=sys.stderr)
     if isinstance(emit, _LivePrinter):
         emit.status(f"connecting to {args.server}")
     timeouts = Timeouts(read=float(args.server_timeout))

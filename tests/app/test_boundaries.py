@@ -47,7 +47,7 @@ def test_engine_never_imports_qt_anywhere():
 
 RUNTIME_PATH = ("api", "prompts", "infill", "canvas", "prefix_cache", "denoise", "fastpath", "display", "session",
                 "threads", "fake", "__main__", "lean_step", "budget", "special_tokens")
-ROOMS = ("weights", "tools", "training")
+ROOMS = ("weights", "tools", "training", "remote")
 RUNTIME_PATH += ("resources",)  # where the shipped resources/ live (the app asks the engine)
 
 

@@ -4,6 +4,7 @@ and LETTERPRESS_VLLM_STATE). The last test kills the server mid-request."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -125,6 +126,70 @@ def test_wrong_key_and_unknown_model():
         RemoteEngine(ServerConfig(URL, sc.MODEL, "wrong-key")).connect()
     with pytest.raises(ServerModelNotFoundError, match="letterpress-demo"):
         RemoteEngine(ServerConfig(URL, "no-such-model", TEST_KEY)).connect()
+
+
+@pytest.mark.parametrize("task", ["draft", "rewrite", "infill"])
+def test_cli_against_the_server(tmp_path, task):
+    import subprocess
+    import sys
+
+    files = {
+        "before": "It was the best of times.",
+        "selection": "the boats rested on the grey water",
+        "after": " It was the age of wisdom.",
+    }
+    args = []
+    for name, text in files.items():
+        (tmp_path / f"{name}.txt").write_text(text, encoding="utf-8")
+        if task == "draft" and name != "before":
+            continue
+        if task == "infill" and name == "selection":
+            continue
+        args += [f"--{name}-file", str(tmp_path / f"{name}.txt")]
+    env = {**os.environ, "LETTERPRESS_API_KEY": TEST_KEY}
+    cmd = [sys.executable, "-m", "engine", "generate", "--server", URL, "--task", task, "--jsonl", *args]
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert last["event"] == "done" and last["candidates"][0]["text"].strip()
+
+
+def test_window_draft_rewrite_infill_against_the_server(qtbot, tmp_path):
+    from PySide6.QtCore import Qt
+
+    from app.config.settings import Settings
+    from engine.fake import FakeEngine
+    from tests.helpers.gui import build_window, set_text
+
+    window = build_window(qtbot, FakeEngine(steps=2), settings=Settings(tmp_path / "config"))
+    window.server_mode.timeouts = Timeouts(read=300)
+    window.server_mode.connect_server(URL, sc.MODEL, TEST_KEY)
+    qtbot.waitUntil(
+        lambda: window.server_mode.whereLabel.text().endswith("· letterpress-demo"), timeout=120_000
+    )
+    figures = {}
+    text = "It was the best of times. It was the age of wisdom."
+    for task, select in (("draft", None), ("rewrite", (0, 25)), ("infill", (25, 25))):
+        set_text(window, text, select=select) if select else set_text(window, text)
+        started = time.perf_counter()
+        {"draft": window.actionDraft, "rewrite": window.actionRewrite, "infill": window.actionInfill}[
+            task
+        ].trigger()
+        said = time.perf_counter() - started
+        assert "waiting on the server" in window.statusBar().currentMessage()
+        qtbot.waitUntil(
+            lambda: (
+                window.assistant.suggestion is not None
+                and window.assistant.suggestion_visible
+                and not window.assistant.suggestion.running
+            ),
+            timeout=300_000,
+        )
+        figures[task] = {"feedback_s": round(said, 4), "settled_s": round(time.perf_counter() - started, 2)}
+        qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+        assert window.editor.toPlainText() != text  # accepted into the document
+    print("window figures:", json.dumps(figures))
+    window.host.shutdown()
 
 
 def test_zz_server_killed_mid_request(engine):
