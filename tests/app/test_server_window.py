@@ -135,3 +135,92 @@ def test_a_server_that_cannot_be_used_is_a_sentence_and_the_local_model_stays(qt
         lambda: window.assistant.suggestion is not None and not window.assistant.suggestion.running,
         timeout=10_000,
     )
+
+
+def test_the_dialogs_test_button_lists_the_models_and_says_what_the_server_can_do(qtbot, stub):
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from app.ui.server_dialog import ServerDialog
+
+    dialog = ServerDialog(stub.url, "", TEST_KEY)
+    qtbot.addWidget(dialog)
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert not ok.isEnabled()  # nothing tested yet
+    dialog.test.click()
+    qtbot.waitUntil(lambda: dialog.resultLabel.text().startswith("Connected"), timeout=20_000)
+    assert (
+        "letterpress-demo, 512 tokens of context, vLLM 0.32.0, without canvas control"
+        in dialog.resultLabel.text()
+    )
+    assert dialog.model.currentText() == "letterpress-demo" and ok.isEnabled()
+    assert dialog.warning.text() == ""
+    dialog.url.setText("http://gpu-box:8000")
+    assert "unencrypted" in dialog.warning.text() and not ok.isEnabled()  # another URL: test it again
+    dialog.url.setText(stub.url)
+    dialog.key.setText("wrong-key")
+    dialog.test.click()
+    qtbot.waitUntil(lambda: "refused the API key" in dialog.resultLabel.text(), timeout=20_000)
+    assert not ok.isEnabled()
+
+
+def test_the_key_lives_in_the_keychain_with_the_environment_as_fallback(monkeypatch, tmp_path):
+    import keyring
+    from keyring.backend import KeyringBackend
+
+    from app.platform import keychain
+
+    class Memory(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.store: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service, username):
+            return self.store.get((service, username))
+
+        def set_password(self, service, username, password):
+            self.store[(service, username)] = password
+
+        def delete_password(self, service, username):
+            self.store.pop((service, username), None)
+
+    previous = keyring.get_keyring()
+    memory = Memory()
+    keyring.set_keyring(memory)
+    try:
+        monkeypatch.setenv("LETTERPRESS_API_KEY", "from-env")
+        assert keychain.load_key("http://gpu-box:8000") == "from-env"
+        assert keychain.save_key("http://gpu-box:8000/v1", "secret") == ""
+        assert keychain.load_key("http://gpu-box:8000") == "secret"
+        assert memory.store == {("letterpress", "http://gpu-box:8000"): "secret"}
+        settings = Settings(tmp_path / "config")
+        settings.set("server.url", "http://gpu-box:8000")
+        settings.save()
+        assert "secret" not in "".join(p.read_text() for p in (tmp_path / "config").rglob("*") if p.is_file())
+        keychain.save_key("http://gpu-box:8000", "")
+        assert keychain.load_key("http://gpu-box:8000") == "from-env"
+    finally:
+        keyring.set_keyring(previous)
+
+
+def test_with_no_server_configured_a_whole_window_session_opens_no_connection(qtbot, tmp_path, monkeypatch):
+    attempts: list[object] = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args[1:])
+        raise OSError("network access attempted with no server configured")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    w = build_window(qtbot, FakeEngine(steps=2), settings=Settings(tmp_path / "config"))
+    set_text(w, sc.BEFORE)
+    w.actionDraft.trigger()
+    qtbot.waitUntil(lambda: w.assistant.suggestion is not None and not w.assistant.suggestion.running,
+                    timeout=10_000)
+    qtbot.keyClick(w.editor, Qt.Key.Key_Tab)
+    assert w.server_mode.whereLabel.text() == "Local model"
+    w.host.shutdown()
+    assert attempts == []
