@@ -119,7 +119,8 @@ class EngineHost(QObject):
         self._load_cancel: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self.engine: Engine | None = None
-        self.backend = "local"  # "local" or "server": which engine requests go to
+        self.backend = "local"  # "local" or "server": which engine requests go to (set on the engine thread)
+        self._wanted = "local"  # the same, as the UI thread last asked for it
         self._parked: dict[str, Engine] = {}  # the other backend's engine (a loaded local model stays loaded)
         self.model_info: ModelInfo | None = None
         self.running_request: int | None = None
@@ -144,6 +145,12 @@ class EngineHost(QObject):
 
         The model in use stays loaded (and `model_info` stays set) until the new one has loaded completely: a
         folder that fails its check or its load never takes away a working model."""
+        if self._wanted == "server":  # a model folder while text goes to a server: back to the local engine first
+            self._wanted = "local"
+            self._queue.put(_Switch("local", None))
+        self._queue_load(model_dir, device, quantization)
+
+    def _queue_load(self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto") -> None:
         self.cancel()
         if self._load_cancel is not None:
             self._load_cancel.set()
@@ -155,15 +162,22 @@ class EngineHost(QObject):
         which connects and probes it as its load (`loaded` / `loadFailed` as for a model). The local model, if one
         is loaded, stays loaded for `use_local`."""
         self.cancel()
+        self._wanted = "server"
         self._queue.put(_Switch("server", factory))
-        self.load(url)
+        self._queue_load(url)
 
     def use_local(self, model_dir: str | Path | None, device: Device = "auto",
                   quantization: Quantization = "auto") -> None:
         """Back to the local model: the one still loaded is used at once (`loaded` is emitted again), else
         `model_dir` is loaded."""
         self.cancel()
+        self._wanted = "local"
         self._queue.put(_Switch("local", None, str(model_dir) if model_dir else None, device, quantization))
+
+    @property
+    def wanted_backend(self) -> str:
+        """"local" or "server": where the UI last asked requests to go (the engine thread follows in order)."""
+        return self._wanted
 
     @property
     def capabilities(self) -> Capabilities:
@@ -283,6 +297,7 @@ class EngineHost(QObject):
                 )
         except EngineError as exc:
             if self.backend == "server":  # a server that cannot be used: requests go where they went before
+                self._wanted = "local"
                 self._do_switch(_Switch("local", None))
             self._loadFailedX.emit(exc)
         except Exception as exc:  # noqa: BLE001 - surface anything as a readable failure

@@ -109,6 +109,8 @@ class ServerMode(QObject):
             self.window.model_dir = self._setting("model.folder") or None  # a reload never loads a URL
             self.window.deviceLabel.setText(info.notice or "server")
             self.window.modelLabel.setText(f"Ready: {info.name}")
+        elif getattr(self.host, "wanted_backend", "local") == "local":
+            self._set("server.url", "")  # a local model was chosen: the next start stays local too
         self._show_where()
         self._apply(caps)
 

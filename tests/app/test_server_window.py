@@ -224,3 +224,38 @@ def test_with_no_server_configured_a_whole_window_session_opens_no_connection(qt
     assert w.server_mode.whereLabel.text() == "Local model"
     w.host.shutdown()
     assert attempts == []
+
+
+def test_a_server_error_5xx_changes_nothing(qtbot, window):
+    with ReplayServer(overrides=("engine_dead",)) as dead:
+        _connect(qtbot, window, dead.url)
+        set_text(window, sc.BEFORE)
+        window.actionDraft.trigger()
+        qtbot.waitUntil(lambda: "failed while answering" in _message(window), timeout=20_000)
+        assert window.editor.toPlainText() == sc.BEFORE
+
+
+def test_loading_a_model_folder_while_on_a_server_goes_back_to_the_local_engine(qtbot, window, stub):
+    _connect(qtbot, window, stub.url)
+    window.load_model("fake")
+    qtbot.waitUntil(lambda: window.host.backend == "local" and window.model_state == "ready", timeout=10_000)
+    qtbot.waitUntil(lambda: window.server_mode.whereLabel.text() == "Local model", timeout=10_000)
+    assert window.settings["server.url"] == ""
+    set_text(window, sc.BEFORE)
+    window.actionDraft.trigger()  # the fake local engine answers, not the server
+    qtbot.waitUntil(lambda: window.assistant.suggestion is not None and not window.assistant.suggestion.running,
+                    timeout=10_000)
+    assert not [body for _m, path, body in stub.seen if path == "/v1/completions" and body.get("n") == 3]
+
+
+def test_a_configured_server_is_used_from_the_start(qtbot, tmp_path, stub, monkeypatch):
+    monkeypatch.setenv("LETTERPRESS_API_KEY", TEST_KEY)  # no keychain entry: the environment's key
+    settings = Settings(tmp_path / "config")
+    settings.update({"server.url": stub.url, "server.model": sc.MODEL})
+    w = build_window(qtbot, FakeEngine(steps=2), settings=settings)
+    qtbot.waitUntil(lambda: w.server_mode.whereLabel.text().endswith("· letterpress-demo"), timeout=20_000)
+    assert w.host.backend == "server"
+    from app.platform import privacy
+
+    privacy.forbid_servers()
+    w.host.shutdown()

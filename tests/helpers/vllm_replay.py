@@ -37,9 +37,15 @@ def _authorized(headers: Any, key: str) -> bool:
     return (headers.get("Authorization") or headers.get("authorization") or "") == f"Bearer {key}"
 
 
-def load_recordings(folder: Path = RECORDINGS) -> dict[str, dict[str, Any]]:
+OVERRIDES = ("engine_dead",)  # answers to requests another recording also has: replayed only when asked for
+
+
+def load_recordings(folder: Path = RECORDINGS, overrides: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+    """Every recording, keyed by its request; `overrides` (file stems) are laid over the others, last."""
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.json")):
+    paths = [p for p in sorted(folder.glob("*.json")) if p.stem not in OVERRIDES]
+    paths += [folder / f"{name}.json" for name in overrides]
+    for path in paths:
         for rec in json.loads(path.read_text(encoding="utf-8")):
             req = rec["request"]
             found[key_of(req["method"], req["path"], req.get("body"), req["authorized"])] = rec
@@ -136,9 +142,11 @@ class _Server(ThreadingHTTPServer):
 class ReplayServer:
     """A stub vLLM on 127.0.0.1 and an ephemeral port that only replays recordings; a context manager."""
 
-    def __init__(self, knobs: Knobs | None = None, folder: Path = RECORDINGS) -> None:
+    def __init__(
+        self, knobs: Knobs | None = None, folder: Path = RECORDINGS, overrides: tuple[str, ...] = ()
+    ) -> None:
         self._srv = _Server(("127.0.0.1", 0), _Handler)
-        self._srv.recordings = load_recordings(folder)
+        self._srv.recordings = load_recordings(folder, overrides)
         self._srv.knobs = knobs or Knobs()
         self._srv.seen = []
         self._srv.closed_early = 0

@@ -11,7 +11,10 @@ key, an unknown model, the 400s for seed / temperature / suffix, /health.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -53,5 +56,49 @@ def record(upstream: str) -> None:
         save(proxy.settle(), "errors")
 
 
+def _engine_core_pids(state: Path) -> list[int]:
+    """The server's engine-core processes: in its process group (serve.sh starts it with setsid), by name."""
+    group = int((state / "pid").read_text())
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(proc.name)) != group:
+                continue
+            name = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ProcessLookupError):
+            continue
+        if "EngineCore" in name:
+            found.append(int(proc.name))
+    return found
+
+
+def record_crash(upstream: str, state: Path) -> None:
+    """What vLLM answers once its engine core died (it ends the server afterwards): kills the engine core, then
+    records a completion's answer. Run last; the server is gone after it."""
+    with RecordingProxy(upstream) as proxy:
+        engine = RemoteEngine(ServerConfig(proxy.url, sc.MODEL, TEST_KEY))
+        engine.connect()
+        proxy.settle()
+        proxy.exchanges.clear()
+        pids = _engine_core_pids(state)
+        print(f"engine core: {pids}")
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(2)
+        try:
+            engine.run(sc.window_draft())
+        except EngineError as exc:
+            print(f"after the engine core died: {exc.kind}: {exc.message[:120]}")
+        kept = [e for e in proxy.settle() if e["request"]["path"] == "/v1/completions"]
+        if kept and kept[-1]["response"]["status"] >= 500:
+            save(kept[-1:], "engine_dead")
+
+
 if __name__ == "__main__":
-    record(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765")
+    url = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765"
+    if len(sys.argv) > 2 and sys.argv[2] == "--crash":
+        record_crash(url, Path(os.environ.get("LETTERPRESS_VLLM_STATE", "/tmp/letterpress-vllm-8765")))
+    else:
+        record(url)

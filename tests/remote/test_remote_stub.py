@@ -224,3 +224,12 @@ def test_cli_generate_against_a_server(stub, tmp_path):
 def test_recordings_hold_only_real_exchanges():
     recs = load_recordings()
     assert recs and all(r["response"]["status"] in (200, 400, 401, 404, 500) for r in recs.values())
+
+
+def test_a_server_whose_engine_died_answers_5xx_as_a_sentence():
+    from engine.api import ServerFailedError
+
+    with ReplayServer(overrides=("engine_dead",)) as server:
+        engine = _engine(server.url)
+        with pytest.raises(ServerFailedError, match=r"failed while answering \(HTTP 5\d\d\)"):
+            engine.run(sc.window_draft())

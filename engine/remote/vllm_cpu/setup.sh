@@ -9,6 +9,12 @@ VENV="${LETTERPRESS_VLLM_VENV:-/work/venvs/vllm}"
 PY="${PYTHON:-python3.11}"
 log() { echo "[vllm-setup $(date -u +%H:%M:%S)] $*"; }
 
+STAMP="$VENV/.letterpress-setup-ok"
+SELF_HASH="$(cat "$HERE/setup.sh" "$HERE/torchvision_standins.sh" "$HERE"/triton_cpu_backend/letterpress_triton_cpu/*.py \
+  | sha256sum | cut -c1-16)"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SELF_HASH" ]; then
+  log "already set up ($VENV)"; exit 0
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating $VENV"
   "$PY" -m venv "$VENV"
@@ -26,4 +32,5 @@ bash "$HERE/torchvision_standins.sh" "$VENV"
 log "checking imports"
 LD_LIBRARY_PATH="$VENV/lib/cuda-standins:${LD_LIBRARY_PATH:-}" TRITON_INTERPRET=1 \
   "$VENV/bin/python" -c "import torchvision, torchvision.transforms.v2, vllm; print('vllm', vllm.__version__)"
+echo "$SELF_HASH" > "$STAMP"
 log "done"
