@@ -408,15 +408,22 @@ def _confidences(choice: Any) -> list[tuple[str, float]]:
 
 
 def _spans(text: str, confs: list[tuple[str, float]]) -> tuple[Span, ...]:
-    """The text as spans shaded by each token's probability; plain text at full confidence when the server
+    """The text as spans shaded by each token's probability (vLLM's final logprobs). Tokens that are not part of
+    the text (an end-of-turn the server drops from it) are skipped; plain text at full confidence when the server
     sent no logprobs or its token strings do not add up to the text."""
-    if confs and "".join(t for t, _ in confs) == text:
-        return tuple(Span(t, c) for t, c in confs if t)
+    spans, pos = [], 0
+    for tok, conf in confs:
+        if tok and text.startswith(tok, pos):
+            spans.append(Span(tok, conf))
+            pos += len(tok)
+    if confs and pos == len(text):
+        return tuple(spans)
     return (Span(text, 1.0),) if text else ()
 
 
 def _candidate(text: str, confs: list[tuple[str, float]], ids: list[int]) -> Candidate:
-    score = sum(c for _, c in confs) / len(confs) if confs else 1.0
+    spans = _spans(text, confs)
+    score = sum(s.confidence for s in spans) / len(spans) if spans else 1.0
     return Candidate(text, tuple(ids), score)
 
 

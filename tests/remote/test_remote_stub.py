@@ -233,3 +233,12 @@ def test_a_server_whose_engine_died_answers_5xx_as_a_sentence():
         engine = _engine(server.url)
         with pytest.raises(ServerFailedError, match=r"failed while answering \(HTTP 5\d\d\)"):
             engine.run(sc.window_draft())
+
+
+def test_the_ghost_is_shaded_by_the_final_logprobs(stub):
+    engine = _engine(stub.url)
+    events = []
+    engine.run(sc.draft(), on_step=events.append)
+    spans = events[-1].candidates[0].spans
+    assert len(spans) > 5 and "".join(s.text for s in spans) == events[-1].text
+    assert len({round(s.confidence, 3) for s in spans}) > 1 and all(0 < s.confidence <= 1 for s in spans)
