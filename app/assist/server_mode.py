@@ -81,7 +81,9 @@ class ServerMode(QObject):
             self._warned.add(url)
             self.window.show_message(PLAIN_HTTP_WARNING, 0)
         privacy.allow_server(url)  # that host and port only
-        config = ServerConfig(url, model or None, key, *((self.timeouts,) if self.timeouts is not None else ()))
+        config = ServerConfig(
+            url, model or None, key, *((self.timeouts,) if self.timeouts is not None else ())
+        )
         self._pending = url
         self.whereLabel.setText(f"Server: {host_label(url)} · connecting…")
         self.host.use_server(lambda: RemoteEngine(config), url)

@@ -218,8 +218,9 @@ def test_with_no_server_configured_a_whole_window_session_opens_no_connection(qt
     w = build_window(qtbot, FakeEngine(steps=2), settings=Settings(tmp_path / "config"))
     set_text(w, sc.BEFORE)
     w.actionDraft.trigger()
-    qtbot.waitUntil(lambda: w.assistant.suggestion is not None and not w.assistant.suggestion.running,
-                    timeout=10_000)
+    qtbot.waitUntil(
+        lambda: w.assistant.suggestion is not None and not w.assistant.suggestion.running, timeout=10_000
+    )
     qtbot.keyClick(w.editor, Qt.Key.Key_Tab)
     assert w.server_mode.whereLabel.text() == "Local model"
     w.host.shutdown()
@@ -243,8 +244,10 @@ def test_loading_a_model_folder_while_on_a_server_goes_back_to_the_local_engine(
     assert window.settings["server.url"] == ""
     set_text(window, sc.BEFORE)
     window.actionDraft.trigger()  # the fake local engine answers, not the server
-    qtbot.waitUntil(lambda: window.assistant.suggestion is not None and not window.assistant.suggestion.running,
-                    timeout=10_000)
+    qtbot.waitUntil(
+        lambda: window.assistant.suggestion is not None and not window.assistant.suggestion.running,
+        timeout=10_000,
+    )
     assert not [body for _m, path, body in stub.seen if path == "/v1/completions" and body.get("n") == 3]
 
 
