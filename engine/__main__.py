@@ -210,11 +210,12 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
             _read(args.raw_prompt_file)
         if getattr(args, "server", None):
             if request is None:
-                raise EngineError("--raw-prompt-file works with a local model only (a server applies no template "
-                                  "only when asked through its own API).")
+                raise EngineError("--raw-prompt-file works with a local model only (a server's prompt always "
+                                  "goes through the chat template).")
             session: Any = _connect_server(args, emit)
         else:
-            validate_folder(args.model or default_model_dir())  # a broken folder is refused before torch is imported
+            # a broken folder is refused before torch is imported
+            validate_folder(args.model or default_model_dir())
             if isinstance(emit, _LivePrinter):
                 emit.status("starting the engine (importing torch)")
             from engine.session import Session
@@ -278,12 +279,13 @@ def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
         print(f"warning: {args.server} is plain http:// to another machine: your text crosses the network "
               "unencrypted.", file=sys.stderr)
     if args.seed is not None:
-        print("note: a DiffusionGemma server takes no seed (vLLM refuses one), so --seed is not sent.", file=sys.stderr)
+        print("note: a DiffusionGemma server takes no seed (vLLM refuses one), so --seed is not sent.",
+              file=sys.stderr)
     if isinstance(emit, _LivePrinter):
         emit.status(f"connecting to {args.server}")
     timeouts = Timeouts(read=float(args.server_timeout))
-    engine = RemoteEngine(ServerConfig(args.server, args.server_model, os.environ.get("LETTERPRESS_API_KEY") or None,
-                                       timeouts))
+    key = os.environ.get("LETTERPRESS_API_KEY") or None
+    engine = RemoteEngine(ServerConfig(args.server, args.server_model, key, timeouts))
     engine.connect()
     return engine
 
@@ -303,8 +305,8 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     pad = gen.pad_token_id if gen.pad_token_id is not None else 0
 
     def on_step(state: Any) -> None:
-        ids_now = session._text.visible_ids(state.argmax[0].tolist())
-        emit(StepEvent(0, state.step, settings.max_steps, state.block, ()), text=session._text.text(ids_now))
+        ids_now = session.token_text.visible_ids(state.argmax[0].tolist())
+        emit(StepEvent(0, state.step, settings.max_steps, state.block, ()), text=session.token_text.text(ids_now))
 
     with torch.inference_mode():
         out = denoise(
@@ -314,7 +316,7 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     new = out.sequences[0, out.prompt_length :].tolist()[: args.max_new_tokens or 256]  # what was asked, not a canvas
     while new and new[-1] == pad:
         new.pop()
-    text = tok.decode(session._text.visible_ids(new), skip_special_tokens=True)
+    text = tok.decode(session.token_text.visible_ids(new), skip_special_tokens=True)
     return {
         "candidates": [{"text": text, "token_ids": new}],
         "forwards": out.forwards,
@@ -466,7 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--server-model", metavar="NAME", default=None,
                      help="with --server: the served model to use (default: the first one it lists)")
     gen.add_argument("--server-timeout", metavar="S", type=_bounded_int(1, 3600), default=120,
-                     help="with --server: give up after S seconds without a byte from the server (default 120)")
+                     help="with --server: give up after S seconds without a byte from the server "
+                          "(default 120)")
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (

@@ -392,8 +392,9 @@ class Engine(Protocol):
     """What the GUI's engine thread drives: the backend seam. `engine.session.Session` (the local model),
     `engine.remote.RemoteEngine` (a DiffusionGemma server) and `engine.fake.FakeEngine` implement it.
 
-    All calls are synchronous and made from one thread. `cancel` is checked at every step (a remote backend closes
-    its stream). `capabilities` says what this backend can do; the app reads nothing else about which one it is.
+    All calls are synchronous and made from one thread. `cancel` is checked at every step (a remote backend
+    closes its stream). `capabilities` says what this backend can do; the app reads nothing else about which
+    one it is.
     """
 
     @property

@@ -122,7 +122,7 @@ class FakeEngine:
         self._info: ModelInfo | None = None
         self._scores: list[float] = []
 
-    # -- Engine protocol -----------------------------------------------------------------------------------------
+    # -- Engine protocol -------------------------------------------------------------------------------------
 
     @property
     def capabilities(self) -> Capabilities:
@@ -221,7 +221,7 @@ class FakeEngine:
                         return self._result(request, finals, start, first_draft, step, cancelled=True)
         return self._result(request, finals, start, first_draft, self.steps - first_step + 1, cancelled=False)
 
-    # -- helpers --------------------------------------------------------------------------------------------------
+    # -- helpers ---------------------------------------------------------------------------------------------
 
     def _finals(self, request: Request) -> tuple[str, ...]:
         script = self.texts if self.texts is not None else default_texts

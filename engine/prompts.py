@@ -90,7 +90,9 @@ def with_brief(brief: str, message: str) -> str:
     return f"{BRIEF_HEADER}\n{brief}\n\n{message}" if brief else message
 
 
-def build_prompt(tokenizer: Any, request: Request, budget: int, *, infill_after_in_prompt: bool = False) -> Prompt:
+def build_prompt(
+    tokenizer: Any, request: Request, budget: int, *, infill_after_in_prompt: bool = False
+) -> Prompt:
     """Token ids for `request`, trimming context so the prompt takes at most `budget` tokens.
 
     `infill_after_in_prompt`: an infill whose ending cannot be pinned in the canvas puts it in the prompt."""

@@ -133,7 +133,7 @@ class EngineHost(QObject):
         self._loadedX.connect(self._on_loaded, q)
         self._loadFailedX.connect(self.loadFailed, q)
 
-    # -- UI-thread API ----------------------------------------------------------------------------------------------
+    # -- UI-thread API ---------------------------------------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is None:
@@ -145,12 +145,14 @@ class EngineHost(QObject):
 
         The model in use stays loaded (and `model_info` stays set) until the new one has loaded completely: a
         folder that fails its check or its load never takes away a working model."""
-        if self._wanted == "server":  # a model folder while text goes to a server: back to the local engine first
+        if self._wanted == "server":  # a model folder while on a server: back to the local engine first
             self._wanted = "local"
             self._queue.put(_Switch("local", None))
         self._queue_load(model_dir, device, quantization)
 
-    def _queue_load(self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto") -> None:
+    def _queue_load(
+        self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto"
+    ) -> None:
         self.cancel()
         if self._load_cancel is not None:
             self._load_cancel.set()
@@ -159,8 +161,8 @@ class EngineHost(QObject):
 
     def use_server(self, factory: EngineFactory, url: str) -> None:
         """Send requests to a server from now on: `factory` makes its engine (`engine.remote.RemoteEngine`),
-        which connects and probes it as its load (`loaded` / `loadFailed` as for a model). The local model, if one
-        is loaded, stays loaded for `use_local`."""
+        which connects and probes it as its load (`loaded` / `loadFailed` as for a model). The local model, if
+        one is loaded, stays loaded for `use_local`."""
         self.cancel()
         self._wanted = "server"
         self._queue.put(_Switch("server", factory))
@@ -219,7 +221,7 @@ class EngineHost(QObject):
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    # -- UI-thread slots ---------------------------------------------------------------------------------------------
+    # -- UI-thread slots -------------------------------------------------------------------------------------
 
     @Slot()
     def _on_step_ready(self) -> None:
@@ -233,7 +235,7 @@ class EngineHost(QObject):
         self.model_info = info
         self.loaded.emit(info)
 
-    # -- worker thread ----------------------------------------------------------------------------------------------
+    # -- worker thread ---------------------------------------------------------------------------------------
 
     def _work(self) -> None:
         while True:

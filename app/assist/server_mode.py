@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QDialog, QLabel
 
 from app.platform import keychain, privacy
+from app.ui import actions
 from app.ui.server_dialog import PLAIN_HTTP_WARNING, ServerDialog
 from engine.api import Capabilities, EngineError, ModelInfo
 from engine.remote.client import host_label, is_plain_http_to_another_machine
@@ -32,20 +33,10 @@ class ServerMode(QObject):
         self._warned: set[str] = set()
         self.timeouts: Any = None  # engine.remote.client.Timeouts; None: the defaults (tests make it short)
         self.dialog: ServerDialog | None = None
-        self.actionUseServer = window._action(
-            "actionUseServer",
-            "Use a &server…",
-            self.choose_server,
-            tip="Write with a DiffusionGemma server (vLLM) instead of the model on this computer",
-        )
-        self.actionUseLocalModel = window._action(
-            "actionUseLocalModel",
-            "Use the &local model",
-            self.use_local,
-            tip="Stop sending text to the server: write with the model on this computer again",
-        )
-        window.menuModel.addSeparator()
-        window.menuModel.addActions([self.actionUseServer, self.actionUseLocalModel])
+        self.actionUseServer = actions.create(window, "actionUseServer", self.choose_server)
+        self.actionUseLocalModel = actions.create(window, "actionUseLocalModel", self.use_local)
+        actions.add_window_action(window, self.actionUseServer)
+        window.menuModel.addAction(self.actionUseLocalModel)
         self.whereLabel = QLabel(window)
         self.whereLabel.setObjectName("whereStatus")
         window.statusBar().addPermanentWidget(self.whereLabel)
@@ -56,7 +47,7 @@ class ServerMode(QObject):
         if url:
             QTimer.singleShot(0, lambda: self.connect_server(url, self._setting("server.model")))
 
-    # -- actions ------------------------------------------------------------------------------------------------
+    # -- actions ---------------------------------------------------------------------------------------------
 
     def choose_server(self) -> None:
         url = self._setting("server.url")
@@ -99,7 +90,7 @@ class ServerMode(QObject):
         self.host.use_local(folder, w.device, w.quantization)
         self._show_where()
 
-    # -- state --------------------------------------------------------------------------------------------------
+    # -- state -----------------------------------------------------------------------------------------------
 
     @Slot(object)
     def _on_loaded(self, info: ModelInfo) -> None:

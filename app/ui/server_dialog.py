@@ -146,8 +146,9 @@ class ServerDialog(QDialog):
                 if caps.canvas_control
                 else "without canvas control (strength, pins and re-roll will be off)"
             )
+            name = found.model.id  # type: ignore[attr-defined]
             self.resultLabel.setText(
-                f"Connected: {found.model.id}, {caps.context_length:,} tokens of context, "  # type: ignore[attr-defined]
+                f"Connected: {name}, {caps.context_length:,} tokens of context, "
                 f"vLLM {caps.server_version or '?'}, {control}."
             )
             self._tested_url = url

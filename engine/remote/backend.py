@@ -87,7 +87,7 @@ class RemoteEngine:
         self.last_timings: dict[str, float] = {}
         self.last_call_n = 0  # the `n` of the latest request (what the server was asked for)
 
-    # -- Engine protocol ----------------------------------------------------------------------------------------
+    # -- Engine protocol -------------------------------------------------------------------------------------
 
     @property
     def info(self) -> ModelInfo | None:
@@ -177,7 +177,7 @@ class RemoteEngine:
             raise translate(exc, self._client.host, read_timeout=self._client.timeouts.read) from exc
         return self._stream(request, call, on_step, cancel, start)
 
-    # -- planning -----------------------------------------------------------------------------------------------
+    # -- planning --------------------------------------------------------------------------------------------
 
     def plan(self, request: Request) -> _Call:
         """The prompt ids, the length asked for, n, and the canvas-control arguments of `request`."""
@@ -260,7 +260,7 @@ class RemoteEngine:
             self._stops = found
         return self._stops
 
-    # -- streaming ----------------------------------------------------------------------------------------------
+    # -- streaming -------------------------------------------------------------------------------------------
 
     def _stream(
         self,

@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -49,7 +50,8 @@ def record(upstream: str) -> None:
         for name, extra in {"unknown_model": {}, **sc.REJECTED}.items():
             model = "no-such-model" if name == "unknown_model" else sc.MODEL
             try:
-                client.openai.completions.create(model=model, prompt=prompt, max_tokens=4, **extra)  # type: ignore[call-overload]
+                create: Any = client.openai.completions.create
+                create(model=model, prompt=prompt, max_tokens=4, **extra)
             except Exception as exc:  # noqa: BLE001
                 print(f"{name}: {translate(exc, client.host).kind}")
         client.health()
