@@ -226,17 +226,26 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
         request = None if args.raw_prompt_file else build_request(args)  # input files are checked before loading
         if args.raw_prompt_file:
             _read(args.raw_prompt_file)
-        validate_folder(args.model or default_model_dir())  # a broken folder is refused before torch is imported
-        if isinstance(emit, _LivePrinter):
-            emit.status("starting the engine (importing torch)")
-        from engine.session import Session
+        if getattr(args, "server", None):
+            if request is None:
+                raise EngineError("--raw-prompt-file works with a local model only (a server's prompt always "
+                                  "goes through the chat template).")
+            session: Any = _connect_server(args, emit)
+        else:
+            # a broken folder is refused before torch is imported
+            validate_folder(args.model or default_model_dir())
+            if isinstance(emit, _LivePrinter):
+                emit.status("starting the engine (importing torch)")
+            from engine.session import Session
 
-        session = Session()
-        session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize,
-                     on_progress=emit.on_load if isinstance(emit, _LivePrinter) else None)
+            session = Session()
+            session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize,
+                         on_progress=emit.on_load if isinstance(emit, _LivePrinter) else None)
         if request is None:
             result = _raw_draft(session, args, emit)
         else:
+            if isinstance(emit, _LivePrinter) and getattr(args, "server", None):
+                emit.status(f"waiting on the server ({session.capabilities.where})")
             result = session.run(request, on_step=emit)
             result = {
                 "candidates": [
@@ -280,6 +289,29 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
+    """`--server URL [--server-model NAME]`: the remote engine, connected and probed; the API key comes from
+    LETTERPRESS_API_KEY (never a command-line argument, which other users of the machine can read)."""
+    import os
+
+    from engine.remote import RemoteEngine, ServerConfig
+    from engine.remote.client import Timeouts, is_plain_http_to_another_machine
+
+    if is_plain_http_to_another_machine(args.server):
+        print(f"warning: {args.server} is plain http:// to another machine: your text crosses the network "
+              "unencrypted.", file=sys.stderr)
+    if args.seed is not None:
+        print("note: a DiffusionGemma server takes no seed (vLLM refuses one), so --seed is not sent.",
+              file=sys.stderr)
+    if isinstance(emit, _LivePrinter):
+        emit.status(f"connecting to {args.server}")
+    timeouts = Timeouts(read=float(args.server_timeout))
+    key = os.environ.get("LETTERPRESS_API_KEY") or None
+    engine = RemoteEngine(ServerConfig(args.server, args.server_model, key, timeouts))
+    engine.connect()
+    return engine
 
 
 def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, Any]:
@@ -457,6 +489,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --init-file: share of the unpinned positions that start as noise (default 1.0)")
     gen.add_argument("--pin-end", action="store_true",
                      help="with --init-file: pin the end of the text too, so the result ends exactly where it ends")
+    gen.add_argument("--server", metavar="URL", default=None,
+                     help="send the request to a DiffusionGemma server (vLLM's OpenAI API, e.g. "
+                          "http://gpu-box:8000) instead of a local model; API key from LETTERPRESS_API_KEY")
+    gen.add_argument("--server-model", metavar="NAME", default=None,
+                     help="with --server: the served model to use (default: the first one it lists)")
+    gen.add_argument("--server-timeout", metavar="S", type=_bounded_int(1, 3600), default=120,
+                     help="with --server: give up after S seconds without a byte from the server "
+                          "(default 120)")
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (

@@ -132,6 +132,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model.folder", str, "", "Model folder", help="A local DiffusionGemma checkpoint folder."),
     Setting("model.device", str, "auto", "Device", choices=("auto", "cpu", "cuda")),
     Setting("model.quantization", str, "auto", "Quantization", choices=("auto", "nf4", "nf4-mixed", "none")),
+    Setting("server.url", str, "", "Server URL",
+            help="A DiffusionGemma server (vLLM) to write with instead of the local model; empty: the local "
+                 "model. Choose it with Model ▸ Use a server… (its API key is kept in the system keychain, "
+                 "not here)."),
+    Setting("server.model", str, "", "Server model",
+            help="The model of the server to use (empty: the first it lists)."),
     Setting("denoise.steps", int, 48, "Denoising steps", 1, 512, help="Most refinement steps per block."),
     Setting("denoise.t_max", float, 0.8, "Start temperature", 0.01, 2.0),
     Setting("denoise.t_min", float, 0.4, "End temperature", 0.0, 2.0),

@@ -53,12 +53,48 @@ def _is_local(host: Any) -> bool:
         return False
 
 
+# The one server the writer chose (Model ▸ Use a server…): its host name and the (address, port) pairs it resolves
+# to. Empty unless a server is in use, so without one nothing but loopback is ever reached.
+_allowed_names: set[str] = set()
+_allowed_addresses: set[tuple[str, int]] = set()
+
+
+def allow_server(url: str) -> None:
+    """Let this process reach the host and port of `url` (and nothing else): the server the writer chose."""
+    import socket
+    from urllib.parse import urlsplit
+
+    forbid_servers()
+    parts = urlsplit(url if "://" in url else "http://" + url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if not host or _is_local(host):
+        return
+    _allowed_names.add(host.lower())
+    try:
+        for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+            _allowed_addresses.add((str(info[4][0]), port))
+    except OSError:  # the host does not resolve now: connecting will say so
+        pass
+
+
+def forbid_servers() -> None:
+    """Back to loopback only (the writer switched back to the local model)."""
+    _allowed_names.clear()
+    _allowed_addresses.clear()
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "socket.connect":
         address = args[1]
         if isinstance(address, tuple) and address and not _is_local(address[0]):
+            if (str(address[0]), address[1] if len(address) > 1 else -1) in _allowed_addresses:
+                return
             raise NetworkBlockedError(f"Letterpress works offline; a connection to {address[0]} was blocked.")
     elif event == "socket.getaddrinfo":
+        host = args[0].decode("ascii", "replace") if isinstance(args[0], bytes) else args[0]
+        if isinstance(host, str) and host.lower() in _allowed_names:
+            return
         if not _is_local(args[0]):
             raise NetworkBlockedError(f"Letterpress works offline; a lookup of {args[0]!r} was blocked.")
 

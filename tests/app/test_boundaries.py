@@ -46,7 +46,7 @@ def test_engine_never_imports_qt_anywhere():
 RUNTIME_PATH = ("api", "prompts", "plan", "infill", "canvas", "prefix_cache", "denoise", "sampling", "fastpath",
                 "display", "candidates", "session", "threads", "fake", "__main__", "lean_step", "budget",
                 "special_tokens")
-ROOMS = ("weights", "kernels", "tools", "training")
+ROOMS = ("weights", "kernels", "tools", "training", "remote")
 RUNTIME_PATH += ("resources",)  # where the shipped resources/ live (the app asks the engine)
 
 
