@@ -236,7 +236,10 @@ def load_weights(
 
     files = list(weight_files)
     if use_cache is None:
-        use_cache = os.environ.get("LETTERPRESS_QCACHE", "on") != "off"
+        from engine.env import env_choice
+
+        use_cache = env_choice("LETTERPRESS_QCACHE", "on", {"on": "on", "off": "off", "1": "on", "0": "off"},
+                               meaning="on") != "off"
     if not nf4:
         model = build_skeleton(model_dir, dtype, nf4=False)
         stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)
