@@ -110,6 +110,10 @@ class WarmCanvas:
     stop_ids: tuple[int, ...]
     canvas_length: int
     text_tokens: int  # tokens of the given text (before its end-of-text)
+    # The length window (`LengthWindow`): end-of-text is banned before `min_tokens`, and the positions from
+    # `tail_from` on are pinned end-of-text/padding (they do not count as a pin the text must reach).
+    min_tokens: int = 0
+    tail_from: int | None = None
 
     @property
     def blocks(self) -> int:
@@ -130,9 +134,12 @@ class WarmCanvas:
         sl = slice(index * L, (index + 1) * L)
         pinned = self.pinned[:, sl]  # host tensors: every decision below is made before anything moves
         ban = None
-        if bool(self.pinned.any()):
-            positions = torch.arange(self.ids.shape[1])
-            last = int(positions[self.pinned.any(dim=0)].max())
+        positions = torch.arange(self.ids.shape[1])
+        text_pins = self.pinned.any(dim=0)
+        if self.tail_from is not None:
+            text_pins = text_pins & (positions < self.tail_from)
+        last = max(int(positions[text_pins].max()) if bool(text_pins.any()) else 0, self.min_tokens)
+        if last > 0:
             before = (positions < last)[sl].expand_as(pinned) & ~pinned
             if bool(before.any()):
                 rows, cols = before.nonzero(as_tuple=True)
@@ -204,8 +211,12 @@ def plan(
     seed: int,
     decode: object,
     max_tokens: int | None = None,
+    window: LengthWindow | None = None,
 ) -> WarmCanvas:
-    """Lay `warm` out on whole canvases for `rows` batch rows; row r draws its noised positions from seed + r."""
+    """Lay `warm` out on whole canvases for `rows` batch rows; row r draws its noised positions from seed + r.
+
+    With a `window` the result's length is held inside it (see `LengthWindow`); without one a warm canvas can
+    grow into every noised position after its text, up to whole canvases."""
     ids, flags = segment_ids(tokenizer, warm.text, warm.pins, decode)
     if max_tokens is not None and len(ids) + 1 > max_tokens:
         raise CanvasError(
@@ -213,19 +224,101 @@ def plan(
             "write; select less text."
         )
     text_tokens = len(ids)
+    if window is not None and not warm.pin_end:
+        return _windowed(ids, flags, warm, window, rows=rows, canvas_length=canvas_length, eos_id=eos_id,
+                         pad_id=pad_id, stop_ids=stop_ids, seed=seed)
     total = max(1, math.ceil((text_tokens + 1) / canvas_length)) * canvas_length
     layout = ids + [eos_id] + [pad_id] * (total - text_tokens - 1)
     pin_row = flags + [warm.pin_end] * (total - text_tokens)
     ids_t = torch.tensor([layout] * rows, dtype=torch.long)
     pinned = torch.tensor([pin_row] * rows, dtype=torch.bool)
-    noised = torch.zeros(rows, total, dtype=torch.bool)
+    noised = _draw_noise(pinned, warm.noise, rows, seed)
+    return WarmCanvas(ids_t, pinned, noised, warm.noise, tuple(stop_ids), canvas_length, text_tokens)
+
+
+def _draw_noise(pinned: torch.Tensor, share: float, rows: int, seed: int,
+                forced: torch.Tensor | None = None) -> torch.Tensor:
+    """Which positions start as noise: `share` of the unpinned ones per row (row r from seed + r), plus `forced`."""
+    noised = torch.zeros_like(pinned)
     free = (~pinned[0]).nonzero().squeeze(1)
-    count = round(warm.noise * free.numel())
+    count = round(share * free.numel())
     for r in range(rows):
         g = torch.Generator().manual_seed(seed + r + 0x5EED)
         chosen = free[torch.randperm(free.numel(), generator=g)[:count]]
         noised[r, chosen] = True
-    return WarmCanvas(ids_t, pinned, noised, warm.noise, tuple(stop_ids), canvas_length, text_tokens)
+    if forced is not None:
+        noised |= forced & ~pinned
+    return noised
+
+
+@dataclass(frozen=True)
+class LengthWindow:
+    """How long a rewrite may come out, in tokens: at least `low` (end-of-text is banned before it) and at most
+    `high` (the positions from `high` on are pinned end-of-text and padding).
+
+    Why: a warm canvas at a high strength, or a rewrite from pure noise, re-noises the end-of-text and the padding
+    after the selection, and the model then writes on to the end of its canvas (a 12-word selection came back as
+    55-60 words, a re-roll of 11 words as 56). The window follows the selection and the instruction: "shorter"
+    aims at 0.6x the selection, "longer" at 1.6x, any other at 1x, with room either side."""
+
+    low: int
+    high: int
+
+
+SHORTER, LONGER = 0.6, 1.6
+
+
+def length_factor(instruction: str) -> float:
+    """How long the instruction wants the rewrite, as a share of the selection (Shorter / Longer / the same)."""
+    words = instruction.lower()
+    if any(k in words for k in ("shorter", "shorten", "more concise", "condense", "trim")):
+        return SHORTER
+    if any(k in words for k in ("longer", "lengthen", "expand", "more detail", "elaborate")):
+        return LONGER
+    return 1.0
+
+
+def length_window(selected_tokens: int, instruction: str = "") -> LengthWindow:
+    """The window for a rewrite of `selected_tokens` following `instruction` (a re-roll passes no instruction:
+    it keeps its canvas's length). Shorter stays below the selection and Longer above it."""
+    n = max(1, selected_tokens)
+    factor = length_factor(instruction)
+    target = max(1, round(factor * n))
+    low = max(1, math.floor(target * 0.75))
+    high = max(low + 1, math.ceil(target * 1.3) + 1)
+    if factor < 1:
+        high = min(high, max(1, n - 1))
+        low = min(low, high - 1) if high > 1 else 0
+    elif factor > 1:
+        low = max(low, n + 1)
+        high = max(high, low + 1)
+    return LengthWindow(low, high)
+
+
+def _windowed(
+    ids: list[int], flags: list[bool], warm: WarmStart, window: LengthWindow, *, rows: int, canvas_length: int,
+    eos_id: int, pad_id: int, stop_ids: Sequence[int], seed: int,
+) -> WarmCanvas:
+    """The layout of a warm canvas held to `window`: the text (cut at `high` when it is longer: a shorter
+    rewrite), then noise or padding, end-of-text pinned at `high` and padding after it. Where the text must end
+    earlier (shorter) its last quarter before `high` starts as noise so the model can close the sentence; where
+    it must go on (longer) the positions from the text's end to `low` start as noise."""
+    n = len(ids)
+    pinned_at = [i for i, flag in enumerate(flags) if flag]
+    high = max(window.high, pinned_at[-1] + 2 if pinned_at else 0)  # a pinned word is never cut off
+    total = max(1, math.ceil((high + 1) / canvas_length)) * canvas_length
+    body = (ids + [eos_id] + [pad_id] * max(0, high - n - 1))[:high]
+    layout = body + [eos_id] + [pad_id] * (total - high - 1)
+    pin_row = (flags + [False] * high)[:high] + [True] * (total - high)
+    pinned = torch.tensor([pin_row] * rows, dtype=torch.bool)
+    forced = torch.zeros(total, dtype=torch.bool)
+    if n >= high:  # shorter than the selection: let the model end the sentence before the cut
+        forced[max(0, high - max(2, high // 4)) : high] = True
+    elif n < window.low:  # longer: the old end-of-text and what follows it are noise up to the floor
+        forced[n : window.low] = True
+    noised = _draw_noise(pinned, warm.noise, rows, seed, forced.expand(rows, total))
+    return WarmCanvas(torch.tensor([layout] * rows, dtype=torch.long), pinned, noised, warm.noise, tuple(stop_ids),
+                      canvas_length, min(n, high), min_tokens=window.low, tail_from=high)
 
 
 def infill_plan(

@@ -44,6 +44,7 @@ from engine.api import (
     Stats,
     StepCallback,
     StepEvent,
+    WarmStart,
     WontFitError,
 )
 from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
@@ -394,19 +395,30 @@ class Session:
         self, request: Request, settings: DenoiseSettings, canvas: int, seed: int, max_new: int
     ) -> warm_canvas.WarmCanvas | None:
         """The warm canvas of a rewrite at strength < 1 or of a request that starts from a given canvas."""
+        window = None
         if isinstance(request, RewriteRequest):
             start = request.warm_start()
+            if request.max_new_tokens is None:  # the app's rewrites: the length follows the selection (canvas.py)
+                window = self._length_window(start.text if request.canvas else request.selection,
+                                             "" if request.canvas else request.instruction)
+                start = start or WarmStart(request.selection, noise=1.0)
         elif isinstance(request, DraftRequest):
             start = request.canvas
+            window = self._length_window(start.text, "") if start is not None else None  # a re-roll keeps its length
         else:
             start = None
-        if warm_canvas.cold(start):
+        if window is None and warm_canvas.cold(start):
             return None
         assert start is not None and self._text is not None
         return warm_canvas.plan(
             self.tokenizer, start, rows=settings.candidates, canvas_length=canvas, eos_id=self._eos[0],
             pad_id=self._pad, stop_ids=sorted({*self._eos, self._pad}), seed=seed, decode=self._text.text,
+            window=window,
         )
+
+    def _length_window(self, text: str, instruction: str) -> warm_canvas.LengthWindow:
+        return warm_canvas.length_window(len(self.tokenizer(text, add_special_tokens=False)["input_ids"]),
+                                         instruction)
 
     def _max_new_tokens(self, request: Request, canvas: int) -> int:
         if isinstance(request, DraftRequest):
