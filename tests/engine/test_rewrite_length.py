@@ -80,3 +80,21 @@ def test_a_reroll_around_pins_keeps_the_canvas_length(session) -> None:
     )
     for cand in result.candidates:
         assert "people" in cand.text and _visible(session, cand) <= 1.4 * n + 2, cand.text
+
+
+@pytest.mark.parametrize("kind", ["draft", "rewrite"])
+def test_alternatives_come_back_best_first_for_every_task(session, kind: str) -> None:
+    """One order everywhere: the engine returns drafts and rewrites best first by the score the app shows (it
+    did so only for infill, so the badge and Alt+] followed row order while the panel listed best first)."""
+    from engine.api import DraftRequest
+
+    seen_unsorted_rows = False
+    for seed in range(4):
+        settings = DenoiseSettings(seed=seed, candidates=3)
+        request = (DraftRequest(before="In the morning the people", max_new_tokens=24, settings=settings)
+                   if kind == "draft" else RewriteRequest(SELECTION, REWRITE_PRESETS["shorter"], settings=settings))
+        scores = [c.confidence for c in session.run(request).candidates]
+        assert scores == sorted(scores, reverse=True), scores
+        rows = session.last_output.sequences.shape[0] if session.last_output is not None else 0
+        seen_unsorted_rows |= rows > 1
+    assert seen_unsorted_rows
