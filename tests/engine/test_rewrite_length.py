@@ -91,10 +91,48 @@ def test_alternatives_come_back_best_first_for_every_task(session, kind: str) ->
     seen_unsorted_rows = False
     for seed in range(4):
         settings = DenoiseSettings(seed=seed, candidates=3)
-        request = (DraftRequest(before="In the morning the people", max_new_tokens=24, settings=settings)
-                   if kind == "draft" else RewriteRequest(SELECTION, REWRITE_PRESETS["shorter"], settings=settings))
+        request = (
+            DraftRequest(before="In the morning the people", max_new_tokens=24, settings=settings)
+            if kind == "draft"
+            else RewriteRequest(SELECTION, REWRITE_PRESETS["shorter"], settings=settings)
+        )
         scores = [c.confidence for c in session.run(request).candidates]
         assert scores == sorted(scores, reverse=True), scores
         rows = session.last_output.sequences.shape[0] if session.last_output is not None else 0
         seen_unsorted_rows |= rows > 1
     assert seen_unsorted_rows
+
+
+def test_a_pinned_word_never_gets_letters_glued_on(session) -> None:
+    """Re-rolls around a pinned word keep it a whole word: nothing glued after it ("water" -> "watera", 2 of 39
+    re-rolls in the issue) or before it ("andwater": 20 of these 24 re-rolls before the fix, 0 after)."""
+    import re
+
+    text = "The boats rested on the grey water and the men slept."
+    start = text.index("water")
+    whole = re.compile(r"(?<![A-Za-z0-9])water(?![A-Za-z0-9])")
+    for seed in range(6):
+        result = session.run(
+            RewriteRequest(
+                text,
+                "Rewrite it.",
+                canvas=WarmStart(text, pins=((start, start + 5),), noise=1.0),
+                settings=DenoiseSettings(seed=seed, candidates=3),
+            )
+        )
+        for cand in result.candidates:
+            assert whole.search(cand.text), cand.text
+
+
+def test_glue_is_banned_only_at_word_edges_of_a_pin() -> None:
+    from engine.canvas import _glue_positions
+
+    text = "grey water and men"
+    flags = [False, False, True, True, True, False]  # grey|_|w|at|er|_and
+    assert _glue_positions(text, [(5, 10)], flags) == ([5], [1])
+    assert _glue_positions(text, [(5, 8)], flags) == ([], [1]), (
+        "a pin that ends inside a word may be continued"
+    )
+    assert _glue_positions(text, [(6, 10)], flags) == ([5], []), (
+        "a pin that starts inside a word may be joined"
+    )
