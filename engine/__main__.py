@@ -29,11 +29,12 @@ from engine.api import (
     WarmStart,
 )
 from engine.declared import REFERENCE_STEPS, default_steps
+from engine.resources import demo_model_dir
 
 MAX_NEW_TOKENS = 1_048_576  # far beyond any context; the session refuses what does not fit with a sentence
 MAX_STEPS = 10_000
 MAX_CANDIDATES = 64
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "letterpress-demo"
+DEFAULT_MODEL = demo_model_dir()
 
 
 def default_model_dir() -> Path:
