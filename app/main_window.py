@@ -30,6 +30,8 @@ from PySide6.QtWidgets import (
 
 from app.assist.presets import PRESET_LABELS
 from app.assist.controller import Assistant
+from app.platform.folders import data_dir
+from app.ui import help as help_ui
 from app.ui.editor import Editor, FindBar
 from app.assist.engine_host import EngineHost
 from app.ui.status import MessageBar, stats_text
@@ -71,6 +73,12 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
+        self.firstRunHint = QLabel(central, objectName="firstRunHint")  # shown once, above the page
+        self.firstRunHint.setWordWrap(True)
+        self.firstRunHint.setContentsMargins(10, 6, 10, 6)
+        self.firstRunHint.setToolTip("Shown on the first start only; Help ▸ Getting started shows it again.")
+        self.firstRunHint.hide()
+        column.addWidget(self.firstRunHint)
         column.addWidget(self.editor)
         column.addWidget(self.find_bar)
         self.setCentralWidget(central)
@@ -102,6 +110,9 @@ class MainWindow(QMainWindow):
 
             keys.follow(self, settings)  # the assistant's keys as the writer bound them in Settings
         self._update_actions()
+        if settings is not None and help_ui.first_run(data_dir()):  # shown once, remembered in the data folder
+            self.show_first_run_hint()
+        self.assistant.changed.connect(self._hide_hint_once_used)
         if self.model_dir:
             self.load_model(self.model_dir)
         else:
@@ -171,7 +182,17 @@ class MainWindow(QMainWindow):
 
         e = self.editor
         self.actionUndo = self._action("actionUndo", "&Undo", e.undo, [QKeySequence.StandardKey.Undo])
-        self.actionRedo = self._action("actionRedo", "&Redo", e.redo, [QKeySequence.StandardKey.Redo])
+        self.actionRedo = self._action("actionRedo", "&Redo", e.redo, help_ui.redo_keys())
+        self.actionCut = self._action("actionCut", "Cu&t", e.cut, [QKeySequence.StandardKey.Cut])
+        self.actionCopy = self._action("actionCopy", "&Copy", e.copy, [QKeySequence.StandardKey.Copy])
+        self.actionPaste = self._action("actionPaste", "&Paste", e.paste, [QKeySequence.StandardKey.Paste])
+        self.actionSelectAll = self._action("actionSelectAll", "Select &all", e.selectAll,
+                                            [QKeySequence.StandardKey.SelectAll])
+        self.actionShortcuts = self._action("actionShortcuts", "&Keyboard shortcuts…", self.show_shortcuts,
+                                            [QKeySequence.StandardKey.HelpContents],
+                                            "Every command and its keys, searchable")
+        self.actionGettingStarted = self._action("actionGettingStarted", "&Getting started",
+                                                 self.show_first_run_hint)
         self.actionFind = self._action("actionFind", "&Find…", lambda: self.find_bar.open(replace=False),
                                        [QKeySequence.StandardKey.Find])
         self.actionReplace = self._action("actionReplace", "Find and &replace…",
@@ -194,7 +215,8 @@ class MainWindow(QMainWindow):
             act.setChecked(theme == current)
             themes.addAction(act)
             self.theme_actions.append(act)
-        for act in (self.actionUndo, self.actionRedo):
+        for act in (self.actionUndo, self.actionRedo, self.actionCut, self.actionCopy, self.actionPaste,
+                    self.actionSelectAll):
             act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the editor handles its own keys
         doc = e.document()
         for signal in (doc.undoAvailable, doc.redoAvailable, doc.undoCommandAdded, doc.contentsChanged):
@@ -209,6 +231,8 @@ class MainWindow(QMainWindow):
         self.menuEdit = bar.addMenu("&Edit")
         self.menuEdit.setObjectName("menuEdit")
         self.menuEdit.addActions([self.actionUndo, self.actionRedo])
+        self.menuEdit.addSeparator()
+        self.menuEdit.addActions([self.actionCut, self.actionCopy, self.actionPaste, self.actionSelectAll])
         self.menuEdit.addSeparator()
         self.menuEdit.addActions([self.actionFind, self.actionReplace])
         self.menuView = bar.addMenu("&View")
@@ -233,6 +257,9 @@ class MainWindow(QMainWindow):
         self.menuModel = bar.addMenu("&Model")
         self.menuModel.setObjectName("menuModel")
         self.menuModel.addActions([self.actionLoadModel, self.actionCancelLoad])
+        self.menuHelp = bar.addMenu("&Help")
+        self.menuHelp.setObjectName("menuHelp")
+        self.menuHelp.addActions([self.actionShortcuts, self.actionGettingStarted])
 
     def _build_toolbar(self) -> None:
         tools = self.addToolBar("Assist")
@@ -354,6 +381,22 @@ class MainWindow(QMainWindow):
         name = action.text().replace("&", "").rstrip("…")
         needs = "a suggestion on screen" if action in self.suggestion_actions else "the model to be ready"
         self.show_message(f"{name} needs {needs}.")
+
+    def show_first_run_hint(self) -> None:
+        """The short hint above the page (first start, or Help ▸ Getting started); the first suggestion hides it."""
+        self.firstRunHint.setText(help_ui.hint_text(self))
+        self.firstRunHint.show()
+
+    def _hide_hint_once_used(self) -> None:
+        if self.firstRunHint.isVisible() and self.assistant.suggestion_visible:
+            self.firstRunHint.hide()
+
+    def show_shortcuts(self) -> None:
+        """Help ▸ Keyboard shortcuts: every command and its keys, as bound now, with a search field."""
+        sheet = help_ui.ShortcutSheet(self)
+        self.shortcut_sheet = sheet
+        sheet.show()
+        sheet.filter.setFocus()
 
     def show_message(self, text: str, ms: int = 8000) -> None:
         self.statusBar().showMessage(text, ms)

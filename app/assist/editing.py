@@ -67,10 +67,10 @@ class DiffusionEditing(QObject):
             "actionRerollAroundPins", "Re-roll around &pinned words", self.reroll_around_pins, ["Alt+Shift+R"],
             "Keep the words you pinned and redraw everything else (Alt+Shift+R)")
         self.actionPinNextWord = w._action(
-            "actionPinNextWord", "&Pin next word", self.pin_next_word, ["Ctrl+Alt+Right"],
-            "Extend the pinned words by one, or click a word of the suggestion (Ctrl+Alt+Right)")
+            "actionPinNextWord", "&Pin next word", self.pin_next_word, ["Alt+P"],
+            "Extend the pinned words by one, or click a word of the suggestion (Alt+P)")
         self.actionUnpinLastWord = w._action(
-            "actionUnpinLastWord", "Unpin &last word", self.unpin_last_word, ["Ctrl+Alt+Left"])
+            "actionUnpinLastWord", "Unpin &last word", self.unpin_last_word, ["Alt+Shift+P"])
         self.actionClearPins = w._action("actionClearPins", "&Clear pins", self.clear_pins)
         self.actionToggleDiffView = w._action(
             "actionToggleDiffView", "Show rewrites as a word &diff", self.toggle_diff_view, ["Ctrl+Shift+D"],

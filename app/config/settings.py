@@ -156,8 +156,8 @@ SETTINGS: tuple[Setting, ...] = (
         ("infill", "Ctrl+Shift+I", "Infill selection or gap", ""),
         ("reroll_uncertain", "Alt+R", "Re-roll uncertain words", "Only while a suggestion is shown."),
         ("reroll_around_pins", "Alt+Shift+R", "Re-roll around pinned words", "Only while a suggestion is shown."),
-        ("pin_next_word", "Ctrl+Alt+Right", "Pin next word", "Only while a settled suggestion is shown."),
-        ("unpin_last_word", "Ctrl+Alt+Left", "Unpin last word", "Only while a settled suggestion is shown."),
+        ("pin_next_word", "Alt+P", "Pin next word", "Only while a settled suggestion is shown."),
+        ("unpin_last_word", "Alt+Shift+P", "Unpin last word", "Only while a settled suggestion is shown."),
     )),
 )
 
