@@ -122,3 +122,22 @@ def test_edit_menu_has_cut_copy_paste_select_all_and_ctrl_y_redoes(qtbot, settin
     window.actionPaste.trigger()
     assert window.editor.toPlainText() == "word"
     assert QKeySequence(QKeySequence.StandardKey.Copy) in window.actionCopy.shortcuts()
+
+
+@pytest.mark.slow
+def test_self_test_offscreen_prints_no_qt_notes_before_its_json(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen", "OMP_NUM_THREADS": "1",
+           "LETTERPRESS_CONFIG_DIR": str(tmp_path / "c"), "LETTERPRESS_DATA_DIR": str(tmp_path / "d"),
+           "LETTERPRESS_LOG_DIR": str(tmp_path / "l")}
+    run = subprocess.run([sys.executable, "-m", "app", "--self-test", "--fake-engine"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=240, check=False)
+    assert run.returncode == 0, run.stderr[-800:]
+    assert "propagateSizeHints" not in run.stderr and "This plugin does not support" not in run.stderr
+    assert json.loads(run.stdout.splitlines()[0])["ok"] is True
