@@ -141,3 +141,23 @@ def test_self_test_offscreen_prints_no_qt_notes_before_its_json(tmp_path):
     assert run.returncode == 0, run.stderr[-800:]
     assert "propagateSizeHints" not in run.stderr and "This plugin does not support" not in run.stderr
     assert json.loads(run.stdout.splitlines()[0])["ok"] is True
+
+
+def test_settings_show_the_models_own_steps_not_a_constant(qtbot, settings):
+    """Settings said "Denoising steps 48" while the demo runs 12: the default is now the model's own, named."""
+    import json
+    from pathlib import Path
+
+    from app.ui.settings_dialog import SettingsDialog
+    from engine.api import DenoiseSettings
+    from engine.resources import demo_model_dir
+
+    declared = json.loads((Path(demo_model_dir()) / "generation_config.json").read_text())["max_denoising_steps"]
+    dlg = SettingsDialog(settings)
+    qtbot.addWidget(dlg)
+    spin = dlg.inputs["denoise.steps"]
+    assert spin.text() == f"Model's own ({declared})" and "48" not in spin.text()
+    assert settings.denoise_settings().resolved(DenoiseSettings.from_generation_config(
+        type("Gen", (), {"max_denoising_steps": declared})())).max_steps == declared
+    settings.set("denoise.steps", 20)
+    assert settings.denoise_settings().max_steps == 20
