@@ -169,6 +169,9 @@ class Assistant(QObject):
         """Draft new text at the cursor (after the selection, if there is one)."""
         pos = self.editor.textCursor().selectionEnd()
         before, after = self._context(pos, pos)
+        if not before.strip() and not instruction.strip():  # said at once, not after waiting for the model
+            self.message.emit("Write a few words first (or give an instruction) so there is something to continue.")
+            return None
         request = DraftRequest(
             before=before, instruction=instruction, after=after, max_new_tokens=self._draft_length(),
             settings=self._denoise(),

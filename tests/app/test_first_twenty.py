@@ -161,3 +161,13 @@ def test_settings_show_the_models_own_steps_not_a_constant(qtbot, settings):
         type("Gen", (), {"max_denoising_steps": declared})())).max_steps == declared
     settings.set("denoise.steps", 20)
     assert settings.denoise_settings().max_steps == 20
+
+
+def test_an_empty_document_draft_says_write_a_few_words_at_once(qtbot, settings):
+    engine = FakeEngine(steps=2)
+    window = build_window(qtbot, engine, settings=settings)
+    set_text(window, "")
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert window.statusBar().currentMessage().startswith("Write a few words first")
+    assert not engine.requests, "nothing was sent to the model (no waiting for it)"
+
