@@ -171,3 +171,20 @@ def test_an_empty_document_draft_says_write_a_few_words_at_once(qtbot, settings)
     assert window.statusBar().currentMessage().startswith("Write a few words first")
     assert not engine.requests, "nothing was sent to the model (no waiting for it)"
 
+
+
+@pytest.mark.parametrize(("doc", "text", "drawn", "after_tab"), [
+    ("The ships.", "rey sails.", " rey sails.", "The ships. rey sails."),
+    ("The ships ", " rey sails.", "rey sails.", "The ships rey sails."),
+    ("The ships", "rey", " rey", "The ships rey"),
+])
+def test_the_ghost_is_drawn_with_the_joining_space_tab_inserts(qtbot, settings, doc, text, drawn, after_tab):
+    window = build_window(qtbot, FakeEngine(steps=2, texts=[text]), settings=settings)
+    set_text(window, doc)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_ready(qtbot, window)
+    shown = "".join(sp.text for sp in window.assistant.ghost.content.spans)
+    assert shown == drawn
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == after_tab
+    assert after_tab == doc + drawn, "what was drawn is what Tab inserted"
