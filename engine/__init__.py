@@ -2,7 +2,8 @@
 
 api -> prompts -> infill -> canvas (warm starts) -> prefix_cache -> denoise (fastpath on GPU) -> display ->
 session; `threads` is the CPU thread policy, `fake` the torch-free scripted engine with the same interface,
-`__main__` the command line. Rooms beside it: `engine.weights` (validation, loading, quantization, cache, fit),
+`__main__` the command line, `declared` what a checkpoint folder declares (its steps, read without torch),
+`env` the environment switches (a bad value is named, with the default used). Rooms beside it: `engine.weights` (validation, loading, quantization, cache, fit),
 `engine.tools` (benchmarks, checkpoint builders, inspect report) and `engine.training` (the demo model). The
 runtime path may import `engine.weights`, never `engine.tools` or `engine.training`.
 """
