@@ -32,7 +32,7 @@ from PySide6.QtGui import QKeySequence
 
 from app.config.settings import SETTINGS
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text
+from tests.helpers.gui import build_window, ghost_state, set_text
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
