@@ -58,7 +58,10 @@ def _log_level(text: str, lenient: bool = False) -> str:
     environment, replaced by WARNING) instead of a traceback from logging."""
     level = str(text).strip().upper()
     if level not in LOG_LEVELS:
-        if lenient:
+        if lenient:  # from the environment: say so (logging is not set up yet), then use the default
+            if level:
+                print(f"LETTERPRESS_LOG_LEVEL={str(text)[:24]} is ignored: use one of {', '.join(LOG_LEVELS)}; "
+                      "using the default (WARNING).", file=sys.stderr)
             return "WARNING"
         raise argparse.ArgumentTypeError(f"'{text}' is not a log level; use one of {', '.join(LOG_LEVELS)}")
     return level

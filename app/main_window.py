@@ -34,6 +34,8 @@ from app.assist.controller import Assistant
 from app.assist.request_defaults import RequestDefaults
 from app.documents.brief import BriefController
 from app.ui import actions
+from app.platform.folders import data_dir
+from app.ui import help as help_ui
 from app.ui.editor import Editor, FindBar
 from app.assist.engine_host import EngineHost
 from app.ui.status import MessageBar, stats_text
@@ -82,6 +84,12 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
+        self.firstRunHint = QLabel(central, objectName="firstRunHint")  # shown once, above the page
+        self.firstRunHint.setWordWrap(True)
+        self.firstRunHint.setContentsMargins(10, 6, 10, 6)
+        self.firstRunHint.setToolTip("Shown on the first start only; Help ▸ Getting started shows it again.")
+        self.firstRunHint.hide()
+        column.addWidget(self.firstRunHint)
         column.addWidget(self.editor)
         column.addWidget(self.find_bar)
         self.setCentralWidget(central)
@@ -123,6 +131,9 @@ class MainWindow(QMainWindow):
 
             keys.follow(self, settings)  # the assistant's keys as the writer bound them in Settings
         self._update_actions()
+        if settings is not None and help_ui.first_run(data_dir()):  # shown once, remembered in the data folder
+            self.show_first_run_hint()
+        self.assistant.changed.connect(self._hide_hint_once_used)
         if self.model_dir:
             self.load_model(self.model_dir)
         else:
@@ -168,6 +179,13 @@ class MainWindow(QMainWindow):
         e = self.editor
         self.actionUndo = self._action("actionUndo", e.undo)
         self.actionRedo = self._action("actionRedo", e.redo)
+        self.actionRedo.setShortcuts(help_ui.redo_keys())  # Ctrl+Y too on Linux (Qt's binding lacks it)
+        self.actionCut = self._action("actionCut", e.cut)
+        self.actionCopy = self._action("actionCopy", e.copy)
+        self.actionPaste = self._action("actionPaste", e.paste)
+        self.actionSelectAll = self._action("actionSelectAll", e.selectAll)
+        self.actionShortcuts = self._action("actionShortcuts", self.show_shortcuts)
+        self.actionGettingStarted = self._action("actionGettingStarted", self.show_first_run_hint)
         self.actionFind = self._action("actionFind", lambda: self.find_bar.open(replace=False))
         self.actionReplace = self._action("actionReplace", lambda: self.find_bar.open(replace=True))
         self.actionZoomIn = self._action("actionZoomIn", e.zoom_in)
@@ -199,6 +217,8 @@ class MainWindow(QMainWindow):
         self.menuEdit.setObjectName("menuEdit")
         self.menuEdit.addActions([self.actionUndo, self.actionRedo])
         self.menuEdit.addSeparator()
+        self.menuEdit.addActions([self.actionCut, self.actionCopy, self.actionPaste, self.actionSelectAll])
+        self.menuEdit.addSeparator()
         self.menuEdit.addActions([self.actionFind, self.actionReplace])
         self.menuView = bar.addMenu("&View")
         self.menuView.setObjectName("menuView")
@@ -222,6 +242,9 @@ class MainWindow(QMainWindow):
         self.menuModel = bar.addMenu("&Model")
         self.menuModel.setObjectName("menuModel")
         self.menuModel.addActions([self.actionLoadModel, self.actionCancelLoad])
+        self.menuHelp = bar.addMenu("&Help")
+        self.menuHelp.setObjectName("menuHelp")
+        self.menuHelp.addActions([self.actionShortcuts, self.actionGettingStarted])
 
     def _build_toolbar(self) -> None:
         tools = self.addToolBar("Assist")
@@ -354,6 +377,22 @@ class MainWindow(QMainWindow):
         name = action.text().replace("&", "").rstrip("…")
         needs = "a suggestion on screen" if action in self.suggestion_actions else "the model to be ready"
         self.show_message(f"{name} needs {needs}.")
+
+    def show_first_run_hint(self) -> None:
+        """The short hint above the page (first start, or Help ▸ Getting started); the first suggestion hides it."""
+        self.firstRunHint.setText(help_ui.hint_text(self))
+        self.firstRunHint.show()
+
+    def _hide_hint_once_used(self) -> None:
+        if self.firstRunHint.isVisible() and self.assistant.suggestion_visible:
+            self.firstRunHint.hide()
+
+    def show_shortcuts(self) -> None:
+        """Help ▸ Keyboard shortcuts: every command and its keys, as bound now, with a search field."""
+        sheet = help_ui.ShortcutSheet(self)
+        self.shortcut_sheet = sheet
+        sheet.show()
+        sheet.filter.setFocus()
 
     def show_message(self, text: str, ms: int = 8000) -> None:
         self.statusBar().showMessage(text, ms)

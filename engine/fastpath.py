@@ -24,7 +24,6 @@ next step, to be chosen by measurement.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import torch
@@ -40,7 +39,10 @@ ENV_SWITCH = "LETTERPRESS_FASTPATH"
 
 def fastpath_requested() -> bool:
     """The switch: `LETTERPRESS_FASTPATH=1` turns the fast path on (CUDA only)."""
-    return os.environ.get(ENV_SWITCH, "0").lower() in ("1", "on", "true", "yes")
+    from engine.env import env_choice
+
+    on_off = {"1": "on", "on": "on", "true": "on", "yes": "on", "0": "off", "off": "off", "false": "off", "no": "off"}
+    return env_choice(ENV_SWITCH, "off", on_off, meaning="off") == "on"
 
 
 def dequantize_stack(weight: NF4Weight) -> torch.Tensor:

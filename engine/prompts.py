@@ -90,6 +90,9 @@ def with_brief(brief: str, message: str) -> str:
     return f"{BRIEF_HEADER}\n{brief}\n\n{message}" if brief else message
 
 
+DRAFT_AFTER_NOTE = "A draft reads only the text before the cursor; the text after it is not read."
+
+
 def build_prompt(
     tokenizer: Any, request: Request, budget: int, *, infill_after_in_prompt: bool = False
 ) -> Prompt:
@@ -99,8 +102,11 @@ def build_prompt(
     _check_not_empty(request)
     brief = getattr(request, "brief", "")
     if isinstance(request, DraftRequest):
-        return _fit(tokenizer, budget, request.before, "",
-                    lambda b, a: with_brief(brief, draft_message(b, request.instruction)))
+        prompt = _fit(tokenizer, budget, request.before, "",
+                      lambda b, a: with_brief(brief, draft_message(b, request.instruction)))
+        if prompt.notice and request.after.strip():  # say what the notice leaves out: a draft never reads on
+            prompt = Prompt(prompt.ids, notice=f"{prompt.notice} {DRAFT_AFTER_NOTE}")
+        return prompt
     if isinstance(request, RewriteRequest):
         return _fit(
             tokenizer,

@@ -372,13 +372,10 @@ class _StepRelay:
 
 def prefix_cache_bytes() -> int:
     """The prefix cache's memory bound: `LETTERPRESS_PREFIX_CACHE_MB` (0 turns reuse off), 1 GiB by default."""
-    import os
+    from engine.env import env_float
 
-    try:
-        mb = float(os.environ.get("LETTERPRESS_PREFIX_CACHE_MB", "1024"))
-    except ValueError:
-        mb = 1024.0
-    return max(0, int(mb * (1 << 20)))
+    mb = env_float("LETTERPRESS_PREFIX_CACHE_MB", 1024.0, low=0.0, high=1024.0 * 1024, meaning="1024 MB")
+    return int(mb * (1 << 20))
 
 
 def _pins(warm: warm_canvas.WarmCanvas | None, row: int, block: int, canvas: int) -> list[bool] | None:

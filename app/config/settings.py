@@ -138,7 +138,10 @@ SETTINGS: tuple[Setting, ...] = (
                  "not here)."),
     Setting("server.model", str, "", "Server model",
             help="The model of the server to use (empty: the first it lists)."),
-    Setting("denoise.steps", int, 48, "Denoising steps", 1, 512, help="Most refinement steps per block."),
+    # 0: the model's own steps (its generation_config's max_denoising_steps: the demo's 12, DiffusionGemma's 48);
+    # Settings shows that number instead of a constant that one model does not run.
+    Setting("denoise.steps", int, 0, "Denoising steps", 0, 512,
+            help="Most refinement steps per block; \"Model's own\" runs what the model declares."),
     Setting("denoise.t_max", float, 0.8, "Start temperature", 0.01, 2.0),
     Setting("denoise.t_min", float, 0.4, "End temperature", 0.0, 2.0),
     Setting("denoise.entropy_bound", float, 0.1, "Entropy bound", 0.001, 10.0,
@@ -211,7 +214,7 @@ class Settings(QObject):
     def denoise_settings(self, *, candidates: int | None = None) -> DenoiseSettings:
         """The sampler settings for the next request (always valid: the values were checked on the way in)."""
         return DenoiseSettings(
-            max_steps=self["denoise.steps"],
+            max_steps=self["denoise.steps"] or DenoiseSettings().max_steps,  # the default follows the checkpoint
             t_max=self["denoise.t_max"],
             t_min=self["denoise.t_min"],
             entropy_bound=self["denoise.entropy_bound"],

@@ -233,6 +233,14 @@ class SettingsDialog(QDialog):
 
     # -- widgets ---------------------------------------------------------------------------------------------
 
+    def _model_steps(self) -> int:
+        """The steps the configured model declares (the demo's when none is configured)."""
+        from engine.declared import default_steps
+        from engine.resources import demo_model_dir
+
+        folder = self.settings["model.folder"] if self.settings is not None else ""
+        return default_steps(folder or demo_model_dir())
+
     def _make_input(self, s: Setting) -> QWidget:
         if s.kind == "key":
             return KeyEdit()
@@ -242,6 +250,8 @@ class SettingsDialog(QDialog):
             w = QSpinBox()
             w.setRange(int(s.minimum if s.minimum is not None else -10**9),
                        int(s.maximum if s.maximum is not None else 10**9))
+            if s.key == "denoise.steps":  # 0 is "the model's own": name the number it runs
+                w.setSpecialValueText(f"Model's own ({self._model_steps()})")
             return w
         if s.type is float:
             d = QDoubleSpinBox()

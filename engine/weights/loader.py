@@ -5,6 +5,7 @@ Loading is offline by construction: local folders only, `local_files_only=True`,
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -236,7 +237,11 @@ def load_weights(
 
     files = list(weight_files)
     if use_cache is None:
-        use_cache = os.environ.get("LETTERPRESS_QCACHE", "on") != "off"
+        switch = os.environ.get("LETTERPRESS_QCACHE", "on").strip().lower() or "on"
+        if switch not in ("on", "off", "1", "0"):  # engine.weights imports only engine.api: said here, not env.py
+            logging.getLogger(__name__).warning(
+                "LETTERPRESS_QCACHE=%s is ignored: use one of on, off; using the default (on).", switch[:24])
+        use_cache = switch not in ("off", "0")
     if not nf4:
         model = build_skeleton(model_dir, dtype, nf4=False)
         stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)

@@ -48,6 +48,7 @@ RUNTIME_PATH = ("api", "prompts", "plan", "infill", "canvas", "prefix_cache", "d
                 "special_tokens")
 ROOMS = ("weights", "kernels", "tools", "training", "remote")
 RUNTIME_PATH += ("resources",)  # where the shipped resources/ live (the app asks the engine)
+RUNTIME_PATH += ("declared", "env")  # a checkpoint's declared steps (torch-free); environment values, validated
 
 
 def engine_imports(path: Path) -> set[str]:
@@ -140,6 +141,8 @@ end = time.time() + 20
 while window.model_state != "ready" and time.time() < end:
     qapp.processEvents()
 window.editor.setPlainText("Hello")
+from PySide6.QtGui import QTextCursor
+window.editor.moveCursor(QTextCursor.MoveOperation.End)  # a draft continues the text before the cursor
 window.actionDraft.trigger()
 while window.editor.property("ghostState") != "ready" and time.time() < end:
     qapp.processEvents()
