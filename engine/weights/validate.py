@@ -180,7 +180,8 @@ def read_json(path: Path, limit: int = MAX_SMALL_JSON_BYTES, *, want: type = dic
             f"{path} is not valid JSON{where}, so it is damaged or was cut short. Download {path.name} again."
         ) from exc
     if not isinstance(value, want):
-        got = {list: "a list", dict: "an object", str: "a string"}.get(type(value), type(value).__name__)
+        kinds: dict[type, str] = {list: "a list", dict: "an object", str: "a string"}
+        got = kinds.get(type(value), type(value).__name__)
         expected = "an object ({...})" if want is dict else want.__name__
         raise ModelDamagedError(
             f"{path} holds {got} where {expected} is expected, so it is damaged or not a model file. "
