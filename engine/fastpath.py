@@ -28,6 +28,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 
 from engine.weights.quantize import NESTED_BLOCKSIZE, NF4_BLOCKSIZE, NF4Experts, NF4Weight
 
@@ -174,7 +175,7 @@ def _triton_experts(model: nn.Module) -> bool:
     return all(supports(m) for m in model.modules() if type(m).__name__.endswith("TextExperts"))
 
 
-def _switch(model: nn.Module, implementation: str) -> None:
+def _switch(model: DiffusionGemmaForBlockDiffusion, implementation: str) -> None:
     from engine.kernels.nf4_moe import register
 
     register()

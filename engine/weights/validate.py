@@ -727,12 +727,12 @@ def check_tokenizer(path: Path, vocab_size: int, cancel: threading.Event | None 
             "and tokenizer_config.json again."
         ) from exc
     _cancelled(cancel)
-    key = (template, tuple(sorted(_special_tokens(path).items())))
-    if key not in _RENDERED_TEMPLATES:
+    rendered = (template, tuple(sorted(_special_tokens(path).items())))
+    if rendered not in _RENDERED_TEMPLATES:
         soundness.render_template_once(path, template, _special_tokens(path), cancel=cancel)
         if len(_RENDERED_TEMPLATES) >= 64:
             _RENDERED_TEMPLATES.clear()
-        _RENDERED_TEMPLATES.add(key)
+        _RENDERED_TEMPLATES.add(rendered)
 
 
 # A template that rendered once renders again: the model manager re-checks as the path is typed.
