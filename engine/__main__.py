@@ -316,16 +316,16 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
         else:
             if isinstance(emit, _LivePrinter) and getattr(args, "server", None):
                 emit.status(f"waiting on the server ({session.capabilities.where})")
-            result = session.run(request, on_step=emit)
+            outcome = session.run(request, on_step=emit)
             result = {
                 "candidates": [
                     {"text": c.text, "token_ids": list(c.token_ids), "confidence": round(c.confidence, 4)}
-                    for c in result.candidates
+                    for c in outcome.candidates
                 ],
-                "forwards": result.stats.forwards,
-                "new_tokens": result.stats.new_tokens,
-                "seconds": round(result.stats.seconds, 4),
-                "notice": result.notice,
+                "forwards": outcome.stats.forwards,
+                "new_tokens": outcome.stats.new_tokens,
+                "seconds": round(outcome.stats.seconds, 4),
+                "notice": outcome.notice,
             }
     except OutputClosedError:
         raise

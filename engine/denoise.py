@@ -25,7 +25,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import DynamicCache
@@ -50,6 +50,9 @@ from engine.sampling import (  # re-exported: the loop's kernels, importable fro
     token_entropy,
     uniform_draws,
 )
+
+if TYPE_CHECKING:
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,9 @@ def device_code_path() -> Iterator[None]:
 _SELECTIVE_LIMIT = 1 << 22
 
 
-def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseSettings, **kwargs: Any) -> DenoiseOutput:
+def denoise(
+    model: DiffusionGemmaForBlockDiffusion, prompt_ids: torch.Tensor, settings: DenoiseSettings, **kwargs: Any
+) -> DenoiseOutput:
     """Generate canvases after `prompt_ids` (see `_denoise` for the arguments); on any exit, including an
     out-of-memory error, no self-conditioning logits are left waiting in the model's hand-off."""
     from engine.fastpath import sync_free_experts
@@ -170,7 +175,7 @@ def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseS
             model.set_experts_implementation(restore)
 
 
-def _handoff_for(model: torch.nn.Module) -> SelfConditioningHandoff:
+def _handoff_for(model: DiffusionGemmaForBlockDiffusion) -> SelfConditioningHandoff:
     """The model's self-conditioning hand-off (one pre-hook on its body, registered once)."""
     handoff = getattr(model, "_letterpress_sc_handoff", None)
     if handoff is None:
@@ -251,7 +256,9 @@ def _denoise(
             break  # a pinned canvas (infill) is one block, and its pinned tokens must survive EOS padding
         input_ids, finished_sequences = DiffusionGemmaGenerationMixin._finalize_canvas(
             input_ids=input_ids, finished_sequences=finished_sequences, generation_config=gen_config,
-            stopping_criteria=stopping, canvas_length=canvas_length, eos_tensor=eos_tensor,
+            # transformers types it StableAndConfidentStoppingCriteria, yet its own generate() passes a list
+            stopping_criteria=stopping,  # type: ignore[arg-type]
+            canvas_length=canvas_length, eos_tensor=eos_tensor,
         )
         if torch.all(finished_sequences):
             break

@@ -235,7 +235,10 @@ class FakeEngine:
         if seconds <= 0:
             return bool(cancel is not None and cancel.is_set())
         if not self.busy:
-            return cancel.wait(seconds) if cancel is not None else bool(time.sleep(seconds))
+            if cancel is not None:
+                return cancel.wait(seconds)
+            time.sleep(seconds)
+            return False
         end = time.perf_counter() + seconds
         x = 0
         while time.perf_counter() < end:

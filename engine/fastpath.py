@@ -24,12 +24,15 @@ next step, to be chosen by measurement.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from engine.weights.quantize import NESTED_BLOCKSIZE, NF4_BLOCKSIZE, NF4Weight
+from engine.weights.quantize import NESTED_BLOCKSIZE, NF4_BLOCKSIZE, NF4Experts, NF4Weight
+
+if TYPE_CHECKING:
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +123,7 @@ def free_stack_buffers() -> None:
 
 
 def sync_free_nf4_experts_forward(
-    self: nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+    self: NF4Experts, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
     """The GPU default experts forward: tokens sorted by expert, offsets computed on the device (histc + cumsum),
     one grouped GEMM per stack over the dequantized stack in a reused buffer. No count ever reaches the host, so
@@ -134,7 +137,7 @@ def sync_free_nf4_experts_forward(
     return grouped_mm_experts_forward(view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights)  # type: ignore[arg-type]
 
 
-def sync_free_experts(model: nn.Module) -> str | None:
+def sync_free_experts(model: DiffusionGemmaForBlockDiffusion) -> str | None:
     """Switch `model`'s experts to a forward without host synchronisations; returns the implementation it had
     (to restore), or None when nothing changed. NF4 experts get `sync_free_nf4_experts_forward`, full-precision
     ones transformers' own grouped GEMM forward."""
@@ -174,7 +177,7 @@ def _triton_experts(model: nn.Module) -> bool:
     return all(supports(m) for m in model.modules() if type(m).__name__.endswith("TextExperts"))
 
 
-def _switch(model: nn.Module, implementation: str) -> None:
+def _switch(model: DiffusionGemmaForBlockDiffusion, implementation: str) -> None:
     from engine.kernels.nf4_moe import register
 
     register()
@@ -185,7 +188,7 @@ class _DenseExperts:
     """The experts module seen with dense stacks, for transformers' grouped forward (everything else is the
     module's own: routing flags, activation, gate)."""
 
-    def __init__(self, experts: nn.Module, gate_up: torch.Tensor, down: torch.Tensor) -> None:
+    def __init__(self, experts: object, gate_up: torch.Tensor, down: torch.Tensor) -> None:
         object.__setattr__(self, "_experts", experts)
         object.__setattr__(self, "gate_up_proj", gate_up)
         object.__setattr__(self, "down_proj", down)
@@ -195,7 +198,7 @@ class _DenseExperts:
 
 
 def grouped_nf4_experts_forward(
-    self: nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+    self: NF4Experts, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
     """The experts forward with one dequantization and one grouped GEMM per stack (see the module docstring),
     into the reused buffers (no new ~1.5 GB of bf16 stacks per layer and forward)."""
@@ -213,7 +216,7 @@ def register_grouped_experts() -> None:
     ExpertsInterface.register(GROUPED_IMPLEMENTATION, grouped_nf4_experts_forward)
 
 
-def use_grouped_experts(model: nn.Module) -> bool:
+def use_grouped_experts(model: DiffusionGemmaForBlockDiffusion) -> bool:
     """Switch a loaded NF4 model to the grouped experts forward; False if the model has no NF4 experts."""
     if not any(isinstance(m, NF4Weight) and m.count for m in model.modules()):
         return False
@@ -230,7 +233,9 @@ class FastPath:
     functions are kept on the model so later requests reuse them.
     """
 
-    def __init__(self, model: nn.Module, *, compile: bool = True, grouped_experts: bool = True) -> None:
+    def __init__(
+        self, model: DiffusionGemmaForBlockDiffusion, *, compile: bool = True, grouped_experts: bool = True
+    ) -> None:
         self.model = model
         self.compile = compile
         if grouped_experts:
@@ -242,7 +247,9 @@ class FastPath:
                 torch.compile(model.forward, mode="reduce-overhead", fullgraph=False),
             )
             model._letterpress_compiled = cached  # type: ignore[assignment]
-        self.encoder_compiled, self.decoder_compiled = cached if compile else (model.model.encoder, model.forward)
+        self.encoder_compiled, self.decoder_compiled = (
+            cached if compile and cached is not None else (model.model.encoder, model.forward)
+        )
 
     def cache(self, batch: int, max_length: int) -> Any:
         """A static cache big enough for the prompt and every canvas of this request (reused across requests when
@@ -269,7 +276,7 @@ class FastPath:
         return self.decoder_compiled(**kwargs)
 
 
-def fastpath_for(model: nn.Module, device: torch.device) -> FastPath | None:
+def fastpath_for(model: DiffusionGemmaForBlockDiffusion, device: torch.device) -> FastPath | None:
     """The fast path when it is switched on and the model is on CUDA, else None (the plain eager loop)."""
     if device.type != "cuda" or not fastpath_requested():
         return None

@@ -35,7 +35,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import DynamicCache
@@ -108,6 +108,12 @@ def _new_cache(model: Any) -> DynamicCache:
         if type(layer) is DynamicSlidingWindowLayer:
             cache.layers[i] = _RecordingSlidingLayer(layer.sliding_window)
     return cache
+
+
+def _dyn_layers(cache: DynamicCache) -> list[DynamicLayer]:
+    """The layers of a `_reusable` cache (DynamicLayers and sliding subclasses), as such: transformers types
+    `cache.layers` as a union of layer kinds, some without keys and values."""
+    return cast("list[DynamicLayer]", cache.layers)
 
 
 def _reusable(cache: DynamicCache) -> bool:
@@ -234,7 +240,7 @@ class PrefixCache:
         full: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         sliding: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         sliding_start = 0
-        for i, layer in enumerate(cache.layers):
+        for i, layer in enumerate(_dyn_layers(cache)):
             if isinstance(layer, _RecordingSlidingLayer):
                 assert layer.record is not None
                 keys = [k for k, _ in layer.record]
@@ -253,6 +259,7 @@ class PrefixCache:
                 sliding[i] = (k.clone(), v.clone()) if cut else (k, v)
                 sliding_start = lo + cut
             else:
+                assert layer.keys is not None and layer.values is not None
                 full[i] = (layer.keys, layer.values)  # the working cache's own tensors: never written in place
         return PrefixEntry(document, tokens.clone(), full, sliding, sliding_start, window)
 
@@ -266,7 +273,7 @@ def _window_of(cache: DynamicCache) -> int:
 
 def _restore(cache: DynamicCache, entry: PrefixEntry, at: int) -> None:
     """Make `cache` hold exactly what a fresh chunked prefill holds after `at` tokens of the entry's prompt."""
-    for i, layer in enumerate(cache.layers):
+    for i, layer in enumerate(_dyn_layers(cache)):
         if isinstance(layer, DynamicSlidingWindowLayer):
             keys, values = entry.sliding[i]
             hi = at - entry.sliding_start
@@ -317,8 +324,9 @@ def expand_cache(cache: DynamicCache, batch: int) -> DynamicCache:
     the first write (the next block's encode, or the decoder's concatenation) materialises them per row."""
     if batch == 1:
         return cache
-    for layer in cache.layers:
+    for layer in _dyn_layers(cache):
         if getattr(layer, "is_initialized", False) and layer.keys is not None and layer.keys.numel():
+            assert layer.values is not None  # set together with the keys
             layer.keys = layer.keys.expand(batch, *layer.keys.shape[1:])
             layer.values = layer.values.expand(batch, *layer.values.shape[1:])
     return cache

@@ -394,6 +394,7 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
             settings = DenoiseSettings(**{**settings_base.__dict__, "seed": case.seed})
             first = run_engine(session, case, settings, recorder)  # warm-up; also gives the prompt ids
             out = session.last_output
+            assert out is not None  # run_engine just ran
             prompt = out.sequences[:1, : out.prompt_length].to(model.device)
             max_new = out.blocks * canvas if case.kind == "infill" else _max_new(session, case, settings, canvas)
             for _ in range(max(0, warmup - 1)):

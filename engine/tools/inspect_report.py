@@ -146,7 +146,7 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
             seen.add(id(module))
             nbytes = 0
             for buf in module._buffers.values():
-                if id(buf) not in seen:
+                if buf is not None and id(buf) not in seen:
                     seen.add(id(buf))
                     nbytes += buf.numel() * buf.element_size()
             by_dtype["nf4"] = by_dtype.get("nf4", 0) + nbytes

@@ -107,10 +107,12 @@ def _experts(*, alternatives: int, experts: int, iters: int) -> dict[str, Any]:
     act = ACT2FN["gelu_pytorch_tanh"]
 
     class Module(torch.nn.Module):
-        pass
+        gate_up_proj: NF4Weight  # declared, so the module is an NF4Experts to the type checker
+        down_proj: NF4Weight
+        act_fn: Callable[[torch.Tensor], torch.Tensor]
 
     module = Module()
-    module.gate_up_proj, module.down_proj, module.act_fn = gate_up, down, act  # type: ignore[assignment]
+    module.gate_up_proj, module.down_proj, module.act_fn = gate_up, down, act
 
     def today() -> Any:
         from transformers.integrations.moe import grouped_mm_experts_forward

@@ -36,7 +36,7 @@ def _states(session: Any, prompt: str, seed: int, steps: int) -> list[tuple[Any,
 
     model, tok = session.model, session.tokenizer
     ids = torch.tensor([prompt_mod.chat_ids(tok, prompt_mod.draft_message(prompt))])
-    seen: list[tuple[Any, Any, Any, Any]] = []
+    seen: list[tuple[Any, Any, int]] = []
     captured: dict[str, Any] = {}
 
     def grab(module: Any, args: Any, kwargs: dict[str, Any]) -> None:
@@ -92,6 +92,7 @@ def compare(model_dir: str | Path, schemes: tuple[str, ...] = ("nf4", "nf4-mixed
     refs = [_logits(full.model, p, c, sc) for p, c, sc, _ in states]
 
     def drafts(session: Session) -> list[int]:
+        assert session.info is not None  # loaded
         counts = []
         for prompt in prompts:
             for seed in seeds:

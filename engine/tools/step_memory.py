@@ -108,7 +108,8 @@ def tiny_body_model(vocab: int = REAL_VOCAB, canvas: int = REAL_CANVAS, dtype: t
 
     torch.manual_seed(0)
     config = tiny_config(vocab, canvas_length=canvas)
-    return DiffusionGemmaForBlockDiffusion(config).to(dtype).eval()
+    # transformers' `to` wrapper is typed as the unbound function (self: PreTrainedModel), not the method
+    return DiffusionGemmaForBlockDiffusion(config).to(dtype).eval()  # type: ignore[arg-type]
 
 
 def measure_step_memory(

@@ -84,7 +84,8 @@ def clean(text: str) -> str:
     while previous != text:
         previous, text = text, _NOTE.sub(" ", text)
     text = text.replace("[", " ").replace("]", " ")
-    text = text.translate(str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'", "—": " - ", "\u00a0": " "}))
+    table: dict[str, str | int | None] = {"“": '"', "”": '"', "‘": "'", "’": "'", "—": " - ", "\u00a0": " "}
+    text = text.translate(str.maketrans(table))
     text = re.sub(r"\s+", " ", text).strip()
     text = re.sub(r" ([,.;:!?])", r"\1", text)
     return text

@@ -61,7 +61,7 @@ def held_out_prompts(count: int, seed: int, corpus: str) -> list[tuple[str, str,
     else:
         chapters = corpus_mod.split(corpus_mod.load_chapters())[1]
     rng = random.Random(seed)
-    out = []
+    out: list[tuple[str, str, str]] = []
     while len(out) < count:
         sents = corpus_mod.sentences(rng.choice(chapters).text)
         if len(sents) < 8:

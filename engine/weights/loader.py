@@ -29,7 +29,7 @@ from engine.weights.validate import CheckpointInfo
 
 if TYPE_CHECKING:
     import torch
-    from torch import nn
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -165,7 +165,8 @@ def load_model(
     if on_progress:
         on_progress(LoadProgress(1, 1, ckpt.weight_bytes, ckpt.weight_bytes, "ready"))
     params = _logical_parameters(model)
-    text = model.config.text_config
+    config: Any = model.config  # its fields are typed with their pre-init forms (dict, None) too: read as set
+    text = config.text_config
     info = ModelInfo(
         name=ckpt.path.name,
         path=str(ckpt.path),
@@ -173,7 +174,7 @@ def load_model(
         dtype=str(dtype).removeprefix("torch."),
         quantization=quant,
         parameters=params,
-        canvas_length=int(model.config.canvas_length),
+        canvas_length=int(config.canvas_length),
         context_length=int(text.max_position_embeddings),
         notice=" ".join(n for n in (notice, load_notice) if n),
     )
@@ -229,7 +230,7 @@ def load_weights(
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     use_cache: bool | None = None,
-) -> tuple[nn.Module, str]:
+) -> tuple[DiffusionGemmaForBlockDiffusion, str]:
     """The whole weight load: from the quantized cache when it is valid, else from the checkpoint (then written to
     the cache). Returns the model and a notice for the writer (empty when there is nothing to say)."""
     from engine.weights import qcache

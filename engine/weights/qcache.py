@@ -31,7 +31,7 @@ import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -39,6 +39,9 @@ from torch import nn
 from engine.api import LoadCancelledError, ModelIncompleteError, ProgressCallback
 from engine.weights.quantize import FORMAT_VERSION
 from engine.weights.tensorfile import PlannedTensor, TensorFileError, TensorFileWriter
+
+if TYPE_CHECKING:
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +199,7 @@ def discard(slot: CacheSlot, reason: str) -> None:
 
 def load_from_cache(
     slot: CacheSlot,
-    model: nn.Module,
+    model: DiffusionGemmaForBlockDiffusion,
     device: str,
     dtype: torch.dtype,
     *,
@@ -292,7 +295,7 @@ def save_to_cache(
 def _bytes_of(tensor: torch.Tensor) -> memoryview | bytes:
     if not tensor.numel():
         return b""
-    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy())
+    return tensor.reshape(-1).view(torch.uint8).numpy().data  # the array's buffer as a memoryview
 
 
 def _remove_stale(slot: CacheSlot, model_dir: Path) -> None:

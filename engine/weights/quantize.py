@@ -22,11 +22,14 @@ would cost memory instead of saving it); RMSNorm weights, router `scale`/`per_ex
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 NF4_BLOCKSIZE = 64
 NESTED_BLOCKSIZE = 256
@@ -45,6 +48,13 @@ def _bnb() -> Any:
 class NF4Weight(nn.Module):
     """One (out, in) matrix, or `count` of them stacked, each NF4-quantized in blocks of 64 with double-quantized
     block scales (absmax stored as uint8 + one float per 256 blocks + one offset), as in QLoRA."""
+
+    # Buffers registered in __init__ (declared so attribute reads type as tensors, not `Tensor | Module`).
+    qweight: torch.Tensor
+    absmax: torch.Tensor
+    absmax2: torch.Tensor
+    offset: torch.Tensor
+    code2: torch.Tensor
 
     def __init__(
         self,
@@ -187,6 +197,9 @@ class Int8Linear(nn.Module):
     `int8_vectorwise_quant`, the LLM.int8 storage). The forward dequantizes to the compute dtype and multiplies,
     so activations stay 16-bit (no outlier decomposition to get wrong)."""
 
+    CB: torch.Tensor  # buffers registered in __init__
+    SCB: torch.Tensor
+
     def __init__(self, in_features: int, out_features: int, *, device: torch.device | str = "meta",
                  dtype: torch.dtype = torch.bfloat16) -> None:
         super().__init__()
@@ -234,8 +247,16 @@ def quantized_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
             yield name, module
 
 
+class NF4Experts(Protocol):
+    """A transformers `*TextExperts` module after `_convert_experts`: its stacks are NF4 modules."""
+
+    gate_up_proj: NF4Weight
+    down_proj: NF4Weight
+    act_fn: Callable[[torch.Tensor], torch.Tensor]
+
+
 def nf4_experts_forward(
-    self: nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+    self: NF4Experts, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
     """The MoE experts forward over NF4 stacks: the stock loop over hit experts, one fused 4-bit GEMM each.
 
@@ -279,7 +300,7 @@ def register_experts_implementation() -> None:
 
 def text_stacks(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """The text stack of a DiffusionGemmaForBlockDiffusion: encoder language model and decoder (with self-cond.)."""
-    inner = model.model
+    inner = cast("DiffusionGemmaForBlockDiffusion", model).model
     return [("model.encoder.language_model", inner.encoder.language_model), ("model.decoder", inner.decoder)]
 
 
@@ -323,7 +344,8 @@ def convert_to_nf4(model: nn.Module, compute_dtype: torch.dtype, scheme: str = "
     return count
 
 
-def _convert_experts(experts: nn.Module, compute_dtype: torch.dtype) -> None:
+def _convert_experts(experts: Any, compute_dtype: torch.dtype) -> None:
+    # Any: a transformers `*TextExperts` module (no common class) whose stacks are 3-D Parameters.
     count, two_i, hidden = experts.gate_up_proj.shape
     _, _, inter = experts.down_proj.shape
     del experts._parameters["gate_up_proj"]

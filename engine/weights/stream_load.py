@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -25,6 +25,9 @@ from engine.api import LoadCancelledError, LoadProgress, ModelDamagedError, Mode
 from engine.weights.quantize import Int8Linear, NF4Weight, convert_to_nf4, register_experts_implementation
 from engine.weights import tensorfile
 from engine.weights.tensorfile import TensorEntry, TensorFileReader
+
+if TYPE_CHECKING:
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 # Letterpress is text-only: the vision tower and its projection are never loaded (they are ~1 GB in bf16 on the
 # 26B-A4B). Their checkpoint tensors are skipped.
@@ -46,10 +49,10 @@ def _params_on_meta(dtype: torch.dtype) -> Iterator[None]:
     compute dtype as the default, which is what `from_pretrained(dtype=...)` does."""
     original = nn.Module.register_parameter
 
-    def register(module: nn.Module, name: str, param: nn.Parameter | None) -> None:
+    def register(self: nn.Module, name: str, param: nn.Parameter | None) -> None:
         if param is not None and not param.is_meta:
             param = nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
-        original(module, name, param)
+        original(self, name, param)
 
     previous = torch.get_default_dtype()
     nn.Module.register_parameter = register  # type: ignore[method-assign]
@@ -61,7 +64,9 @@ def _params_on_meta(dtype: torch.dtype) -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool | str) -> nn.Module:
+def build_skeleton(
+    model_dir: Path, dtype: torch.dtype, *, nf4: bool | str
+) -> DiffusionGemmaForBlockDiffusion:
     """An empty DiffusionGemmaForBlockDiffusion (text stack only) for the checkpoint in `model_dir`."""
     from transformers import AutoConfig
 
@@ -74,7 +79,7 @@ def build_skeleton(model_dir: Path, dtype: torch.dtype, *, nf4: bool | str) -> n
 
 def build_skeleton_from_config(
     config: Any, dtype: torch.dtype, *, nf4: bool | str = False, keep_vision: bool = False
-) -> nn.Module:
+) -> DiffusionGemmaForBlockDiffusion:
     """Parameters on meta, buffers real; quantized modules in place of linears/experts when `nf4` (True or a
     scheme of `engine.weights.plan`: "nf4", "nf4-mixed")."""
     from transformers import DiffusionGemmaForBlockDiffusion
@@ -123,7 +128,7 @@ class _Targets:
             if attr in owner._buffers:
                 return "nf4_part", (owner, attr)
             return "unknown", None
-        tensor = owner._parameters.get(attr)
+        tensor: torch.Tensor | None = owner._parameters.get(attr)
         if tensor is None:
             tensor = owner._buffers.get(attr)
         if tensor is None:
@@ -135,7 +140,8 @@ class _Targets:
         aliases = self.refs.pop(id(old), [])
         value: torch.Tensor = nn.Parameter(new, requires_grad=False) if isinstance(old, nn.Parameter) else new
         for module, name in aliases:
-            table = module._parameters if name in module._parameters else module._buffers
+            # Any: the parameter table or the buffer table (their value types differ)
+            table: dict[str, Any] = module._parameters if name in module._parameters else module._buffers
             table[name] = value
         self.refs.setdefault(id(value), []).extend(aliases)
         self.done.add(id(value))
@@ -148,7 +154,7 @@ def _cast(tensor: torch.Tensor, device: str, dtype: torch.dtype) -> torch.Tensor
 
 
 def stream_into(
-    model: nn.Module,
+    model: DiffusionGemmaForBlockDiffusion,
     files: list[Path],
     device: str,
     dtype: torch.dtype,
@@ -165,8 +171,8 @@ def stream_into(
     stats = StreamStats()
     plan: list[tuple[Path, TensorEntry]] = []
     for path in files:
-        with TensorFileReader(path) as reader:
-            for entry in reader.entries.values():
+        with TensorFileReader(path) as listing:
+            for entry in listing.entries.values():
                 if entry.name.startswith(SKIPPED_PREFIXES):
                     stats.skipped += 1
                 else:
@@ -373,7 +379,7 @@ def _quant_input(weight: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return weight.to(dtype)
 
 
-def _finish(model: nn.Module, device: str) -> None:
+def _finish(model: DiffusionGemmaForBlockDiffusion, device: str) -> None:
     """Move the buffers built at construction (rotary tables, scales) to the device; refuse to leave holes."""
     missing = []
     for name, tensor in list(model.named_parameters(remove_duplicate=True)) + list(

@@ -8,6 +8,7 @@ writing with precomputed offsets lets a file of any size be produced without hol
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
@@ -62,7 +63,7 @@ class TensorFileReader:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh: BinaryIO = self.path.open("rb")
+        self._fh: io.BufferedReader = self.path.open("rb")
         try:
             # One checked header parse for the loader and the validation pass: length capped at the format's
             # 100 MB, every dtype known, shapes and offsets consistent with each other and with the file size.
@@ -128,7 +129,7 @@ def _buffer(n: int) -> memoryview:
     1 GB tensor, all of it a frozen window during a load. torch.empty releases the GIL and touches nothing; the
     pages are faulted in by `readinto`, outside the GIL."""
     try:
-        return memoryview(torch.empty(n, dtype=torch.uint8).numpy())
+        return torch.empty(n, dtype=torch.uint8).numpy().data  # the array's buffer as a memoryview
     except RuntimeError:  # a torch without numpy: the zeroed buffer still works, only slower to make
         return memoryview(bytearray(n))
 
@@ -195,7 +196,7 @@ class TensorFileWriter:
             raise ValueError(f"expected {item.name} ({item.dtype}), got {name} ({part.dtype})")
         data = part.detach().to("cpu").contiguous()
         if data.numel():
-            self._fh.write(memoryview(data.reshape(-1).view(torch.uint8).numpy()))
+            self._fh.write(data.reshape(-1).view(torch.uint8).numpy().data)
         self._pending_bytes += data.numel() * data.element_size()
         if final:
             if self._pending_bytes != item.nbytes:

@@ -183,7 +183,8 @@ def read_json(path: Path, limit: int = MAX_SMALL_JSON_BYTES, *, want: type = dic
             f"{path} is not valid JSON{where}, so it is damaged or was cut short. Download {path.name} again."
         ) from exc
     if not isinstance(value, want):
-        got = {list: "a list", dict: "an object", str: "a string"}.get(type(value), type(value).__name__)
+        kinds: dict[type, str] = {list: "a list", dict: "an object", str: "a string"}
+        got = kinds.get(type(value), type(value).__name__)
         expected = "an object ({...})" if want is dict else want.__name__
         raise ModelDamagedError(
             f"{path} holds {got} where {expected} is expected, so it is damaged or not a model file. "
@@ -726,12 +727,12 @@ def check_tokenizer(path: Path, vocab_size: int, cancel: threading.Event | None 
             "and tokenizer_config.json again."
         ) from exc
     _cancelled(cancel)
-    key = (template, tuple(sorted(_special_tokens(path).items())))
-    if key not in _RENDERED_TEMPLATES:
+    rendered = (template, tuple(sorted(_special_tokens(path).items())))
+    if rendered not in _RENDERED_TEMPLATES:
         soundness.render_template_once(path, template, _special_tokens(path), cancel=cancel)
         if len(_RENDERED_TEMPLATES) >= 64:
             _RENDERED_TEMPLATES.clear()
-        _RENDERED_TEMPLATES.add(key)
+        _RENDERED_TEMPLATES.add(rendered)
 
 
 # A template that rendered once renders again: the model manager re-checks as the path is typed.
