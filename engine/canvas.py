@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.api import EngineError, WarmStart
+from engine.special_tokens import text_ids
 
 
 class CanvasError(EngineError):
@@ -166,7 +167,7 @@ def segment_ids(tokenizer: object, text: str, pins: Sequence[tuple[int, int]], d
         for piece, pin in ((text[pos:start], False), (text[start:end], True)):
             if not piece:
                 continue
-            piece_ids = list(tokenizer(piece, add_special_tokens=False)["input_ids"])  # type: ignore[operator]
+            piece_ids = text_ids(tokenizer, piece)  # typed control markers stay text
             if pin and decode(piece_ids) != piece:  # type: ignore[operator]
                 raise CanvasError(
                     f"The pinned text {piece!r} does not survive tokenization unchanged; pin whole words instead."

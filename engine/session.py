@@ -50,6 +50,7 @@ from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
 from engine.display import TokenText
 from engine.prefix_cache import PrefixCache
 from engine.threads import ThreadPolicy, model_bytes
+from engine.special_tokens import text_ids
 from engine.weights.loader import LoadedModel, load_model
 
 log = logging.getLogger(__name__)
@@ -381,7 +382,7 @@ class Session:
         if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
             if pinned is not None:
                 kept = [(t, 1.0 if p else c, p) for t, c, p in zip(ids[:middle], conf[:middle], pinned[:middle],
-                                                                   strict=False) if t not in text.special_ids]
+                                                                   strict=False)]
                 return text.spans([k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept])
             return text.spans(*_middle(text, ids, conf, middle))
         shown = text.visible_ids([*earlier, *ids][:limit])
@@ -427,7 +428,7 @@ class Session:
         # Only the first canvas of `after` can be pinned; the app sends the whole rest of the document, so
         # tokenize a piece that surely holds a canvas of tokens, not all of it.
         after = request.after[: canvas * 32]
-        after_ids = self.tokenizer(after, add_special_tokens=False)["input_ids"] if after else []
+        after_ids = text_ids(self.tokenizer, after) if after else []  # typed control markers stay text
         if request.canvas is not None:  # a warm middle: its tokens fix the length
             middle = len(self._canvas_tokens(request.canvas)[0])
             if not 1 <= middle < canvas:
@@ -529,7 +530,6 @@ def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
 
 def _middle(text: TokenText, ids: list[int], conf: list[float], middle: int) -> tuple[list[int], list[float]]:
     """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early: what
-    follows an end-of-turn is not part of it), without special tokens."""
+    follows an end-of-turn is not part of it); control spans are left out by `TokenText.spans`."""
     ended = len(text.visible_ids(ids[:middle]))
-    kept = [(t, c) for t, c in zip(ids[:ended], conf[:ended], strict=True) if t not in text.special_ids]
-    return [t for t, _ in kept], [c for _, c in kept]
+    return ids[:ended], conf[:ended]
