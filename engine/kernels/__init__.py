@@ -1,0 +1,1 @@
+"""Fused GPU kernels (Triton), each proven on the CPU under Triton's interpreter."""
