@@ -51,9 +51,9 @@ def tile_schedule(offsets: torch.Tensor, total_rows: int, block_m: int = BLOCK_M
     return torch.where(valid, safe, -1).to(torch.int32), first.to(torch.int32)
 
 
-def _grouped_mm_body(x_ptr, w_ptr, out_ptr, tile_expert_ptr, tile_first_ptr, ends_ptr, N, K,  # noqa: ANN001
-                     stride_xm, stride_xk, stride_we, stride_wn, stride_wk, stride_om, stride_on,  # noqa: ANN001
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr) -> None:  # noqa: N803
+def _grouped_mm_body(x_ptr, w_ptr, out_ptr, tile_expert_ptr, tile_first_ptr, ends_ptr, N, K,
+                     stride_xm, stride_xk, stride_we, stride_wn, stride_wk, stride_om, stride_on,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr) -> None:
     """out[rows] = x[rows] @ w[e].T for one tile of rows of expert e and one block of output columns."""
     tile = tl.program_id(0)
     pid_n = tl.program_id(1)
