@@ -131,10 +131,15 @@ class WarmCanvas:
         sl = slice(index * L, (index + 1) * L)
         pinned = self.pinned[:, sl]  # host tensors: every decision below is made before anything moves
         ban = None
-        if bool(self.pinned.any()):
-            positions = torch.arange(self.ids.shape[1])
-            last = int(positions[self.pinned.any(dim=0)].max())
-            before = (positions < last)[sl].expand_as(pinned) & ~pinned
+        # No end-of-text before the last pin, nor before the last kept token of the given text: an end in an
+        # earlier canvas would silently drop kept text of the later ones (the request ends there). Per row, as
+        # each row keeps its own positions.
+        positions = torch.arange(self.ids.shape[1])
+        kept_text = ~self.pinned & ~self.noised & (positions < self.text_tokens)
+        anchors = self.pinned | kept_text
+        if bool(anchors.any()):
+            last = torch.where(anchors, positions, -1).amax(dim=1, keepdim=True)  # [B, 1]; -1: nothing to keep
+            before = (positions[None, :] <= last)[:, sl] & ~pinned  # the last kept token itself too
             if bool(before.any()):
                 rows, cols = before.nonzero(as_tuple=True)
                 ban = (rows.to(device), cols.to(device))
