@@ -8,12 +8,17 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from engine.resources import demo_model_dir
+
+if TYPE_CHECKING:  # imported where used: the Qt platform is checked before Qt loads
+    from app.config.settings import Settings
+    from app.main_window import MainWindow
 
 log = logging.getLogger("app")
 
-DEMO_MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "letterpress-demo"
+DEMO_MODEL = demo_model_dir()
 
 # Called with the parsed arguments before the window exists (the documents/logging module hooks in here).
 LOGGING_SETUP: list[Callable[[argparse.Namespace], None]] = []
@@ -92,15 +97,15 @@ def fake_engine_factory(spec: str) -> Callable[[], Any]:
     return lambda: FakeEngine(**kwargs)
 
 
-def _settings() -> Any | None:
+def _settings() -> Settings | None:
     try:
-        from app.settings import Settings
+        from app.config.settings import Settings
     except ImportError:
         return None
     return Settings()
 
 
-def _install_services(window: Any, settings: Any | None, files: list[str]) -> None:
+def _install_services(window: MainWindow, settings: Settings | None, files: list[str]) -> None:
     """Documents, autosave/recovery, settings and model manager (app.integration), when that module exists."""
     try:
         from app.integration import install_services
@@ -111,14 +116,14 @@ def _install_services(window: Any, settings: Any | None, files: list[str]) -> No
     install_services(window, settings, files=files)
 
 
-def build_window(args: argparse.Namespace) -> Any:
+def build_window(args: argparse.Namespace) -> MainWindow:
     """Everything `python -m app` does before the event loop: settings, theme, engine host, window, model load."""
     from PySide6.QtWidgets import QApplication
 
-    from app.engine_host import EngineHost
+    from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
-    from app.privacy import enforce_offline
-    from app.theme import apply_theme
+    from app.platform.privacy import enforce_offline
+    from app.ui.theme import apply_theme
 
     enforce_offline()  # before the engine thread can import huggingface_hub / transformers
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "letterpress"])
@@ -150,7 +155,6 @@ def build_window(args: argparse.Namespace) -> Any:
         host, settings=settings, model_dir=model_dir, device=device, quantization=quantization,
         no_model_reason=reason,
     )
-    window.startup_files = list(args.files)  # type: ignore[attr-defined]
     _install_services(window, settings, list(args.files))
     if settings is not None:
         for problem in getattr(settings, "problems", []):
@@ -161,7 +165,7 @@ def build_window(args: argparse.Namespace) -> Any:
 def _qt_platform_blocked(*, json_line: bool) -> int:
     """Qt aborts (exit 134) when its platform plugin cannot load: say which libraries are missing and how to
     install them, and exit with `EXIT_QT_PLATFORM` instead (0 when nothing stands in the way)."""
-    from app.qt_platform import EXIT_QT_PLATFORM, platform_problem
+    from app.platform.qt_platform import EXIT_QT_PLATFORM, platform_problem
 
     problem = platform_problem()
     if problem is None:
@@ -189,17 +193,18 @@ def main(argv: list[str] | None = None) -> int:
     if self_test:  # installers and CI: prove the build works
         from app.selftest import run_self_test
 
-        return run_self_test(sys.argv[1:] if argv is None else argv)
+        return run_self_test(sys.argv[1:] if argv is None else argv,
+                             lambda window_argv: build_window(parse_args(window_argv)))
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for hook in LOGGING_SETUP:
         hook(args)
-    from app.privacy import enforce_offline, install_network_guard, setup_logging
+    from app.platform.privacy import enforce_offline, install_network_guard, setup_logging
 
     enforce_offline()
     install_network_guard()  # the app never talks to another machine
     setup_logging(level=logging.getLevelName(args.log_level.upper()))
-    from app import qt_binding_problem
+    from app.platform.qt_platform import qt_binding_problem
 
     problem = qt_binding_problem()
     if problem:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.settings import BY_KEY, SETTINGS, Settings, defaults, to_toml
+from app.config.settings import BY_KEY, SETTINGS, Settings, defaults, to_toml
 from engine.api import REWRITE_PRESETS, DenoiseSettings
 
 
@@ -33,10 +33,42 @@ def test_changes_are_saved_as_toml_and_read_back(tmp_path):
 def test_every_default_round_trips_through_the_writer(tmp_path):
     import tomllib
 
-    from app.settings import parse
+    from app.config.settings import parse
 
     values, problems = parse(tomllib.loads(to_toml(defaults())))
     assert problems == [] and values == defaults()
+
+
+def test_a_change_keeps_the_writers_comments_and_unknown_sections(tmp_path):
+    (tmp_path / "settings.toml").write_text(
+        "# My settings: the big GPU at work\n"
+        "[appearance]\n"
+        "# 14 is easier on the eyes\n"
+        "font_size = 14  # not smaller\n"
+        "\n"
+        "[rewrite.presets]\n"
+        "# my own\n"
+        'pirate = "Say it like a pirate."\n'
+        "\n"
+        "[sync]  # for a tool of mine\n"
+        'server = "127.0.0.1"\n',
+        encoding="utf-8",
+    )
+    s = Settings(tmp_path)
+    assert s["appearance.font_size"] == 14
+    presets = {"pirate": "Say it like a pirate.", "short": "Cut."}
+    s.update({"appearance.theme": "dark", "rewrite.presets": presets})
+    text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
+    for kept in ("# My settings: the big GPU at work", "# 14 is easier on the eyes",
+                 "font_size = 14  # not smaller", "# my own", "[sync]  # for a tool of mine", 'server = "127.0.0.1"'):
+        assert kept in text
+    again = Settings(tmp_path)
+    assert again["appearance.theme"] == "dark" and again["appearance.font_size"] == 14
+    assert again.rewrite_presets() == {"pirate": "Say it like a pirate.", "short": "Cut."}
+    assert again.problems == ["Unknown section [sync] was ignored."]
+    s.set("appearance.font_size", 16)
+    text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
+    assert "font_size = 16  # not smaller" in text and "[sync]" in text
 
 
 def test_changed_signal_fires_once_per_changed_key(tmp_path, qtbot):
@@ -115,7 +147,7 @@ def test_denoise_settings_follow_the_settings(tmp_path):
 
 
 def test_env_var_points_the_config_folder_elsewhere(tmp_path, monkeypatch):
-    from app import settings
+    from app.config import settings
 
     monkeypatch.setenv("LETTERPRESS_CONFIG_DIR", str(tmp_path / "cfg"))
     monkeypatch.setenv("LETTERPRESS_DATA_DIR", str(tmp_path / "data"))
@@ -138,7 +170,7 @@ def test_every_declared_default_passes_its_own_check():
 def test_dialog_edits_and_applies_all_at_once(tmp_path, qtbot):
     from PySide6.QtWidgets import QComboBox, QSpinBox
 
-    from app.settings_dialog import PresetTable, SettingsDialog
+    from app.ui.settings_dialog import PresetTable, SettingsDialog
 
     s = Settings(tmp_path)
     dlg = SettingsDialog(s)
@@ -160,7 +192,7 @@ def test_dialog_edits_and_applies_all_at_once(tmp_path, qtbot):
 def test_dialog_refuses_bad_combination_and_says_why(tmp_path, qtbot):
     from PySide6.QtWidgets import QDoubleSpinBox, QLabel
 
-    from app.settings_dialog import PresetTable, SettingsDialog
+    from app.ui.settings_dialog import PresetTable, SettingsDialog
 
     s = Settings(tmp_path)
     dlg = SettingsDialog(s)
@@ -181,7 +213,7 @@ def test_dialog_refuses_bad_combination_and_says_why(tmp_path, qtbot):
 def test_dialog_shows_problems_found_in_the_file(tmp_path, qtbot):
     from PySide6.QtWidgets import QLabel
 
-    from app.settings_dialog import SettingsDialog
+    from app.ui.settings_dialog import SettingsDialog
 
     (tmp_path / "settings.toml").write_text("[denoise]\nsteps = 0\n", encoding="utf-8")
     dlg = SettingsDialog(Settings(tmp_path))
@@ -224,7 +256,7 @@ def test_rebinding_a_key_in_the_dialog_moves_the_window_action(qtbot, tmp_path, 
     from PySide6.QtGui import QKeySequence
     from PySide6.QtWidgets import QKeySequenceEdit, QLabel
 
-    from app.settings_dialog import SettingsDialog
+    from app.ui.settings_dialog import SettingsDialog
     from engine.fake import FakeEngine
     from tests.helpers.gui import build_window, ghost_state, isolate_user_dirs, set_text
 
@@ -255,7 +287,7 @@ def test_rebinding_a_key_in_the_dialog_moves_the_window_action(qtbot, tmp_path, 
 def test_settings_dialog_fits_an_800_pixel_screen_with_its_buttons_visible(tmp_path, qtbot):
     from PySide6.QtWidgets import QDialogButtonBox, QScrollArea
 
-    from app.settings_dialog import SettingsDialog
+    from app.ui.settings_dialog import SettingsDialog
 
     dlg = SettingsDialog(Settings(tmp_path))
     qtbot.addWidget(dlg)
