@@ -22,14 +22,14 @@ def test_batched_row_k_equals_the_single_run_with_seed_plus_k(session) -> None:
     canvas = int(model.config.canvas_length)
     prompt = tok("The quick brown fox", return_tensors="pt").input_ids
     rows = 3
-    kwargs = dict(max_new_tokens=3 * canvas, eos_token_ids=[], pad_token_id=gen.pad_token_id)
+    kwargs = {"max_new_tokens": 3 * canvas, "eos_token_ids": [], "pad_token_id": gen.pad_token_id}
     staggered = 0
     mismatches = []
     for seed, confidence in CASES:
         settings = DenoiseSettings(confidence_threshold=confidence, stability_threshold=0, max_steps=24)
         flags: list[tuple[bool, ...]] = []
         batched = denoise(model, prompt.repeat(rows, 1), settings, seed=seed, **kwargs,
-                          on_step=lambda s: flags.append(tuple(s.finished)))
+                          on_step=lambda s, seen=flags: seen.append(tuple(s.finished)))
         assert batched.blocks >= 2
         staggered += any(0 < sum(f) < rows for f in flags)
         for k in range(rows):
