@@ -42,7 +42,9 @@ FITS_SHARE = 0.90  # "fits" leaves >= 10% of the free memory; "tight" uses 90-10
 NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
 NF4_NUMERATOR = 8192 + 256 + 4  # NF4_BYTES_PER_WEIGHT = NF4_NUMERATOR / 16384
 INT8_ROW_SCALE_BYTES = 4
-# Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured by
+# Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured under no_grad (every
+# allocation the process makes; under inference_mode the tracker missed the self-conditioning softmax's fp32 copy of
+# its input, 10 B/cell, now computed in row chunks by engine.self_conditioning: 8.00 at 3 candidates) by
 # `engine.tools.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies; docs/performance.md)
 # and rounded up; the decoder body holding the incoming self-conditioning logits, their fp32 softmax and its 16-bit
 # copy is the largest moment. A test holds it to at least the measured peak.
