@@ -101,6 +101,9 @@ class MainWindow(QMainWindow):
             assist_menu=self.menuAssist, view_menu=self.menuView, show_message=self.show_message,
             context_menu_hooks=self.context_menu_hooks,
         )
+        from app.assist.server_mode import ServerMode  # Model ▸ Use a server…, "Server: host · model"
+
+        self.server_mode = ServerMode(self)
         self.editor.keyUnavailable.connect(self._on_key_unavailable)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
@@ -129,7 +132,7 @@ class MainWindow(QMainWindow):
             )
         self.editor.setFocus()
 
-    # -- actions -----------------------------------------------------------------------------------------------------
+    # -- actions ---------------------------------------------------------------------------------------------
 
     def _action(self, name: str, slot: Callable[[], object]) -> QAction:
         """The window's action for command-table entry `name` (label, keys, tips: app.config.commands)."""
@@ -278,7 +281,7 @@ class MainWindow(QMainWindow):
         self.actionNextAlternative.setEnabled(a.active)
         self.actionPreviousAlternative.setEnabled(a.active)
 
-    # -- commands ----------------------------------------------------------------------------------------------------
+    # -- commands --------------------------------------------------------------------------------------------
 
     def custom_instruction(self) -> None:
         has_selection = self.editor.textCursor().hasSelection()
@@ -373,6 +376,9 @@ class MainWindow(QMainWindow):
         text = self._activity
         if self.model_state == "loading":
             text = f"{text.rstrip('…')}… waits for the model to finish loading."
+        elif getattr(self.host, "backend", "local") == "server":  # says where it waits, from the first moment
+            where = self.host.capabilities.where.removeprefix("Server: ")
+            text = f"{text.rstrip('…')}… waiting on the server ({where})."
         self._activity_shown = text
         return text
 
@@ -384,7 +390,7 @@ class MainWindow(QMainWindow):
         else:
             self.show_message(loaded)
 
-    # -- status ----------------------------------------------------------------------------------------------------
+    # -- status ----------------------------------------------------------------------------------------------
 
     def _set_model_state(self, state: str, label: str, tip: str = "") -> None:
         self.model_state = state
@@ -470,7 +476,7 @@ class MainWindow(QMainWindow):
         menu.exec(self.editor.viewport().mapToGlobal(pos))
         menu.deleteLater()
 
-    # -- lifetime --------------------------------------------------------------------------------------------------
+    # -- lifetime --------------------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
         for guard in self.close_guards:

@@ -5,6 +5,7 @@ api -> plan (prompts, infill, canvas warm starts, budget: one plan per request) 
 display -> candidates (spans, distinct alternatives) -> session (executes plans); `threads` is the CPU thread
 policy, `fake` the torch-free scripted engine with the same interface, `__main__` the command line. Rooms
 beside it: `engine.weights` (validation, loading, quantization, cache, fit), `engine.tools` (benchmarks,
-checkpoint builders, inspect report) and `engine.training` (the demo model). The runtime path may import
-`engine.weights`, never `engine.tools` or `engine.training`.
+checkpoint builders, inspect report), `engine.training` (the demo model) and `engine.remote` (the same
+interface over a DiffusionGemma server, vLLM). The runtime path may import `engine.weights`, never
+`engine.tools` or `engine.training`; `engine.remote` imports the API and the prompt builder only (never torch).
 """

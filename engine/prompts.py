@@ -67,6 +67,14 @@ def infill_message(before: str, instruction: str = "") -> str:
     return f"{head}\n\n{before}"
 
 
+def infill_by_instruction_message(before: str, after: str, instruction: str = "") -> str:
+    """Infill for an engine that cannot pin the ending into the canvas (a server without canvas control): both
+    sides of the gap go in the prompt, and the model's turn is only the missing middle."""
+    head = f"{INFILL_HEADER} {instruction.strip()}".strip()
+    return (f"{head} Write only the missing text between the two parts.\n\nText before the gap:\n{before}"
+            f"\n\nText after the gap:\n{after}")
+
+
 _CONTENT_SLOT = "\ue000letterpress-message\ue000"  # a private-use marker no template or document holds
 
 
@@ -101,8 +109,12 @@ def with_brief(brief: str, message: str) -> str:
     return f"{BRIEF_HEADER}\n{brief}\n\n{message}" if brief else message
 
 
-def build_prompt(tokenizer: Any, request: Request, budget: int) -> Prompt:
-    """Token ids for `request`, trimming context so the prompt takes at most `budget` tokens."""
+def build_prompt(
+    tokenizer: Any, request: Request, budget: int, *, infill_after_in_prompt: bool = False
+) -> Prompt:
+    """Token ids for `request`, trimming context so the prompt takes at most `budget` tokens.
+
+    `infill_after_in_prompt`: an infill whose ending cannot be pinned in the canvas puts it in the prompt."""
     _check_not_empty(request)
     brief = getattr(request, "brief", "")
     if isinstance(request, DraftRequest):
@@ -116,6 +128,9 @@ def build_prompt(tokenizer: Any, request: Request, budget: int) -> Prompt:
             request.after,
             lambda b, a: with_brief(brief, rewrite_message(request.selection, request.instruction, b, a)),
         )
+    if isinstance(request, InfillRequest) and infill_after_in_prompt:
+        return _fit(tokenizer, budget, request.before, request.after,
+                    lambda b, a: with_brief(brief, infill_by_instruction_message(b, a, request.instruction)))
     if isinstance(request, InfillRequest):
         return _fit(tokenizer, budget, request.before, "",
                     lambda b, a: with_brief(brief, infill_message(b, request.instruction)))

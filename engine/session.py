@@ -20,8 +20,10 @@ import torch
 from engine import budget as request_budget
 from engine import canvas as warm_canvas
 from engine.api import (
+    LOCAL_CAPABILITIES,
     Candidate,
     CandidateView,
+    Capabilities,
     DenoiseSettings,
     Device,
     DraftRequest,
@@ -84,6 +86,11 @@ class Session:
     # -- Engine protocol ------------------------------------------------------------------------------------
 
     @property
+    def capabilities(self) -> Capabilities:
+        """The local model can do everything the app offers (see `engine.api.Capabilities`)."""
+        return LOCAL_CAPABILITIES
+
+    @property
     def info(self) -> ModelInfo | None:
         return self._loaded.info if self._loaded else None
 
@@ -95,7 +102,7 @@ class Session:
     def tokenizer(self) -> Any:
         return self._require().tokenizer
 
-    # -- what tools and the command line read (never the private fields) ---------------------------------------
+    # -- what tools and the command line read (never the private fields) -------------------------------------
 
     @property
     def token_text(self) -> TokenText:

@@ -272,6 +272,10 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("actionLoadModel", "&Load model folder…", "menuModel"),
     Command("actionCancelLoad", "&Cancel loading", "menuModel"),
+    Command("actionUseServer", "Use a &server…", "menuModel",
+            tip="Write with a DiffusionGemma server (vLLM) instead of the model on this computer"),
+    Command("actionUseLocalModel", "Use the &local model", "menuModel",
+            tip="Stop sending text to the server: write with the model on this computer again"),
 )
 
 # Commands made at run time from other data, one action per item, all placed in one menu: the rewrite presets
