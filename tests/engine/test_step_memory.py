@@ -52,6 +52,7 @@ def test_fit_step_term_is_never_below_the_measured_peak(mid_vocab_model, candida
     assert est.logits_bytes <= measured.peak_bytes + fit.STEP_CHUNK_BYTES + measured.cells
 
 
+@pytest.mark.slow
 def test_the_process_sees_at_most_8_bytes_per_cell_at_three_candidates() -> None:
     """Vocabulary 65,536 (a quarter of the real one: the fixed sampling chunk is then small beside 3 x 256 x 65,536
     cells), measured under no_grad. It was 10 B/cell: the self-conditioning softmax's fp32 copy of its input."""
