@@ -576,6 +576,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("inspect", "engine.tools.inspect_report", "main_inspect", "load a checkpoint as the app would and report memory"),
         ("bench", "engine.tools.bench", "main_bench", "benchmark the engine against model.generate()"),
         ("make-real-shape", "engine.tools.real_shape", "main_make_real_shape", "write a checkpoint with 26B-A4B shapes"),
+        ("gpu-check", "engine.tools.gpu_check", "main_gpu_check",
+         "the one unattended GPU run (<= 8 minutes): JSON report + summary; --dry-run on the CPU"),
     ):
         p = sub.add_parser(name, help=help_text, add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)

@@ -43,10 +43,10 @@ def middle_of(
     text: TokenText, ids: list[int], conf: list[float], middle: int
 ) -> tuple[list[int], list[float]]:
     """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early: what
-    follows an end-of-turn is not part of it), without special tokens."""
+    follows an end-of-turn is not part of it); control spans are left out whole by `TokenText.spans` (dropping
+    the marker ids here would leave a span's inner text in the suggestion)."""
     ended = len(text.visible_ids(ids[:middle]))
-    kept = [(t, c) for t, c in zip(ids[:ended], conf[:ended], strict=True) if t not in text.special_ids]
-    return [t for t, _ in kept], [c for _, c in kept]
+    return ids[:ended], conf[:ended]
 
 
 def row_spans(
@@ -67,7 +67,6 @@ def row_spans(
             kept = [
                 (t, 1.0 if p else c, p)
                 for t, c, p in zip(ids[:middle], conf[:middle], pinned[:middle], strict=False)
-                if t not in text.special_ids
             ]
             return text.spans([k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept])
         return text.spans(*middle_of(text, ids, conf, middle))

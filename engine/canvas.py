@@ -52,6 +52,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.api import EngineError, WarmStart
+from engine.special_tokens import text_ids
 
 
 class CanvasError(EngineError):
@@ -144,13 +145,19 @@ class WarmCanvas:
         sl = slice(index * L, (index + 1) * L)
         pinned = self.pinned[:, sl]  # host tensors: every decision below is made before anything moves
         ban = None
+        # No end-of-text before the last pin (the pinned tail of a length window aside), before the last kept
+        # token of the given text (an end in an earlier canvas would silently drop kept text of the later ones),
+        # nor before the length window's minimum. Per row, as each row keeps its own positions.
         positions = torch.arange(self.ids.shape[1])
-        text_pins = self.pinned.any(dim=0)
+        text_pins = self.pinned
         if self.tail_from is not None:
             text_pins = text_pins & (positions < self.tail_from)
-        last = max(int(positions[text_pins].max()) if bool(text_pins.any()) else 0, self.min_tokens)
-        if last > 0:
-            before = (positions < last)[sl].expand_as(pinned) & ~pinned
+        kept_text = ~self.pinned & ~self.noised & (positions < self.text_tokens)
+        anchors = text_pins | kept_text
+        last = torch.where(anchors, positions, -1).amax(dim=1, keepdim=True)  # [B, 1]; -1: nothing to keep
+        last = torch.clamp(last, min=self.min_tokens - 1)
+        if bool((last >= 0).any()):
+            before = (positions[None, :] <= last)[:, sl] & ~pinned  # the last kept token itself too
             if bool(before.any()):
                 rows, cols = before.nonzero(as_tuple=True)
                 ban = (rows.to(device), cols.to(device))
@@ -195,7 +202,7 @@ def segment_ids(tokenizer: object, text: str, pins: Sequence[tuple[int, int]], d
         for piece, pin in ((text[pos:start], False), (text[start:end], True)):
             if not piece:
                 continue
-            piece_ids = list(tokenizer(piece, add_special_tokens=False)["input_ids"])  # type: ignore[operator]
+            piece_ids = text_ids(tokenizer, piece)  # typed control markers stay text
             if pin and decode(piece_ids) != piece:  # type: ignore[operator]
                 raise CanvasError(
                     f"The pinned text {piece!r} does not survive tokenization unchanged; pin whole words instead."

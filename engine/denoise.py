@@ -50,6 +50,7 @@ from engine.sampling import (  # re-exported: the loop's kernels, importable fro
     token_entropy,
     uniform_draws,
 )
+from engine.self_conditioning import ChunkedSelfConditioning
 
 if TYPE_CHECKING:
     from transformers import DiffusionGemmaForBlockDiffusion
@@ -175,11 +176,17 @@ def denoise(
             model.set_experts_implementation(restore)
 
 
-def _handoff_for(model: DiffusionGemmaForBlockDiffusion) -> SelfConditioningHandoff:
-    """The model's self-conditioning hand-off (one pre-hook on its body, registered once)."""
+def _handoff_for(model: DiffusionGemmaForBlockDiffusion) -> SelfConditioningHandoff | ChunkedSelfConditioning:
+    """The model's self-conditioning hand-off (one pre-hook, registered once): straight into the decoder's
+    self-conditioning block, its softmax in row chunks (`engine.self_conditioning`: no full-size fp32 copy, the
+    same bits); a model without that block gets the body's keyword hand-off."""
     handoff = getattr(model, "_letterpress_sc_handoff", None)
     if handoff is None:
-        handoff = SelfConditioningHandoff(model.model)
+        decoder = getattr(getattr(model, "model", None), "decoder", None)
+        if decoder is not None and hasattr(decoder, "self_conditioning") and hasattr(decoder, "embed_tokens"):
+            handoff = ChunkedSelfConditioning(model)
+        else:
+            handoff = SelfConditioningHandoff(model.model)
         model._letterpress_sc_handoff = handoff  # type: ignore[assignment]
     return handoff
 
@@ -326,7 +333,7 @@ class _Run:
     gens: list[torch.Generator]
     path: _HostPath | _DevicePath
     fast: Any
-    handoff: SelfConditioningHandoff | None
+    handoff: SelfConditioningHandoff | ChunkedSelfConditioning | None
     embed_dtype: torch.dtype
     temperatures: list[torch.Tensor]
     timer: ForwardTimer
@@ -384,10 +391,10 @@ class _Run:
         self.out.draw_seconds += time.perf_counter() - drawn_at
         return q
 
-    def noise(self) -> torch.Tensor:
-        """A step's uniform renoising ids, timed as draws."""
+    def noise(self, held: Sequence[bool] = ()) -> torch.Tensor:
+        """A step's uniform renoising ids, timed as draws (none for `held` rows: see `noise_ids`)."""
         drawn_at = time.perf_counter()
-        noise = noise_ids(self.vocab, (self.batch, self.canvas_length), self.gens, self.device)
+        noise = noise_ids(self.vocab, (self.batch, self.canvas_length), self.gens, self.device, held)
         self.out.draw_seconds += time.perf_counter() - drawn_at
         return noise
 
@@ -634,8 +641,10 @@ def _sample(
     if run.path.selective:  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
         probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
         drawn_at = time.perf_counter()
-        uniforms = uniform_draws(run.gens, (run.batch, run.canvas_length, run.vocab))
-        noise = noise_ids(run.vocab, (run.batch, run.canvas_length), run.gens, run.device)
+        # a held row (its stopping rule fired last step) draws nothing: the single run with its seed does not
+        held = canvas.flags if canvas.any_finished else ()
+        uniforms = uniform_draws(run.gens, (run.batch, run.canvas_length, run.vocab), held)
+        noise = noise_ids(run.vocab, (run.batch, run.canvas_length), run.gens, run.device, held)
         run.out.draw_seconds += time.perf_counter() - drawn_at
         new_argmax = torch.argmax(processed, dim=-1)
         entropy = token_entropy(processed)
@@ -653,7 +662,8 @@ def _sample(
             new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
         return new_canvas, new_argmax, entropy, new_conf, accepted
     # every row sampled, in row chunks (see engine.lean_step): no full-vocabulary temporary
-    sampled, new_argmax, entropy, new_conf = sample_chunked(processed, run.gens, fmask, fids, run.draw)
-    noise = run.noise()
+    held = canvas.flags if canvas.any_finished else ()  # host flags of the previous step: no extra sync
+    sampled, new_argmax, entropy, new_conf = sample_chunked(processed, run.gens, fmask, fids, run.draw, held)
+    noise = run.noise(held)
     accepted = accept_mask(entropy, bound, fmask)
     return renoise(sampled, accepted, noise, fmask, fids), new_argmax, entropy, new_conf, accepted

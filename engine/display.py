@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.api import Span
-from engine.special_tokens import cut_at_stop, hidden_ids
+from engine.special_tokens import ControlGrammar, cut_at_stop, hidden_ids
 
 _BYTE_TOKEN = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 # Control characters other than newline and tab (noise bytes such as \x02 or ESC) never reach the editor.
@@ -32,6 +32,8 @@ class TokenText:
         # Named specials, every added token marked special (Gemma 4's turn/channel markers live only there) and the
         # stop ids: none of them is ever painted or written (see engine.special_tokens).
         self.special_ids = hidden_ids(tokenizer, self.stop_ids)
+        # Control text is hidden as whole spans (a thought channel, a tool call), not marker by marker.
+        self.grammar = ControlGrammar(tokenizer, self.special_ids)
         self._bytes: dict[int, bytes] = {}
         # Gemma's vocabulary is SentencePiece-style: "▁" marks a space and <0xNN> pieces carry raw bytes.
         self._sentencepiece = tokenizer.convert_tokens_to_ids("<0x00>") not in (None, tokenizer.unk_token_id)
@@ -72,7 +74,10 @@ class TokenText:
         pending_conf = 1.0
         pending_pin = True
         flags = pinned if pinned is not None else ()
+        control = self.grammar.mask(ids, flags)
         for i, (token_id, conf) in enumerate(zip(ids, confidence, strict=False)):
+            if control[i]:
+                continue
             pending_conf = min(pending_conf, float(conf))
             pending_pin = pending_pin and i < len(flags) and bool(flags[i])
             text = _CONTROL.sub("", decoder.decode(self.piece_bytes(int(token_id))))

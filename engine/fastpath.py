@@ -24,11 +24,13 @@ next step, to be chosen by measurement.
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from engine.weights import bnb_fixes
 from engine.weights.quantize import NESTED_BLOCKSIZE, NF4_BLOCKSIZE, NF4Experts, NF4Weight
 
 if TYPE_CHECKING:
@@ -65,6 +67,8 @@ def dequantize_stack(weight: NF4Weight) -> torch.Tensor:
         return torch.stack([weight.dequantize(e) for e in range(count)])
     from bitsandbytes import functional
 
+    bnb_fixes.install()
+
     scales = functional.dequantize_blockwise(
         weight.absmax.reshape(-1), absmax=weight.absmax2.reshape(-1), code=weight.code2, blocksize=NESTED_BLOCKSIZE
     ).view(count, blocks)
@@ -84,7 +88,12 @@ def reused_stack(weight: NF4Weight, slot: str) -> torch.Tensor:
     run one after another), instead of a new ~1 GB allocation per layer and forward: the fit counts it once
     (`engine.weights.fit.experts_buffer_bytes`). Expert by expert into the buffer when the stack is not one
     contiguous NF4 array; in one kernel per stack when it is (the 26B-A4B's are)."""
-    with torch.inference_mode():  # the buffer is written in place by whichever mode the forward runs in
+    if torch.compiler.is_compiling():  # traced: inference tensors cannot go through AOT autograd; no autograd here
+        with torch.no_grad():
+            return _fill_stack(weight, slot)
+    # A normal tensor (never an inference tensor), written without autograd: an eager prefill and a compiled
+    # decoder step, inside or outside inference mode, can all write the same buffer.
+    with torch.inference_mode(False), torch.no_grad():
         return _fill_stack(weight, slot)
 
 
@@ -106,6 +115,8 @@ def _fill_stack(weight: NF4Weight, slot: str) -> torch.Tensor:
         return buf
     from bitsandbytes import functional
 
+    bnb_fixes.install()  # the corrected fake kernel (torch.compile) and the CPU kernel of dequantize_4bit.out
+
     scales = functional.dequantize_blockwise(
         weight.absmax.reshape(-1), absmax=weight.absmax2.reshape(-1), code=weight.code2, blocksize=NESTED_BLOCKSIZE
     ).view(count, blocks)
@@ -122,19 +133,72 @@ def free_stack_buffers() -> None:
     _STACK_BUFFERS.clear()
 
 
+GROUPED_MM_ENV = "LETTERPRESS_GROUPED_MM"  # "torch" | "triton" | "auto" (default): which grouped GEMM the experts use
+
+
+def grouped_mm_kind(device: torch.device) -> str:
+    """Which grouped GEMM the sync-free experts forward uses on `device`.
+
+    "torch" (`torch.nn.functional.grouped_mm`): the CPU, and CUDA compute capability 9.x/10.x, where PyTorch has
+    device-side kernels. "triton" (`engine.kernels.grouped_gemm`): CUDA 8.x (RTX 3090/4090, A100...), where
+    PyTorch's op copies the offsets to the host and runs one GEMM per expert (~61 syncs per decoder step).
+    `LETTERPRESS_GROUPED_MM=torch|triton` overrides the choice (the CPU tests force "triton" to run the 8.x path
+    under Triton's interpreter).
+    """
+    forced = os.environ.get(GROUPED_MM_ENV, "auto").lower()
+    if forced in ("torch", "triton"):
+        return forced
+    if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:
+        return "triton"
+    return "torch"
+
+
 def sync_free_nf4_experts_forward(
     self: NF4Experts, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
     """The GPU default experts forward: tokens sorted by expert, offsets computed on the device (histc + cumsum),
     one grouped GEMM per stack over the dequantized stack in a reused buffer. No count ever reaches the host, so
     a decoder step keeps the loop's one synchronisation (the per-expert loop read `bincount().tolist()` in every
-    MoE layer: ~30 syncs per step)."""
+    MoE layer: ~30 syncs per step). On compute capability 8.x the grouped GEMM is our Triton kernel, whose group
+    offsets stay on the device (see `grouped_mm_kind`)."""
     from transformers.integrations.moe import grouped_mm_experts_forward
 
     gate_up = reused_stack(self.gate_up_proj, "gate_up")
     down = reused_stack(self.down_proj, "down")
     view = _DenseExperts(self, gate_up, down)
+    if grouped_mm_kind(hidden_states.device) == "triton":
+        return device_offsets_experts_forward(view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights)
     return grouped_mm_experts_forward(view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights)  # type: ignore[arg-type]
+
+
+def device_offsets_experts_forward(
+    experts: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+) -> torch.Tensor:
+    """transformers' grouped experts forward (same steps, same order) with the Triton grouped GEMM: every op is
+    one that runs without a host synchronisation on CUDA (sort, histc with fixed bounds, cumsum, gathers, index
+    writes, the kernel launch); `tests/engine/test_syncs.py` lists the ops and fails on any that would sync."""
+    from engine.kernels.grouped_gemm import grouped_mm_nt
+
+    device = hidden_states.device
+    num_top_k = top_k_index.size(-1)
+    num_tokens, hidden_dim = hidden_states.shape
+    num_experts = int(experts.num_experts)
+    sample_weights = top_k_weights.reshape(-1)
+    expert_ids = top_k_index.reshape(-1)
+    expert_ids_g, perm = torch.sort(expert_ids)
+    selected = hidden_states[perm // num_top_k]
+    sample_weights_g = sample_weights[perm]
+    histc_input = expert_ids_g.float() if device.type in ("cpu", "mps") else expert_ids_g.int()
+    tokens_per_expert = torch.histc(histc_input, bins=num_experts, min=0, max=num_experts - 1)
+    offsets = torch.cumsum(tokens_per_expert, dim=0, dtype=torch.int32)
+    proj = grouped_mm_nt(selected, experts.gate_up_proj, offsets)
+    proj = experts._apply_gate(proj)
+    proj = grouped_mm_nt(proj, experts.down_proj, offsets)
+    weighted = proj * sample_weights_g.unsqueeze(-1)
+    inv_perm = torch.empty_like(perm)
+    inv_perm[perm] = torch.arange(perm.size(0), device=device)
+    weighted = weighted[inv_perm]
+    return weighted.view(num_tokens, num_top_k, hidden_dim).sum(dim=1).to(hidden_states.dtype)
 
 
 def sync_free_experts(model: DiffusionGemmaForBlockDiffusion) -> str | None:

@@ -42,8 +42,12 @@ def sample_chunked(
     fmask: torch.Tensor | None,
     fids: torch.Tensor | None,
     draw: Any,
+    held: Sequence[bool] = (),
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(sampled, argmax, entropy, confidence) of `processed` [B, L, V] without any full-size temporary.
+
+    A row marked `held` (its stopping rule fired; the loop keeps its canvas) draws no variates: its generator
+    stays where the single run with its seed leaves it, so its next canvas starts from the same noise.
 
     Row b's Exp(1) variates come from `gens[b]` (or `gens[0]` for every row when there is one generator), chunk
     after chunk in row order: on the CPU that is, value for value, the single `exponential_` call the reference
@@ -73,6 +77,10 @@ def sample_chunked(
             else:
                 conf[b, r0:r1] = torch.amax(probs, dim=-1)
             argmax[b, r0:r1] = top
+            if b < len(held) and held[b] and len(gens) > 1:
+                sampled[b, r0:r1] = top  # never used: the row is held
+                del probs
+                continue
             q = draw((r1 - r0, vocab), gen, device)
             torch.div(probs, q, out=q)
             del probs

@@ -38,6 +38,7 @@ from engine.api import (
 )
 from engine.denoise import Frozen
 from engine.prefix_cache import PrefixCache
+from engine.special_tokens import text_ids
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,7 @@ def _rows(
     # Only the first canvas of `after` can be pinned; the app sends the whole rest of the document, so
     # tokenize a piece that surely holds a canvas of tokens, not all of it.
     after = request.after[: canvas * 32]
-    after_ids = model.tokenizer(after, add_special_tokens=False)["input_ids"] if after else []
+    after_ids = text_ids(model.tokenizer, after) if after else []  # typed control markers stay text
     if request.canvas is not None:  # a warm middle: its tokens fix the length
         middle = len(canvas_tokens(request.canvas, model)[0])
         if not 1 <= middle < canvas:

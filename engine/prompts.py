@@ -32,6 +32,7 @@ from engine.api import (
     Request,
     RewriteRequest,
 )
+from engine.special_tokens import added_token_texts, text_ids
 
 DRAFT_HEADER = "Continue this text."
 REWRITE_HEADER = "Rewrite this text."
@@ -74,14 +75,32 @@ def infill_by_instruction_message(before: str, after: str, instruction: str = ""
             f"\n\nText after the gap:\n{after}")
 
 
+_CONTENT_SLOT = "\ue000letterpress-message\ue000"  # a private-use marker no template or document holds
+
+
 def chat_ids(tokenizer: Any, message: str) -> list[int]:
-    """Token ids of one user turn followed by the opening of the model's turn."""
-    encoded = tokenizer.apply_chat_template(
-        [{"role": "user", "content": message}], add_generation_prompt=True, tokenize=True
+    """Token ids of one user turn followed by the opening of the model's turn.
+
+    The message is the writer's text: a `<turn|>` or `<|channel>` typed in the document must stay characters, not
+    end the turn. When the message holds no added token's string the template is tokenized whole (the ids every
+    earlier version produced); otherwise the template is rendered around a slot and the message goes in as text
+    (`engine.special_tokens.text_ids`).
+    """
+    if not any(m in message for m in added_token_texts(tokenizer) if len(m) > 1):
+        encoded = tokenizer.apply_chat_template(
+            [{"role": "user", "content": message}], add_generation_prompt=True, tokenize=True
+        )
+        if hasattr(encoded, "keys"):
+            encoded = encoded["input_ids"]
+        return list(encoded)
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": _CONTENT_SLOT}], add_generation_prompt=True, tokenize=False
     )
-    if hasattr(encoded, "keys"):
-        encoded = encoded["input_ids"]
-    return list(encoded)
+    head, slot, tail = str(rendered).partition(_CONTENT_SLOT)
+    if not slot:
+        raise ValueError("the chat template does not place the message's text in the prompt")
+    template = lambda part: list(tokenizer(part, add_special_tokens=False)["input_ids"]) if part else []
+    return template(head) + text_ids(tokenizer, message) + template(tail)
 
 
 def with_brief(brief: str, message: str) -> str:

@@ -140,7 +140,7 @@ def measure_step_memory(
         pins = Frozen(mask, torch.randint(10, 400, (candidates, canvas)))
     settings = DenoiseSettings(max_steps=steps, candidates=candidates)
     tracker = LiveTensorBytes()
-    with torch.inference_mode(), device_code_path(), tracker:
+    with torch.no_grad(), device_code_path(), tracker:  # not inference_mode: every allocation the process makes
         out = denoise(model, prompt, settings, max_new_tokens=canvas, eos_token_ids=[1], pad_token_id=0, seed=0,
                       frozen=pins, max_blocks=1)
     name = str(model.dtype).removeprefix("torch.")

@@ -42,7 +42,9 @@ FITS_SHARE = 0.90  # "fits" leaves >= 10% of the free memory; "tight" uses 90-10
 NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
 NF4_NUMERATOR = 8192 + 256 + 4  # NF4_BYTES_PER_WEIGHT = NF4_NUMERATOR / 16384
 INT8_ROW_SCALE_BYTES = 4
-# Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured by
+# Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured under no_grad (every
+# allocation the process makes; under inference_mode the tracker missed the self-conditioning softmax's fp32 copy of
+# its input, 10 B/cell, now computed in row chunks by engine.self_conditioning: 8.00 at 3 candidates) by
 # `engine.tools.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies; docs/performance.md)
 # and rounded up; the decoder body holding the incoming self-conditioning logits, their fp32 softmax and its 16-bit
 # copy is the largest moment. A test holds it to at least the measured peak.
@@ -339,6 +341,30 @@ def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int
     return total, " + ".join(parts)
 
 
+def attention_copy_bytes(config: dict[str, Any], queries: int, keys: int, rows: int = 1) -> tuple[int, str]:
+    """The transient copies one attention layer makes, at its largest layer: the decoder's read of the encoder
+    cache concatenates the layer's K and V with the canvas's (a new K,V of `keys` positions per row), and the
+    grouped-query attention of the 512-dim global layers repeats a row-varying mask for the stacked query heads
+    (`engine.attention`: one byte per query x key x group; no K/V copy any more). Layers run one at a time, so
+    the largest layer counts, once."""
+    text = _text(config)
+    heads = _int(text, "num_attention_heads", 1)
+    worst, how = 0, ""
+    for (layer_type, kv, hd, _), _n in _layer_groups(text).items():
+        positions = keys
+        window = _int(text, "sliding_window", 0)
+        if layer_type == "sliding_attention" and window:
+            positions = min(keys, window + queries)
+        kv_copy = 2 * kv * hd * 2 * positions * rows
+        groups = heads // max(1, kv)
+        mask = groups * queries * positions * rows if hd > 256 and groups > 1 else 0
+        if kv_copy + mask > worst:
+            worst = kv_copy + mask
+            how = (f"largest layer ({layer_type.split('_')[0]}): {rows} x 2 (K,V) x {kv} x {hd} x 2 bytes x "
+                   f"{positions:,} positions" + (f" + mask {groups} groups x {queries:,} x {positions:,}" if mask else ""))
+    return worst, how
+
+
 def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[int, str]:
     """One denoising step's vocabulary-sized memory for `batch` candidate rows (see `engine.tools.step_memory`)."""
     vocab = _int(_text(config), "vocab_size")
@@ -391,9 +417,22 @@ def estimate(
     w, w_how = plan_weight_bytes(config, precision) if precision in ("nf4", "nf4-mixed") else weight_bytes(
         counts, precision)
     kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, rows)
+    # the request's own prefix-cache entry (`engine.prefix_cache`): one batch-1 copy of the prompt's cache, held
+    # on the device beside the rows' caches while the request runs
+    entry, entry_how = kv_cache_bytes(config, context_tokens, canvas, 1)
+    kv, kv_how = kv + entry, f"{kv_how} + prefix-cache entry ({entry_how})"
     lg, lg_how = logits_bytes(config, canvas, rows)
     prefill = min(context_tokens, prefill_chunk) + canvas
     act, act_how = activation_bytes(config, prefill, prefill_rows or 1, context_tokens + canvas)
+    pre_copy, pre_copy_how = attention_copy_bytes(config, prefill, context_tokens + canvas, prefill_rows or 1)
+    # the decoder's forward: rows x canvas tokens of activations and its attention copies (the prefill's or the
+    # decoder's moment, whichever is larger: they never overlap)
+    dec, dec_how = activation_bytes(config, canvas, rows, None)
+    dec_copy, dec_copy_how = attention_copy_bytes(config, canvas, context_tokens + canvas, rows)
+    if dec + dec_copy > act + pre_copy:
+        act, act_how = dec + dec_copy, f"decoder: {dec_how} + {dec_copy_how}"
+    else:
+        act, act_how = act + pre_copy, f"prefill: {act_how} + {pre_copy_how}"
     if precision in ("nf4", "nf4-mixed") and device.startswith("cuda"):
         buf, buf_how = experts_buffer_bytes(config)
         act, act_how = act + buf, f"{act_how} + {buf_how}"

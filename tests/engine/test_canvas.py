@@ -198,3 +198,45 @@ def test_an_infill_middle_can_start_warm_with_pins_and_keeps_its_ending(session)
     pinned = ["".join(s.text for s in view.spans if s.pinned) for view in events[0].candidates]
     assert all(p == " the out" for p in pinned), pinned
     assert session.last_output.blocks == 1
+
+
+def test_warm_text_longer_than_a_canvas_is_never_dropped_by_an_early_end(session) -> None:
+    """A rewrite at strength 0.5 of a selection spanning several canvases, with a model that wants to end
+    everywhere (end-of-text pushed up in every logit row): kept text lies in every canvas, so no row may end
+    before its last kept token. Before, the rows ended in the first canvas and the kept text of the later
+    canvases was silently dropped (4 of 4 runs)."""
+    import torch
+
+    from engine.api import DenoiseSettings, RewriteRequest
+
+    tok = session.tokenizer
+    canvas = session.info.canvas_length
+    selection = (" It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of"
+                 " foolishness. In the morning the harbour was quiet, and the boats rested on the grey water until"
+                 " the wind came. The quick brown fox jumps over the lazy dog.")
+    selected = len(tok(selection, add_special_tokens=False)["input_ids"])
+    assert selected > 2 * canvas  # the kept text spans three canvases
+    stops = sorted({*session._eos, session._pad})
+
+    def wants_to_end(module, args, kwargs, output):
+        output.logits[..., stops] += 60.0
+        return output
+
+    handle = session.model.register_forward_hook(wants_to_end, with_kwargs=True)
+    try:
+        request = RewriteRequest(selection, "Make it formal.", strength=0.5,
+                                 settings=DenoiseSettings(seed=5, max_steps=6, candidates=2))
+        warm = session._warm(request, request.settings, canvas, 5, 4 * canvas)
+        session.run(request)
+    finally:
+        handle.remove()
+    out = session.last_output
+    generated = out.sequences[:, out.prompt_length:]
+    positions = torch.arange(warm.ids.shape[1])
+    for row in range(generated.shape[0]):
+        kept = ~warm.pinned[row] & ~warm.noised[row] & (positions < warm.text_tokens)
+        last_kept = int(positions[kept].max())
+        assert last_kept >= canvas  # kept text beyond the first canvas
+        ids = generated[row].tolist()
+        first_stop = next((i for i, t in enumerate(ids) if t in stops), len(ids))
+        assert first_stop > last_kept, f"row {row} ended at {first_stop}, before its kept token at {last_kept}"

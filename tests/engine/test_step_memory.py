@@ -24,12 +24,14 @@ def test_tracker_counts_live_storages_and_their_peak() -> None:
 
 
 @pytest.mark.slow
-def test_lean_step_is_at_most_10_bytes_per_cell_at_three_candidates() -> None:
-    """The Done-when figure: the real vocabulary and canvas, a tiny bf16 body, the device code path."""
+def test_lean_step_is_at_most_8_bytes_per_cell_at_three_candidates() -> None:
+    """The Done-when figure: the real vocabulary and canvas, a tiny bf16 body, the device code path, measured under
+    no_grad as the process allocates (under inference_mode the tracker missed the fp32 copy the self-conditioning
+    softmax makes of its input: 10.0 B/cell by the process before the chunked self-conditioning)."""
     result = measure_step_memory(3, model=tiny_body_model(dtype=torch.bfloat16))
     print("\n" + result.line())
     assert result.vocab == 262_144 and result.canvas == 256
-    assert result.bytes_per_cell <= 10.0
+    assert result.bytes_per_cell <= 8.05
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +52,14 @@ def test_fit_step_term_is_never_below_the_measured_peak(mid_vocab_model, candida
     assert est.logits_bytes <= measured.peak_bytes + fit.STEP_CHUNK_BYTES + measured.cells
 
 
+@pytest.mark.slow
+def test_the_process_sees_at_most_8_bytes_per_cell_at_three_candidates() -> None:
+    """Vocabulary 65,536 (a quarter of the real one: the fixed sampling chunk is then small beside 3 x 256 x 65,536
+    cells), measured under no_grad. It was 10 B/cell: the self-conditioning softmax's fp32 copy of its input."""
+    result = measure_step_memory(3, model=tiny_body_model(vocab=65_536, dtype=torch.bfloat16))
+    assert result.bytes_per_cell <= 8.05, result.line()
+
+
 def test_estimate_scales_with_candidates_and_context() -> None:
     from engine.tools.real_shape import real_config_dict
 
@@ -58,7 +68,8 @@ def test_estimate_scales_with_candidates_and_context() -> None:
     three = fit.estimate(config, "nf4", context_tokens=8192, candidates=3)
     long = fit.estimate(config, "nf4", context_tokens=32768, candidates=3)
     assert three.logits_bytes > 2.9 * one.logits_bytes - fit.STEP_CHUNK_BYTES * 3
-    assert three.kv_cache_bytes == 3 * one.kv_cache_bytes
+    # each row's cache, plus the request's one prefix-cache entry (a row's worth): 2 rows' worth at K=1
+    assert three.kv_cache_bytes - one.kv_cache_bytes == 2 * (one.kv_cache_bytes // 2)
     assert long.kv_cache_bytes > three.kv_cache_bytes and long.activations_bytes > three.activations_bytes
     assert fit.estimate(config, "nf4", batch=3).total_bytes == three.total_bytes  # `batch` is the old name
     assert "3 candidates" in three.summary

@@ -62,3 +62,71 @@ def test_sync_free_experts_give_the_loops_tokens(nf4_session) -> None:
         device = denoise(model, ids, DenoiseSettings(max_steps=8), **kwargs)
     assert torch.equal(host.sequences, device.sequences)
     assert model.config.text_config._experts_implementation == "letterpress_nf4"  # the CPU host path is restored
+
+
+def _audit_decoder_forwards(session, monkeypatch: pytest.MonkeyPatch, grouped_mm: str):
+    """Every ATen op inside the decoder forwards of one draft on the device code path, with the syncs a CUDA
+    device of compute capability 8.6 (RTX 3090) would make (`engine.tools.sync_audit`). The Triton
+    interpreter's own work while it emulates a kernel launch is left out (on a GPU the launch is asynchronous)."""
+    import engine.kernels.grouped_gemm as gg
+    from engine.denoise import device_code_path
+    from engine.tools.sync_audit import auditing
+
+    monkeypatch.setenv("LETTERPRESS_GROUPED_MM", grouped_mm)
+    state = {"forward": 0, "kernel": 0}
+    real_kernel = gg._kernel
+
+    class Launch:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            def run(*a, **k):
+                state["kernel"] += 1
+                try:
+                    return self.kernel[grid](*a, **k)
+                finally:
+                    state["kernel"] -= 1
+            return run
+
+    monkeypatch.setattr(gg, "_kernel", lambda interpret: Launch(real_kernel(interpret)))
+    model = session.model
+    original = model.forward
+
+    def forward(*a, **k):
+        state["forward"] += 1
+        try:
+            return original(*a, **k)
+        finally:
+            state["forward"] -= 1
+
+    monkeypatch.setattr(model, "forward", forward)
+    with auditing((8, 6), quiet=lambda: not state["forward"] or state["kernel"] > 0) as audit, device_code_path():
+        session.run(CASE.build(DenoiseSettings(seed=3, max_steps=4)), on_step=lambda e: None)
+    return audit
+
+
+def test_no_op_of_the_8x_experts_path_syncs_on_cuda(nf4_session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On compute capability 8.x the decoder forward runs no op that synchronises on CUDA (the Triton grouped GEMM
+    keeps the offsets on the device), and no function on the experts path reads a value to the host."""
+    from engine import fastpath
+    from engine.kernels import grouped_gemm
+    from engine.tools.sync_audit import source_reads
+
+    audit = _audit_decoder_forwards(nf4_session, monkeypatch, "triton")
+    assert audit.ops["sort"] > 0 and audit.ops["histc"] > 0  # the audit saw the experts path
+    assert audit.total_syncs == 0, f"ops that sync on CUDA: {dict(audit.syncing)}"
+    path = (fastpath.sync_free_nf4_experts_forward, fastpath.device_offsets_experts_forward, fastpath.reused_stack,
+            fastpath._fill_stack, grouped_gemm.grouped_mm_nt, grouped_gemm.tile_schedule)
+    assert source_reads(*path) == []
+
+
+def test_the_audit_sees_torchs_grouped_mm_sync_on_8x(nf4_session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check can fail: torch's grouped GEMM (what transformers' forward calls) is a sync on 8.x, twice per
+    MoE layer per forward; the per-expert loop's bincount + tolist is seen too."""
+    from engine.tools.sync_audit import source_reads
+    from engine.weights.quantize import nf4_experts_forward
+
+    audit = _audit_decoder_forwards(nf4_session, monkeypatch, "torch")
+    assert audit.syncing["_grouped_mm"] + audit.syncing["grouped_mm"] >= 2 * 2
+    assert [r.split(": ")[-1] for r in source_reads(nf4_experts_forward)] == [".tolist()"]
