@@ -34,7 +34,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -307,17 +307,17 @@ class RecoveryManager(QObject):
         controller.saved.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
         controller.discarded.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
         if hasattr(controller, "save_journal"):
-            controller.save_journal = self  # type: ignore[attr-defined]
+            controller.save_journal = self
         if hasattr(controller, "keep_copy"):
-            controller.keep_copy = self.keep_copy  # type: ignore[attr-defined]
+            controller.keep_copy = self.keep_copy
         if hasattr(controller, "opened"):
-            controller.opened.connect(lambda path: self._sweep(Path(path), controller))  # type: ignore[attr-defined]
+            controller.opened.connect(lambda path: self._sweep(Path(path), controller))
 
     def _sweep(self, document: Path, controller: object) -> None:
         """An opened document's folder may hold leftovers of a save no journal knows: tidy them, say so."""
         made = sweep_stray_temps(self.folder, document)
         if made and hasattr(controller, "message"):
-            controller.message.emit(  # type: ignore[attr-defined]
+            controller.message.emit(
                 f"A save of {document.name} had been interrupted; its text is kept as a recovery copy and "
                 "offered at the next start.")
 
@@ -342,7 +342,7 @@ class RecoveryManager(QObject):
                   "kind": "autosave", "text": text}
         self._pending = self._pool.submit(self._write, record)
 
-    def _write(self, record: dict[str, object]) -> None:
+    def _write(self, record: Mapping[str, object]) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self.file, json.dumps(record, ensure_ascii=False).encode("utf-8"))

@@ -126,7 +126,7 @@ def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_
     try:
         folder.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+            folder / LOG_FILE, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
         )
     except OSError as exc:
         print(f"letterpress: cannot write logs to {folder}: {exc}", file=sys.stderr)
