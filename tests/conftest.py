@@ -17,9 +17,12 @@ for _name in ("CONFIG", "DATA", "LOG"):
 
 # --- the fast lane: `pytest -m "not slow"` ---------------------------------------------------------------
 # A test is `slow` when it, a module helper it calls, or a fixture it uses (directly or through other
-# fixtures) starts a subprocess, builds a tiny checkpoint or loads the demo model. Marked here, automatically,
-# so a new test cannot forget the marker; an explicit @pytest.mark.slow still works.
-SLOW_SIGNS = re.compile(r"\bsubprocess\b|\bmake_tiny\b|\bdemo_model_dir\b|\bdemo_window\b")
+# fixtures) starts a subprocess, builds a tiny checkpoint or a real-shaped model, or loads the demo model.
+# Marked here, automatically, so a new test cannot forget the marker; @pytest.mark.slow by hand still works.
+SLOW_SIGNS = re.compile(
+    r"\bsubprocess\b|\bmake_tiny\b|\bdemo_model_dir\b|\bdemo_window\b|letterpress-demo"  # processes, models
+    r"|\bSession\(|\brun_real_shape\b|\btiny_body_model\b|\btiny_config\("  # real models built in-process
+)
 _slow_source_cache: dict[object, bool] = {}
 
 

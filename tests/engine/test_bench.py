@@ -181,6 +181,7 @@ def test_static_cache_path_reproduces_generate_with_a_static_cache(session) -> N
     assert torch.equal(ours.sequences, reference)
 
 
+@pytest.mark.slow  # 46 s on a shared 2-core machine: 3 experts of 512 NF4 blocks, dequantized both ways
 def test_batched_stack_dequantization_is_bit_identical() -> None:
     from engine.fastpath import dequantize_stack
     from engine.weights.quantize import NF4Weight
