@@ -4,9 +4,7 @@ same tokens as the slow ones. No assertions on absolute times; the GPU checks ar
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,15 +12,14 @@ import torch
 
 from engine.api import DenoiseSettings
 from engine.denoise import denoise, sample_one, temperature_schedule
+from tests.helpers.engine_cli import run_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def _engine(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=timeout)
+    return run_engine(*args, timeout=timeout)
 
 
 # -- the side-by-side benchmark ---------------------------------------------------------------------------------
