@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
+import math
+import os
 import re
 import sys
 import time
@@ -40,6 +43,12 @@ def default_model_dir() -> Path:
 
 
 MAX_INPUT_BYTES = 64 * 1024**2  # an input file larger than this is not a prompt (the context is ~128K tokens)
+
+
+class OutputClosedError(EngineError):
+    """Whoever reads standard output closed it (`| head -c 1`): the command stops quietly (exit 141)."""
+
+    kind = "output_closed"
 
 
 class InputFileError(EngineError):
@@ -176,21 +185,30 @@ def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
     pairs: list[tuple[int, int]] = []
     try:
         if spec.startswith("["):
-            pairs = [(int(a), int(b)) for a, b in json.loads(spec)]
+            pairs = [(_whole(a), _whole(b)) for a, b in json.loads(spec)]
         else:
             for line in spec.splitlines():
                 line = line.strip()
                 if not line or line.startswith("#"):
                     continue
                 a, b = re.split(r"[\s,:-]+", line, maxsplit=1)
-                pairs.append((int(a), int(b)))
-    except (ValueError, TypeError) as exc:
+                pairs.append((_whole(a), _whole(b)))
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise EngineError(f"The pin file is not a list of character ranges ({exc}); write one 'start end' per "
                           "line, end exclusive.") from exc
     for a, b in pairs:
         if not 0 <= a < b <= length:
             raise EngineError(f"The pin {a}..{b} is outside the canvas text (0..{length} characters).")
     return tuple(pairs)
+
+
+def _whole(value: Any) -> int:
+    """A character position from the pin file: a whole number (1e400, NaN, 2.5 or true are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{str(value)[:40]!r} is not a character position")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ValueError(f"{value!r} is not a whole character position")
+    return int(value)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -230,13 +248,19 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
                 "seconds": round(result.stats.seconds, 4),
                 "notice": result.notice,
             }
+    except OutputClosedError:
+        raise
     except EngineError as exc:
         if args.jsonl:
             print(json.dumps({"event": "error", "kind": exc.kind, "message": exc.message}), flush=True)
         else:
             print(f"error: {exc.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: not an input problem (see main)
     except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.ENOSPC, errno.EIO) and not exc.filename:
+            raise  # writing the output failed (see main), not reading an input file
         message = f"Cannot read an input file: {exc}"
         if args.jsonl:
             print(json.dumps({"event": "error", "kind": "input_error", "message": message}), flush=True)
@@ -273,8 +297,8 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     pad = gen.pad_token_id if gen.pad_token_id is not None else 0
 
     def on_step(state: Any) -> None:
-        ids_now = session._text.visible_ids(state.argmax[0].tolist())
-        emit(StepEvent(0, state.step, settings.max_steps, state.block, ()), text=session._text.text(ids_now))
+        ids_now = session.token_text.visible_ids(state.argmax[0].tolist())
+        emit(StepEvent(0, state.step, settings.max_steps, state.block, ()), text=session.token_text.text(ids_now))
 
     with torch.inference_mode():
         out = denoise(
@@ -284,7 +308,7 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     new = out.sequences[0, out.prompt_length :].tolist()[: args.max_new_tokens or 256]  # what was asked, not a canvas
     while new and new[-1] == pad:
         new.pop()
-    text = tok.decode(session._text.visible_ids(new), skip_special_tokens=True)
+    text = tok.decode(session.token_text.visible_ids(new), skip_special_tokens=True)
     return {
         "candidates": [{"text": text, "token_ids": new}],
         "forwards": out.forwards,
@@ -298,7 +322,10 @@ def _jsonl_printer() -> Any:
         views = [text] if text is not None else [c.text for c in event.candidates]
         for i, view in enumerate(views):
             line = {"event": "step", "candidate": i, "step": event.step, "block": event.block, "text": view}
-            print(json.dumps(line, ensure_ascii=False), flush=True)
+            try:
+                print(json.dumps(line, ensure_ascii=False), flush=True)
+            except BrokenPipeError as exc:  # the reader stopped (`| head`): stop generating, quietly
+                raise OutputClosedError("The reader of the output stopped reading.") from exc
 
     return emit
 
@@ -456,19 +483,83 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command; anything unexpected is one line on stderr and exit 1, never a traceback."""
     from engine.threads import prepare_openmp
 
+    closed = _prepare_streams()
+    if closed:
+        print(f"error: {closed}", file=sys.stderr)
+        return 2
     prepare_openmp()  # before any command imports torch: OpenMP threads sleep, not spin, while they wait
     try:
-        return _main(argv)
+        code = _main(argv)
+        _flush_stdout()
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OutputClosedError:
+        return _reader_went_away()
     except EngineError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_went_away()
+    except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            print(f"error: the output could not be written ({exc.strerror or type(exc).__name__}); write it "
+                  "to "
+                  "a file on a disk with space (> out.txt).", file=sys.stderr)
+            return 1
+        return _unexpected(exc)
     except Exception as exc:  # noqa: BLE001 - the command line never prints a traceback
-        print(f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
-              "report it; run with PYTHONDEVMODE=1 for details.", file=sys.stderr)
-        return 1
+        return _unexpected(exc)
+
+
+def _unexpected(exc: BaseException) -> int:
+    print(f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
+          "report it; run with PYTHONDEVMODE=1 for details.", file=sys.stderr)
+    return 1
+
+
+def _prepare_streams() -> str:
+    """Make the outputs unable to fail on a character: a cp1252 pipe or file (Windows), or an ASCII locale,
+    writes what it cannot hold as a \\uXXXX escape (exact JSON with --jsonl, readable in text), so the
+    generated text is never lost to a UnicodeEncodeError after all the work is done. Returns a sentence when
+    standard output is closed (`>&-`): the result would have nowhere to go, so nothing is started."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+    if sys.stdout is None:
+        return ("standard output is closed, so the result would have nowhere to go; send it to a file "
+                "(> out.txt) or to /dev/null.")
+    try:
+        fd = sys.stdout.fileno()
+    except (ValueError, OSError, AttributeError):
+        return ""  # not a real file (a test's capture): nothing to check
+    try:
+        os.fstat(fd)
+    except OSError:
+        return ("standard output is closed, so the result would have nowhere to go; send it to a file "
+                "(> out.txt) or to /dev/null.")
+    return ""
+
+
+def _flush_stdout() -> None:
+    """Flush now, inside the error handling, rather than at interpreter exit (where a closed pipe prints an
+    'Exception ignored' traceback)."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
+def _reader_went_away() -> int:
+    """The reader closed the pipe (`| head -c 1`): what it wanted it has; stop quietly, as Unix tools do (exit
+    141 = killed by SIGPIPE), with stdout pointed at /dev/null so the exit-time flush cannot complain."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def _main(argv: list[str] | None = None) -> int:

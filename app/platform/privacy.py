@@ -9,10 +9,12 @@ only wrapped in `DocumentText` and only when the writer turned on "log document 
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import logging.handlers
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,21 +83,74 @@ class DocumentText(str):
     """Marks a log argument as the writer's text: `log.debug("rewrite %s", DocumentText(selection))`."""
 
 
+# Document names are the writer's words too (a title says what they write about): the log never has them
+# unless document logging is on. The documents the app opens, saves or recovers are noted here; any other path
+# that names a text document (by its extension) is hidden as well.
+_DOCUMENT_NAMES: set[str] = set()
+_DOC_PATH = re.compile(
+    r"(?:[A-Za-z]:)?(?:[\\/]?[^\s\\/'\"<>|:]+[\\/])*[^\s\\/'\"<>|:]+"
+    r"\.(?:md|markdown|txt|text|rst|tex|org|adoc|fountain)\b",
+    re.IGNORECASE)
+
+
+def note_document(path: str | os.PathLike[str] | None) -> None:
+    """Remember a document's path and name so that the log hides them (see `_Redactor`)."""
+    if not path:
+        return
+    text = os.fspath(path)
+    _DOCUMENT_NAMES.add(text)
+    name = os.path.basename(text)
+    if len(name) >= 3:
+        _DOCUMENT_NAMES.add(name)
+    real = os.path.realpath(text)
+    _DOCUMENT_NAMES.add(real)
+
+
+def hide_document_names(message: str) -> str:
+    """`message` with every known document path or name, and any path naming a text document, replaced."""
+    for known in sorted(_DOCUMENT_NAMES, key=len, reverse=True):
+        if known in message:
+            message = message.replace(known, "<document>")
+    return _DOC_PATH.sub("<document>", message)
+
+
 class _Redactor(logging.Filter):
-    """Replaces `DocumentText` arguments by their length unless document logging is on."""
+    """Replaces `DocumentText` arguments by their length, and document names by "<document>", unless document
+    logging is on."""
 
     def __init__(self) -> None:
         super().__init__()
         self.allow_text = False
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.allow_text or not record.args:
+        if self.allow_text:
             return True
         if isinstance(record.args, tuple):
             record.args = tuple(_redact(a) for a in record.args)
         elif isinstance(record.args, dict):
             record.args = {k: _redact(v) for k, v in record.args.items()}
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record: leave it to logging's own error handling
+            return True
+        record.msg, record.args = hide_document_names(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = hide_document_names(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = hide_document_names(record.exc_text)
         return True
+
+
+class _PrivateFileHandler(logging.handlers.RotatingFileHandler):
+    """The log file is the writer's alone (0600: it may name what they work on when document logging is on),
+    also when it existed before with a wider mode, and after every rotation."""
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0),
+                     0o600)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o600) if hasattr(os, "fchmod") else None
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
 def _redact(value: Any) -> Any:
@@ -125,8 +180,8 @@ def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_
     path: Path | None = folder / LOG_FILE
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            folder / LOG_FILE, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        handler: logging.Handler = _PrivateFileHandler(
+            folder / LOG_FILE, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", errors="backslashreplace"
         )
     except OSError as exc:
         print(f"letterpress: cannot write logs to {folder}: {exc}", file=sys.stderr)

@@ -214,7 +214,12 @@ class SettingsDialog(QDialog):
         except (ValueError, KeyError) as exc:
             self._show_problems([str(exc).strip("'\"")])
             return False
-        self._show_problems(self.settings.problems[-1:] if self.settings.problems else [])
+        failure = getattr(self.settings, "save_failure", "")
+        if failure:  # applied for this session, but not on disk: say so, and OK does not close as if saved
+            self._show_problems([failure + " Fix the folder and press OK again, or Cancel to keep them for "
+                                 "now."])
+            return False
+        self._show_problems([])
         return True
 
     def accept(self) -> None:
