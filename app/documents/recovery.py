@@ -101,7 +101,7 @@ def session_alive(folder: Path, session: str) -> bool:
     return is_locked(folder / f"{session}.lock")
 
 
-def encode_record(record: dict[str, object]) -> bytes:
+def encode_record(record: Mapping[str, object]) -> bytes:
     """A recovery record as UTF-8 JSON. A file name that is not valid UTF-8 (`r\\xe9sum\\xe9.txt` on Linux,
     held by Python as lone surrogates) cannot be written as raw UTF-8: it goes as JSON escapes (`\\udce9`),
     which read back to the very same name. Never raises UnicodeEncodeError (it once lost such a document's
@@ -656,7 +656,7 @@ class RecoveryManager(QObject):
                   "kind": doc.kind, "text": doc.text}
         self._pending = self._pool.submit(self._adopt_file, doc.file, record)
 
-    def _adopt_file(self, old: Path, record: dict[str, object]) -> None:
+    def _adopt_file(self, old: Path, record: Mapping[str, object]) -> None:
         try:
             atomic_write_bytes(self.file, encode_record(record))
             old.unlink()
