@@ -9,6 +9,7 @@ Extension points for the document controller: `menuFile` (insert before `actionQ
 from __future__ import annotations
 
 import logging
+from functools import partial
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from app.ui import help as help_ui
 from app.ui.editor import Editor, FindBar
 from app.assist.engine_host import EngineHost
 from app.ui.status import MessageBar, stats_text
+from app.ui.widgets import named
 from engine.api import EngineError, LoadProgress, ModelInfo, Stats
 
 log = logging.getLogger(__name__)
@@ -173,7 +175,7 @@ class MainWindow(QMainWindow):
         for key, instruction in a.presets().items():
             act = actions.create_member(self, "actionPreset_", key,
                                         PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
-                                        lambda ins=instruction: a.rewrite(ins), tip=instruction)
+                                        partial(a.rewrite, instruction), tip=instruction)
             self.preset_actions.append(act)
 
         e = self.editor
@@ -199,7 +201,7 @@ class MainWindow(QMainWindow):
         self.theme_actions: list[QAction] = []
         current = self.settings["appearance.theme"] if self.settings is not None else "system"
         for theme in ("system", "light", "dark"):
-            act = self._action(f"actionTheme_{theme}", lambda t=theme: self.set_theme(t))
+            act = self._action(f"actionTheme_{theme}", partial(self.set_theme, theme))
             act.setChecked(theme == current)
             themes.addAction(act)
             self.theme_actions.append(act)
@@ -270,15 +272,15 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         bar = MessageBar(self)  # long messages end at a word with "…", the whole text in the tooltip
         self.setStatusBar(bar)
-        self.modelLabel = QLabel(self, objectName="modelStatus")
-        self.loadBar = QProgressBar(self, objectName="loadProgress")
+        self.modelLabel = named(QLabel(self), "modelStatus")
+        self.loadBar = named(QProgressBar(self), "loadProgress")
         self.loadBar.setRange(0, 100)
         self.loadBar.setMaximumWidth(140)
         self.loadBar.setTextVisible(True)
         self.loadBar.hide()
-        self.deviceLabel = QLabel(self, objectName="deviceStatus")
-        self.statsLabel = QLabel(self, objectName="requestStats")
-        self.wordsLabel = QLabel("0 words", self, objectName="wordCount")
+        self.deviceLabel = named(QLabel(self), "deviceStatus")
+        self.statsLabel = named(QLabel(self), "requestStats")
+        self.wordsLabel = named(QLabel("0 words", self), "wordCount")
         for w in (self.modelLabel, self.loadBar, self.deviceLabel, self.statsLabel, self.wordsLabel):
             bar.addPermanentWidget(w)
 
@@ -490,7 +492,7 @@ class MainWindow(QMainWindow):
         if key == "appearance.theme":
             for act in self.theme_actions:
                 act.setChecked(act.objectName() == f"actionTheme_{value}")
-        if key in ("model.device", "model.quantization", "model.folder"):
+        if key in ("model.device", "model.quantization", "model.folder") and self.settings is not None:
             self.device = self.settings["model.device"]
             self.quantization = self.settings["model.quantization"]
             folder = self.settings["model.folder"]

@@ -12,8 +12,9 @@ with a warm canvas (`engine.api.WarmStart`): pinned words come back exactly beca
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
@@ -101,7 +102,7 @@ class DiffusionEditing(QObject):
         self.strength_actions: list[QAction] = []
         for name, value in LEVELS:
             act = actions.create_member(w, "actionRewriteStrength_", name.lower(), f"{name} ({value:.1f})",
-                                        lambda v=value: self.set_strength(v),
+                                        partial(self.set_strength, value),
                                         tip=f"Rewrite strength {value:.1f} for the preset the dial shows")
             act.setCheckable(True)
             self.strength_group.addAction(act)
@@ -138,7 +139,7 @@ class DiffusionEditing(QObject):
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
         self.panel.hide()
         self.panel.chosen.connect(self._choose_alternative)
-        self.panel.visibilityChanged.connect(lambda shown: shown and self.panel_refresh())
+        self.panel.visibilityChanged.connect(lambda shown: self.panel_refresh() if shown else None)
         toggle = self.panel.toggleViewAction()
         self.actionShowAlternatives = actions.configure(toggle, "actionShowAlternatives")
         w.addAction(self.actionShowAlternatives)

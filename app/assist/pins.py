@@ -10,7 +10,7 @@ re-roll the engine reports the pinned spans (`Span.pinned`), so pins survive the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import replace
 
 from engine.api import DraftRequest, InfillRequest, Request, RewriteRequest, Span, WarmStart, new_request_id
@@ -55,9 +55,9 @@ class PinSet:
 
     def __init__(self) -> None:
         self.indices: set[int] = set()
-        self._key: tuple[int, str] | None = None
+        self._key: tuple[Hashable, str] | None = None
 
-    def sync(self, key: int, spans: Sequence[Span]) -> set[int]:
+    def sync(self, key: Hashable, spans: Sequence[Span]) -> set[int]:
         """The pins for `spans` of suggestion `key`; new text starts from the spans the engine reports pinned."""
         text = "".join(s.text for s in spans)
         if self._key != (key, text):

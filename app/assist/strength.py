@@ -13,6 +13,7 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QSlider, QWidget
 
+from app.ui.widgets import named
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS
 
 CUSTOM = "custom"  # Ctrl+R's generic rewrite and the writer's own instructions
@@ -79,8 +80,8 @@ class StrengthDial(QWidget):
         self.key = CUSTOM
         row = QHBoxLayout(self)
         row.setContentsMargins(6, 0, 6, 0)
-        self.caption = QLabel(self, objectName="rewriteStrengthLabel")
-        self.slider = QSlider(Qt.Orientation.Horizontal, self, objectName="rewriteStrengthDial")
+        self.caption = named(QLabel(self), "rewriteStrengthLabel")
+        self.slider = named(QSlider(Qt.Orientation.Horizontal, self), "rewriteStrengthDial")
         self.slider.setRange(round(MIN_STRENGTH * 10), round(MAX_STRENGTH * 10))
         self.slider.setPageStep(1)
         self.slider.setFixedWidth(110)

@@ -16,6 +16,7 @@ and `LETTERPRESS_LOG_DIR`, or by passing `config_dir=` to `Settings`.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import math
 import os
@@ -66,7 +67,9 @@ class Setting:
     choices: tuple[str, ...] = ()
     help: str = ""
     kind: str = ""  # "key": a key binding (one key combination in Qt's portable text, "" for none)
-    item_type: type = str  # for dict settings: the type of each value (str instructions, float strengths)
+    # for dict settings: the type of each value (str instructions, float strengths); `builtins.type` because
+    # the field `type` above shadows the builtin in this class body
+    item_type: builtins.type = str
 
     def check(self, value: Any) -> str:
         """Why `value` is not acceptable for this setting ("" when it is)."""
@@ -373,9 +376,9 @@ def key_problem(text: str) -> str:
     from PySide6.QtGui import QKeySequence
 
     seq = QKeySequence.fromString(text.strip(), QKeySequence.SequenceFormat.PortableText)
-    if seq.count() != 1 or seq[0].key() == Qt.Key.Key_unknown or not seq.toString():
+    combo = seq[0] if seq.count() == 1 else None  # type: ignore[index]  # the stub lacks Qt's operator[]
+    if combo is None or combo.key() == Qt.Key.Key_unknown or not seq.toString():
         return "must be one key combination such as Ctrl+R or Alt+]"
-    combo = seq[0]
     mods = combo.keyboardModifiers() & ~(Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier)
     key = int(combo.key())
     if not mods and 0x20 <= key <= 0x10FFFF and chr(key).isprintable():

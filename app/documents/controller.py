@@ -420,7 +420,7 @@ class DocumentController(QObject):
         self.choose_open_path: Callable[[], str] = self._open_dialog
         self.choose_save_path: Callable[[str], str] = self._save_dialog
         self.ask_replace: Callable[[Path], bool] = self._ask_replace_box
-        self.show_error: Callable[[str, str], None] = lambda title, text: QMessageBox.warning(
+        self.show_error: Callable[[str, str], object] = lambda title, text: QMessageBox.warning(
             self.window, title, text
         )
         self._install_actions(menu)

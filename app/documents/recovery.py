@@ -38,7 +38,7 @@ import re
 import stat
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -101,7 +101,7 @@ def session_alive(folder: Path, session: str) -> bool:
     return is_locked(folder / f"{session}.lock")
 
 
-def encode_record(record: dict[str, object]) -> bytes:
+def encode_record(record: Mapping[str, object]) -> bytes:
     """A recovery record as UTF-8 JSON. A file name that is not valid UTF-8 (`r\\xe9sum\\xe9.txt` on Linux,
     held by Python as lone surrogates) cannot be written as raw UTF-8: it goes as JSON escapes (`\\udce9`),
     which read back to the very same name. Never raises UnicodeEncodeError (it once lost such a document's
@@ -482,17 +482,17 @@ class RecoveryManager(QObject):
         controller.saved.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
         controller.discarded.connect(lambda *_: self.clear())  # type: ignore[attr-defined]
         if hasattr(controller, "save_journal"):
-            controller.save_journal = self  # type: ignore[attr-defined]
+            controller.save_journal = self
         if hasattr(controller, "keep_copy"):
-            controller.keep_copy = self.keep_copy  # type: ignore[attr-defined]
+            controller.keep_copy = self.keep_copy
         if hasattr(controller, "opened"):
-            controller.opened.connect(lambda path: self._sweep(Path(path), controller))  # type: ignore[attr-defined]
+            controller.opened.connect(lambda path: self._sweep(Path(path), controller))
 
     def _sweep(self, document: Path, controller: object) -> None:
         """An opened document's folder may hold leftovers of a save no journal knows: tidy them, say so."""
         made = sweep_stray_temps(self.folder, document)
         if made and hasattr(controller, "message"):
-            controller.message.emit(  # type: ignore[attr-defined]
+            controller.message.emit(
                 f"A save of {document.name} had been interrupted; its text is kept as a recovery copy and "
                 "offered at the next start.")
 
@@ -542,7 +542,7 @@ class RecoveryManager(QObject):
                   "kind": "autosave", "text": text}
         self._pending = self._pool.submit(self._write, record)
 
-    def _write(self, record: dict[str, object]) -> None:
+    def _write(self, record: Mapping[str, object]) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self.file, encode_record(record))
@@ -656,7 +656,7 @@ class RecoveryManager(QObject):
                   "kind": doc.kind, "text": doc.text}
         self._pending = self._pool.submit(self._adopt_file, doc.file, record)
 
-    def _adopt_file(self, old: Path, record: dict[str, object]) -> None:
+    def _adopt_file(self, old: Path, record: Mapping[str, object]) -> None:
         try:
             atomic_write_bytes(self.file, encode_record(record))
             old.unlink()

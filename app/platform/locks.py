@@ -21,10 +21,11 @@ import hashlib
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
-if os.name == "nt":  # pragma: no cover - exercised on Windows only
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 else:
     import fcntl
@@ -157,7 +158,7 @@ def holder_info(**extra: Any) -> dict[str, Any]:
 
 def _lock(fd: int) -> bool:
     try:
-        if os.name == "nt":  # pragma: no cover
+        if sys.platform == "win32":  # pragma: no cover
             os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         else:
@@ -168,7 +169,7 @@ def _lock(fd: int) -> bool:
 
 
 def _unlock(fd: int) -> None:
-    if os.name == "nt":  # pragma: no cover
+    if sys.platform == "win32":  # pragma: no cover
         os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
     else:

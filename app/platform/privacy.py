@@ -10,6 +10,7 @@ only wrapped in `DocumentText` and only when the writer turned on "log document 
 from __future__ import annotations
 
 import contextlib
+import io
 import ipaddress
 import logging
 import logging.handlers
@@ -181,7 +182,7 @@ class _PrivateFileHandler(logging.handlers.RotatingFileHandler):
     """The log file is the writer's alone (0600: it may name what they work on when document logging is on),
     also when it existed before with a wider mode, and after every rotation."""
 
-    def _open(self):  # type: ignore[no-untyped-def]
+    def _open(self) -> io.TextIOWrapper:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0),
                      0o600)
         with contextlib.suppress(OSError):
@@ -217,7 +218,7 @@ def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_
     try:
         folder.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = _PrivateFileHandler(
-            path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", errors="backslashreplace"
+            folder / LOG_FILE, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", errors="backslashreplace"
         )
     except OSError as exc:
         print(f"letterpress: cannot write logs to {folder}: {exc}", file=sys.stderr)

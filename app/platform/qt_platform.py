@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def _debian_name(soname: str) -> str:
     return f"{base}-{major}" if base[-1].isdigit() else f"{base}{major}"
 
 
-def current_platform(environ: dict[str, str] | None = None) -> str:
+def current_platform(environ: Mapping[str, str] | None = None) -> str:
     """The platform plugin Qt will pick: `QT_QPA_PLATFORM` (first choice, without options), else the desktop's."""
     env = os.environ if environ is None else environ
     requested = env.get("QT_QPA_PLATFORM", "").strip()

@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.widgets import named
+
 _WORD = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
 DEFAULT_POINT_SIZE = 12
 LARGE_DOCUMENT = 200_000  # characters
@@ -373,16 +375,20 @@ class FindBar(QWidget):
         super().__init__(parent)
         self.setObjectName("findBar")
         self.editor = editor
-        self.find_edit = QLineEdit(self, placeholderText="Find", objectName="findEdit")
-        self.replace_edit = QLineEdit(self, placeholderText="Replace with", objectName="replaceEdit")
-        self.case = QCheckBox("Match case", self, objectName="findMatchCase")
-        self.whole = QCheckBox("Whole word", self, objectName="findWholeWord")
-        self.result = QLabel(self, objectName="findResult")
+        self.find_edit = named(QLineEdit(self), "findEdit")
+        self.find_edit.setPlaceholderText("Find")
+        self.replace_edit = named(QLineEdit(self), "replaceEdit")
+        self.replace_edit.setPlaceholderText("Replace with")
+        self.case = named(QCheckBox("Match case", self), "findMatchCase")
+        self.whole = named(QCheckBox("Whole word", self), "findWholeWord")
+        self.result = named(QLabel(self), "findResult")
         prev_btn = QPushButton("Previous", self)
         next_btn = QPushButton("Next", self)
-        self.replace_btn = QPushButton("Replace", self, objectName="findReplace")
-        self.all_btn = QPushButton("Replace all", self, objectName="findReplaceAll")
-        close = QToolButton(self, text="×", autoRaise=True)
+        self.replace_btn = named(QPushButton("Replace", self), "findReplace")
+        self.all_btn = named(QPushButton("Replace all", self), "findReplaceAll")
+        close = QToolButton(self)
+        close.setText("×")
+        close.setAutoRaise(True)
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 4, 8, 4)
         for w in (self.find_edit, prev_btn, next_btn, self.replace_edit, self.replace_btn, self.all_btn, self.case,

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -37,6 +37,9 @@ from PySide6.QtWidgets import (
 )
 
 from engine.api import EngineError, LoadProgress, ModelInfo
+
+if TYPE_CHECKING:
+    from engine.weights.fit import Precision
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +185,8 @@ def inspect_folder(folder: str, device: str = "auto") -> Inspection:
     return Inspection(folder, summary=summary, device=used_device, fit=rows, fit_note=note)
 
 
-FIT_PRECISIONS = ("nf4", "nf4-mixed", "bf16", "fp32")  # the fit badge shows both quantized schemes
+# the fit badge shows both quantized schemes
+FIT_PRECISIONS: tuple[Precision, ...] = ("nf4", "nf4-mixed", "bf16", "fp32")
 
 
 def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str]:

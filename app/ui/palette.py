@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.widgets import named
+
 SEPARATOR = " ▸ "
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1  # the command's key, drawn right-aligned
 
@@ -66,14 +68,16 @@ def menu_commands(bar: QMenuBar, skip: tuple[QAction, ...] = ()) -> list[Command
         for act in menu.actions():
             if act.isSeparator() or not act.isVisible():
                 continue
-            if act.menu() is not None:
-                walk(act.menu(), f"{prefix}{_clean(act.text())}{SEPARATOR}")
+            sub = act.menu()  # typed QObject (Qt's template); a menu's action holds a QMenu
+            if isinstance(sub, QMenu):
+                walk(sub, f"{prefix}{_clean(act.text())}{SEPARATOR}")
             elif act.text() and act not in skip:
                 found.append(Command(prefix + _clean(act.text()), act))
 
     for top in bar.actions():
-        if top.menu() is not None:
-            walk(top.menu(), f"{_clean(top.text())}{SEPARATOR}")
+        top_menu = top.menu()
+        if isinstance(top_menu, QMenu):
+            walk(top_menu, f"{_clean(top.text())}{SEPARATOR}")
     return found
 
 
@@ -105,9 +109,10 @@ class CommandPalette(QDialog):
         self.setObjectName("commandPalette")
         self.setWindowTitle("Command palette")
         self.commands = commands
-        self.filter = QLineEdit(self, objectName="paletteFilter", placeholderText="Type to find a command…")
+        self.filter = named(QLineEdit(self), "paletteFilter")
+        self.filter.setPlaceholderText("Type to find a command…")
         self.filter.setClearButtonEnabled(True)
-        self.list = QListWidget(self, objectName="paletteList")
+        self.list = named(QListWidget(self), "paletteList")
         self.list.setUniformItemSizes(True)
         self.list.setItemDelegate(_KeyDelegate(self.list))
         layout = QVBoxLayout(self)
@@ -168,7 +173,8 @@ class CommandPalette(QDialog):
         return super().eventFilter(watched, event)
 
     def _move(self, key: int) -> None:
-        step = {Qt.Key.Key_Down: 1, Qt.Key.Key_Up: -1, Qt.Key.Key_PageDown: 8, Qt.Key.Key_PageUp: -8}[key]
+        steps = {Qt.Key.Key_Down: 1, Qt.Key.Key_Up: -1, Qt.Key.Key_PageDown: 8, Qt.Key.Key_PageUp: -8}
+        step = steps[Qt.Key(key)]
         row = self.list.currentRow()
         direction = 1 if step > 0 else -1
         target = row

@@ -124,15 +124,15 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.problems)
         # Every section in one scrolling page; the problems line and the buttons stay outside it, always visible,
         # so the dialog fits a small (800-pixel-high) screen.
-        self.scroll = QScrollArea(self)
-        self.scroll.setObjectName("settingsScroll")
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setObjectName("settingsScroll")
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         page = QWidget()
         page.setObjectName("settingsPage")
         page_layout = QVBoxLayout(page)
-        self.scroll.setWidget(page)
-        layout.addWidget(self.scroll, 1)
+        self.scroll_area.setWidget(page)
+        layout.addWidget(self.scroll_area, 1)
         sections: dict[str, QFormLayout] = {}
         for s in SETTINGS:
             if s.type is dict and s.item_type is not str:  # edited elsewhere (the rewrite strength dial)
@@ -176,8 +176,10 @@ class SettingsDialog(QDialog):
 
     def _fit_screen(self) -> None:
         """As wide as the page wants, as high as the screen allows (the page scrolls, the buttons stay)."""
-        page = self.scroll.widget()
-        width = page.sizeHint().width() + self.scroll.verticalScrollBar().sizeHint().width() + 40
+        page = self.scroll_area.widget()
+        if page is None:  # set in __init__; typed optional by Qt
+            return
+        width = page.sizeHint().width() + self.scroll_area.verticalScrollBar().sizeHint().width() + 40
         screen = self.screen() or QGuiApplication.primaryScreen()
         room = screen.availableGeometry().height() - SCREEN_MARGIN if screen is not None else 740
         room = min(room, 800 - SCREEN_MARGIN)  # also on a big screen: a dialog, not a wall

@@ -83,10 +83,10 @@ class MessageBar(QStatusBar):
         self._timer = QTimer(self, singleShot=True)
         self._timer.timeout.connect(self.clearMessage)
 
-    def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 - Qt's name
+    def showMessage(self, text: str, timeout: int | None = 0) -> None:  # noqa: N802 - Qt's name
         self._message = text
         self.label.set_full_text(text)
-        if timeout > 0:
+        if timeout is not None and timeout > 0:
             self._timer.start(timeout)
         else:
             self._timer.stop()

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 
 from engine.api import CandidateView, Span
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text
+from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text, wait_ready
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
@@ -19,9 +19,6 @@ SHORTER = " She commanded the boats home."  # starts with a space, as rewrite re
 CTRL = Qt.KeyboardModifier.ControlModifier
 SHIFT = Qt.KeyboardModifier.ShiftModifier
 
-
-def wait_ready(qtbot, window):
-    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=10_000)
 
 
 def select_sentence(window):

@@ -8,15 +8,12 @@ from PySide6.QtCore import QPoint, Qt
 
 from engine.api import DenoiseSettings, DraftRequest, RewriteRequest, WarmStart
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text
+from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text, wait_ready
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
 DOC = "The committee met on Tuesday and agreed that the budget should be cut."
 
-
-def wait_ready(qtbot, window, timeout=10_000):
-    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=timeout)
 
 
 def draft(qtbot, window, text="Evening fell."):

@@ -8,16 +8,13 @@ from PySide6.QtGui import QAction
 
 from engine.api import GenerationError, ModelIncompleteError
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, record_ghost_texts, set_text
+from tests.helpers.gui import build_window, ghost_state, ghost_text, record_ghost_texts, set_text, wait_ready
 
 DOC = "The first paragraph ends here.\n\nThe last paragraph starts here."
 
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
-
-def wait_ready(qtbot, window, timeout=10_000):
-    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=timeout)
 
 
 def test_automation_surface_names_and_initial_state(qtbot):

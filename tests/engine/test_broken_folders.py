@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.broken_folders import GOOD, KINDS, Kind, build_corpus
+from tests.helpers.engine_cli import run_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 BY_NAME = {k.name: k for k in KINDS}
@@ -129,8 +130,7 @@ def test_loader_refuses_each_kind_with_a_sentence_under_a_memory_cap(corpus: Pat
 
 def _cli(args: list[str], mb: int = CLI_MB, unprivileged: bool = False):
     prefix = _without_root_override() if unprivileged else []
-    return subprocess.run([*prefix, sys.executable, "-m", "engine", *args], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=120, preexec_fn=_limited(mb))
+    return run_engine(*args, prefix=prefix, env=_env(), timeout=120, preexec_fn=_limited(mb))
 
 
 @pytest.mark.parametrize("command", ["generate", "inspect"])

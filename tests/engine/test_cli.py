@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import torch
+
+from tests.helpers.engine_cli import run_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _engine(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=300)
+    return run_engine(*args, timeout=300)
 
 
 def test_make_tiny_then_generate_jsonl(tmp_path: Path) -> None:

@@ -106,3 +106,8 @@ def wait_suggestion_ready(qtbot: Any, window: Any, timeout: int = 120_000) -> No
     """Wait until the suggestion has settled (a real model can take a while), and insist it did not fail."""
     qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=timeout)
     assert ghost_state(window) == "ready"
+
+
+def wait_ready(qtbot: Any, window: Any, timeout: int = 10_000) -> None:
+    """Wait until the scripted engine's suggestion is shown in full (ghost state "ready")."""
+    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=timeout)

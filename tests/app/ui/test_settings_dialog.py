@@ -22,7 +22,7 @@ def _dialog(qtbot, settings):
 
 def _click_into(qtbot, dlg, name):
     edit = dlg.findChild(QKeySequenceEdit, name)
-    dlg.scroll.ensureWidgetVisible(edit)
+    dlg.scroll_area.ensureWidgetVisible(edit)
     qtbot.mouseClick(edit, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(edit.hasFocus, timeout=2000)
     return edit

@@ -13,13 +13,10 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QAbstractSlider, QApplication
 
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text
+from tests.helpers.gui import build_window, ghost_text, set_text, wait_ready
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
-
-def wait_ready(qtbot, window, timeout=10_000):
-    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=timeout)
 
 
 def type_where_focus_is(qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from engine import fake
 from engine.fake import FakeEngine
-from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text
+from tests.helpers.gui import build_window, ghost_state, ghost_text, set_text, wait_ready
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
@@ -21,9 +21,6 @@ DOC = BEFORE + SENTENCE + AFTER
 CTRL = Qt.KeyboardModifier.ControlModifier
 SHIFT = Qt.KeyboardModifier.ShiftModifier
 
-
-def wait_ready(qtbot, window):
-    qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=10_000)
 
 
 def rewrite_sentence(qtbot, window):

@@ -1,0 +1,36 @@
+"""The engine's command line run as a user would run it: `python -m engine ...` in a child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def engine_env(**extra: str) -> dict[str, str]:
+    """The environment the child gets: this checkout on the path, one CPU thread per child."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **extra}
+
+
+def run_engine(
+    *args: str,
+    timeout: float = 300,
+    prefix: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    preexec_fn: Callable[[], object] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m engine *args` from the repository root, its output captured as text (`prefix`: a wrapper
+    command such as setpriv; `preexec_fn`: e.g. a memory limit set in the child)."""
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "engine", *args],
+        capture_output=True,
+        text=True,
+        env=dict(engine_env() if env is None else env),
+        cwd=ROOT,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
