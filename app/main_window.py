@@ -86,7 +86,7 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
-        self.firstRunHint = QLabel(central, objectName="firstRunHint")  # shown once, above the page
+        self.firstRunHint = named(QLabel(central), "firstRunHint")  # shown once, above the page
         self.firstRunHint.setWordWrap(True)
         self.firstRunHint.setContentsMargins(10, 6, 10, 6)
         self.firstRunHint.setToolTip("Shown on the first start only; Help ▸ Getting started shows it again.")

@@ -48,6 +48,7 @@ import re
 from collections.abc import Sequence
 import dataclasses
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import torch
 
@@ -253,9 +254,9 @@ def plan(
     word start, so only such a ban keeps the model from writing into it."""
     ids, flags = segment_ids(tokenizer, warm.text, warm.pins, decode)
     after, before = _glue_positions(warm.text, warm.pins, flags)
-    glue = dict(glue_after=tuple(after), glue_before=tuple(before),
-                after_ids=continuation_ids(tokenizer) if after else (),
-                before_ids=word_end_ids(tokenizer) if before else ())
+    glue = _Glue(glue_after=tuple(after), glue_before=tuple(before),
+                 after_ids=continuation_ids(tokenizer) if after else (),
+                 before_ids=word_end_ids(tokenizer) if before else ())
     if max_tokens is not None and len(ids) + 1 > max_tokens:
         raise CanvasError(
             f"The text to start from takes {len(ids) + 1} tokens, more than the {max_tokens} this request can "
@@ -273,6 +274,15 @@ def plan(
     pinned = torch.tensor([pin_row] * rows, dtype=torch.bool)
     noised = _draw_noise(pinned, warm.noise, rows, seed)
     return WarmCanvas(ids_t, pinned, noised, warm.noise, tuple(stop_ids), canvas_length, text_tokens, **glue)
+
+
+class _Glue(TypedDict):
+    """The glue fields of a `WarmCanvas`, passed on as keywords."""
+
+    glue_after: tuple[int, ...]
+    glue_before: tuple[int, ...]
+    after_ids: tuple[int, ...]
+    before_ids: tuple[int, ...]
 
 
 def _glue_positions(text: str, pins: Sequence[tuple[int, int]], flags: list[bool]) -> tuple[list[int], list[int]]:
@@ -308,12 +318,12 @@ def _runs_into_a_word(piece: object, side: int) -> bool:
     return piece[side].isalnum()
 
 
-def continuation_ids(tokenizer: object) -> tuple[int, ...]:
+def continuation_ids(tokenizer: Any) -> tuple[int, ...]:
     """Ids of the tokens that start with a letter or digit (no leading space marker): the ones that glue onto
     the word before them. Read from the vocabulary once per tokenizer."""
     key = id(tokenizer)
     if key not in _CONTINUATIONS:
-        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))  # type: ignore[attr-defined]
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
         _CONTINUATIONS[key] = tuple(i for i, piece in enumerate(pieces) if _runs_into_a_word(piece, 0))
     return _CONTINUATIONS[key]
 
@@ -321,11 +331,11 @@ def continuation_ids(tokenizer: object) -> tuple[int, ...]:
 _WORD_ENDS: dict[int, tuple[int, ...]] = {}
 
 
-def word_end_ids(tokenizer: object) -> tuple[int, ...]:
+def word_end_ids(tokenizer: Any) -> tuple[int, ...]:
     """Ids of the tokens that end with a letter or digit: the ones that run into a word after them."""
     key = id(tokenizer)
     if key not in _WORD_ENDS:
-        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))  # type: ignore[attr-defined]
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
         _WORD_ENDS[key] = tuple(i for i, piece in enumerate(pieces) if _runs_into_a_word(piece, -1))
     return _WORD_ENDS[key]
 

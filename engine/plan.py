@@ -257,7 +257,7 @@ def _warm(
     if isinstance(request, RewriteRequest):
         start = request.warm_start()
         if request.max_new_tokens is None:  # the app's rewrites: the length follows the selection (canvas.py)
-            window = _length_window(model, start.text if request.canvas else request.selection,
+            window = _length_window(model, start.text if request.canvas and start else request.selection,
                                     "" if request.canvas else request.instruction)
             start = start or WarmStart(request.selection, noise=1.0)
     elif isinstance(request, DraftRequest):

@@ -14,9 +14,12 @@ the logits + the bf16 probabilities + one chunk: about 4 bytes per cell.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 CHUNK_ROWS = 32  # canvas rows per softmax chunk: 32 x 262,144 cells, 64 MB of fp32 (x2 for the kernel's copy)
 
@@ -41,7 +44,7 @@ class ChunkedSelfConditioning:
     """Holds the previous step's logits for one decoder call and feeds them to the self-conditioning block in
     chunks (see the module docstring). `put(logits)` before the forward; nothing else keeps them."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: DiffusionGemmaForBlockDiffusion) -> None:
         decoder = model.model.decoder
         self._embed = decoder.embed_tokens
         self._tensor: torch.Tensor | None = None

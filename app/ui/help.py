@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtGui import QAction, QKeySequence
+from app.ui.widgets import named
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -99,10 +100,10 @@ class ShortcutSheet(QDialog):
         super().__init__(window)
         self.setObjectName("shortcutSheet")
         self.setWindowTitle("Keyboard shortcuts")
-        self.filter = QLineEdit(self, objectName="shortcutFilter")
+        self.filter = named(QLineEdit(self), "shortcutFilter")
         self.filter.setPlaceholderText("Search commands or keys (e.g. pin, Alt+)")
         self.filter.setClearButtonEnabled(True)
-        self.table = QTableWidget(0, 2, self, objectName="shortcutTable")
+        self.table = named(QTableWidget(0, 2, self), "shortcutTable")
         self.table.setHorizontalHeaderLabels(["Command", "Keys"])
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -122,12 +123,16 @@ class ShortcutSheet(QDialog):
         self.filter.textChanged.connect(self._on_filter)
         self.resize(520, 560)
 
+    def _cell(self, row: int, column: int) -> str:
+        item = self.table.item(row, column)
+        return item.text() if item is not None else ""
+
     def _on_filter(self, text: str) -> None:
         words = text.lower().split()
         for r in range(self.table.rowCount()):
-            row = f"{self.table.item(r, 0).text()} {self.table.item(r, 1).text()}".lower()
+            row = f"{self._cell(r, 0)} {self._cell(r, 1)}".lower()
             self.table.setRowHidden(r, not all(w in row for w in words))
 
     def visible_rows(self) -> list[tuple[str, str]]:
-        return [(self.table.item(r, 0).text(), self.table.item(r, 1).text())
+        return [(self._cell(r, 0), self._cell(r, 1))
                 for r in range(self.table.rowCount()) if not self.table.isRowHidden(r)]

@@ -29,6 +29,7 @@ import os
 import platform
 import subprocess
 import sys
+from types import FrameType
 import tempfile
 import threading
 import time
@@ -215,7 +216,7 @@ def _syncs(ctx: dict[str, Any]) -> dict[str, Any]:
 def _in_kernel() -> bool:
     """Inside an emulated Triton launch (the interpreter's own host work is not the path's: on a GPU the launch is
     asynchronous)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "grouped_mm_nt":
             return "interpret" in frame.f_locals and frame.f_locals.get("grid") is not None
@@ -260,10 +261,12 @@ def _compile(ctx: dict[str, Any]) -> dict[str, Any]:
     from engine.tools.real_shape import real_config_dict
     from engine.weights.quantize import _convert_experts
 
-    config = DiffusionGemmaConfig(**real_config_dict(layers=1, vocab_size=4096)).text_config
+    # Any: transformers types `text_config` as config | dict | None, and the experts below become NF4 stacks
+    # (`NF4Experts`) in place, which their class does not declare.
+    config: Any = DiffusionGemmaConfig(**real_config_dict(layers=1, vocab_size=4096)).text_config
     device = "meta" if ctx["dry_run"] else "cuda"
     with torch.device("meta"):
-        experts = DiffusionGemmaTextExperts(config)
+        experts: Any = DiffusionGemmaTextExperts(config)
     _convert_experts(experts, torch.bfloat16)
     if device == "cuda":
         gen = torch.Generator(device="cuda").manual_seed(0)

@@ -258,7 +258,7 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
     for mem in devices_found():
         for precision in ("nf4", "nf4-mixed", "bf16") if mem.device.startswith("cuda") else ("nf4", "nf4-mixed",
                                                                                               "fp32"):
-            est = estimate(config, precision, device=f"{mem.device} ({mem.name})",  # type: ignore[arg-type]
+            est = estimate(config, precision, device=f"{mem.device} ({mem.name})",
                            available_bytes=mem.free_bytes)
             fits.append({"device": mem.device, "precision": precision, "verdict": est.verdict,
                          "total_bytes": est.total_bytes, "lines": list(est.lines)})

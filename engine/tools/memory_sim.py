@@ -114,7 +114,7 @@ def real_meta_model(layers: int = 30, vocab_size: int = 262144) -> Any:
 
         attention.install()
         config = DiffusionGemmaConfig(**real_config_dict(layers, vocab_size))
-        model = build_skeleton_from_config(config, torch.bfloat16, nf4=True).to("meta").eval()
+        model = build_skeleton_from_config(config, torch.bfloat16, nf4=True).to("meta").eval()  # type: ignore[arg-type]  # transformers types `to` as the unbound function (self = the device)
         fastpath.sync_free_experts(model)
         _MODELS[key] = model
     return _MODELS[key]
@@ -151,10 +151,7 @@ def _cache(model: Any, rows: int, positions: int) -> Any:
 
 
 def _handoff(model: Any) -> Any:
-    try:
-        from engine.sampling import SelfConditioningHandoff  # where the planning refactor puts it
-    except ImportError:
-        from engine.lean_step import SelfConditioningHandoff
+    from engine.sampling import SelfConditioningHandoff
     return SelfConditioningHandoff(model.model)
 
 

@@ -468,7 +468,7 @@ def read_config(model_dir: str | Path) -> dict[str, Any]:
     """config.json, read with the validation pass's cap (a typed error, never an unbounded read)."""
     from engine.weights.validate import read_json
 
-    return read_json(Path(model_dir) / "config.json")  # type: ignore[no-any-return]
+    return read_json(Path(model_dir) / "config.json")
 
 
 @dataclass(frozen=True)

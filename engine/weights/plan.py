@@ -38,7 +38,7 @@ PLANS: dict[str, dict[Kind, Storage]] = {
             "norms": "16-bit"},
     "nf4-mixed": {"router": "16-bit", "attention": "int8", "dense_mlp": "int8", "experts": "nf4",
                   "embedding": "16-bit", "norms": "16-bit"},
-    "none": dict.fromkeys(KINDS, "compute"),  # type: ignore[dict-item]
+    "none": dict.fromkeys(KINDS, "compute"),
 }
 
 NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
