@@ -55,8 +55,8 @@ class Teacher(Protocol):
         """One answer per user message (chat template applied), seeded, batch as given."""
         ...
 
-    def score(self, texts: list[str]) -> list[tuple[float, int]]:
-        """(sum of next-token negative log-likelihoods in nats, token count) of each plain text."""
+    def score(self, pairs: list[tuple[str, str]]) -> list[tuple[float, int]]:
+        """(sum of negative log-likelihoods in nats, token count) of each text's tokens given its context."""
         ...
 
 
@@ -161,18 +161,21 @@ class HFTeacher:
         new = out[:, enc["input_ids"].shape[1] :]
         return [self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in new]
 
-    def score(self, texts: list[str]) -> list[tuple[float, int]]:
+    def score(self, pairs: list[tuple[str, str]]) -> list[tuple[float, int]]:
         torch = self._torch
         results = []
-        for text in texts:  # one at a time: exact, no padding effects
-            ids = self.tokenizer(text, return_tensors="pt")["input_ids"][:, :1024].to(self.device)
-            if ids.shape[1] < 2:
+        for context, text in pairs:  # one at a time: exact, no padding effects
+            ctx = self.tokenizer(context)["input_ids"] if context else []
+            body = self.tokenizer(text)["input_ids"]
+            ids = torch.tensor([(ctx + body)[:1024]], device=self.device)
+            start = max(1, len(ctx))
+            if ids.shape[1] <= start:
                 results.append((0.0, 0))
                 continue
             with torch.inference_mode():
-                logits = self.model(ids).logits[0, :-1].float()
-            nll = torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="sum")
-            results.append((float(nll), int(ids.shape[1] - 1)))
+                logits = self.model(ids).logits[0, start - 1 : -1].float()
+            nll = torch.nn.functional.cross_entropy(logits, ids[0, start:], reduction="sum")
+            results.append((float(nll), int(ids.shape[1] - start)))
         return results
 
 

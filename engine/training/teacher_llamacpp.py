@@ -163,27 +163,28 @@ class LlamaCppTeacher:
             logits = self._decode(step_entries)
         return [self.tokenizer.decode(a, skip_special_tokens=True).strip() for a in answers]
 
-    def score(self, texts: list[str]) -> list[tuple[float, int]]:
+    def score(self, pairs: list[tuple[str, str]]) -> list[tuple[float, int]]:
         results = []
-        for text in texts:
-            ids = self.tokenizer(text)["input_ids"][: self.per_seq]
-            if len(ids) < 2:
+        ll, b = self.ll, self.batch
+        for context, text in pairs:
+            ctx = self.tokenizer(context)["input_ids"] if context else []
+            ids = (ctx + self.tokenizer(text)["input_ids"])[: self.per_seq]
+            start = max(1, len(ctx))
+            if len(ids) <= start:
                 results.append((0.0, 0))
                 continue
             self._clear()
-            nll = 0.0
-            ll = self.ll
-            b = self.batch
             b.n_tokens = len(ids)
             for i, tok in enumerate(ids):
                 b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = tok, i, 1, 1
                 b.seq_id[i][0] = 0
             if ll.llama_decode(self.ctx, b) != 0:
                 raise RuntimeError("llama_decode failed")
-            for i in range(len(ids) - 1):
+            nll = 0.0
+            for i in range(start - 1, len(ids) - 1):
                 row = np.ctypeslib.as_array(ll.llama_get_logits_ith(self.ctx, i), shape=(self.n_vocab,))
                 row = row.astype(np.float64)
                 m = row.max()
                 nll += float(m + np.log(np.exp(row - m).sum()) - row[ids[i + 1]])
-            results.append((nll, len(ids) - 1))
+            results.append((nll, len(ids) - start))
         return results

@@ -27,7 +27,9 @@ import torch
 
 from engine.tools.tiny import save_checkpoint, tiny_config, train_tokenizer
 from engine.training import corpus as corpus_mod
-from engine.training.examples import Example, sample_examples
+from engine.training import examples as examples_mod
+from engine.training import story_examples
+from engine.training.examples import Example
 from engine.training.objective import collate, denoising_accuracy, diffusion_loss
 
 
@@ -50,7 +52,9 @@ class Hyper:
     self_conditioning_prob: float = 0.5
     pad_weight: float = 0.1
     eval_examples: int = 96
-    corpus: str = "web"  # "web" (Debian sword-text-web) or "sample" (built in, for tests)
+    corpus: str = "web"  # "web" (Debian sword-text-web), "sample" (built in, for tests) or "teacher" (below)
+    corpus_dirs: str = ""  # "teacher": comma-separated `engine.training.corpus_gen` output folders
+    corpus_chunks: int = 0  # "teacher": read only the first N chunks of each folder (0: all; fixed for a run)
     dtype: str = "bfloat16"  # dtype of the exported weights
 
 
@@ -62,19 +66,33 @@ def lr_at(step: int, h: Hyper) -> float:
     return h.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def load_corpus(h: Hyper, cache_dir: Path) -> tuple[list[corpus_mod.Chapter], list[corpus_mod.Chapter]]:
+def load_corpus(h: Hyper, cache_dir: Path) -> tuple[Any, Any]:
+    """(train, held_out): chapter lists for "web"/"sample", `story_corpus.StoryCorpus` for "teacher"."""
+    if h.corpus == "teacher":
+        from engine.training import story_corpus
+
+        dirs = [Path(d) for d in h.corpus_dirs.split(",") if d]
+        return story_corpus.load(dirs, h.corpus_chunks or None)
     if h.corpus == "sample":
         chapters = corpus_mod.sample_passages()
         return chapters, chapters
     return corpus_mod.split(corpus_mod.load_chapters(cache_dir / "corpus.txt"))
 
 
-def tokenizer_texts(chapters: list[corpus_mod.Chapter]) -> list[str]:
+def sample_examples(chapters: Any, tokenizer: Any, canvas_length: int, max_prefix: int, rng: random.Random,
+                    count: int) -> list[Example]:
+    """Examples from either corpus kind (the teacher's corpus has its own builder, same canvases)."""
+    build = examples_mod.sample_examples if isinstance(chapters, list) else story_examples.sample_examples
+    return build(chapters, tokenizer, canvas_length, max_prefix, rng, count)
+
+
+def tokenizer_texts(chapters: Any) -> list[str]:
     from engine.api import REWRITE_PRESETS
     from engine.prompts import DRAFT_HEADER, INFILL_HEADER, REWRITE_HEADER
 
     prompts = [DRAFT_HEADER, REWRITE_HEADER, INFILL_HEADER, "Context before:", "Context after:", "…"]
-    return [c.text for c in chapters] + prompts * 50 + list(REWRITE_PRESETS.values()) * 50
+    texts = [c.text for c in chapters] if isinstance(chapters, list) else chapters.texts()
+    return texts + prompts * 50 + list(REWRITE_PRESETS.values()) * 50
 
 
 def batches_for_step(chapters, tokenizer, h: Hyper, step: int) -> list[Example]:
@@ -86,8 +104,9 @@ def batches_for_step(chapters, tokenizer, h: Hyper, step: int) -> list[Example]:
 def evaluate_batch(model, examples: list[Example], pad_id: int, t: float) -> tuple[int, int, list[int]]:
     correct = total = 0
     targets: list[int] = []
+    device = next(model.parameters()).device
     for i in range(0, len(examples), 16):
-        batch = collate(examples[i : i + 16], pad_id)
+        batch = collate(examples[i : i + 16], pad_id).to(device)
         c, n, tgt = denoising_accuracy(model, batch, t, pad_id, seed=i)
         correct, total = correct + c, total + n
         targets.extend(tgt.tolist())
@@ -103,7 +122,7 @@ def unigram_mode(chapters, tokenizer, h: Hyper) -> int:
 
 
 def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save_every: int = 50,
-        max_minutes: float | None = None, quiet: bool = False) -> dict[str, Any]:
+        max_minutes: float | None = None, quiet: bool = False, device: str = "cpu") -> dict[str, Any]:
     from transformers import DiffusionGemmaForBlockDiffusion
 
     out.mkdir(parents=True, exist_ok=True)
@@ -115,18 +134,18 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         len(tokenizer), canvas_length=h.canvas_length, hidden_size=h.hidden_size, layers=h.layers,
         experts=h.experts, top_k=h.top_k, max_positions=h.max_positions,
     )
-    model = DiffusionGemmaForBlockDiffusion(config)
+    model = DiffusionGemmaForBlockDiffusion(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=h.lr, weight_decay=h.weight_decay, betas=(0.9, 0.98))
     state_path = out / "state.pt"
     step = 0
     if state_path.is_file():
-        state = torch.load(state_path, weights_only=True)
-        if state["hyper"] != asdict(h):
+        state = torch.load(state_path, weights_only=True, map_location=device)
+        if {**asdict(Hyper()), **state["hyper"]} != asdict(h):  # fields added later keep their defaults
             raise SystemExit(f"{state_path} was written with other hyperparameters; use another --out.")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step = state["step"]
-        torch.set_rng_state(state["torch_rng"])
+        torch.set_rng_state(state["torch_rng"].cpu())
     held = sample_examples(held_chapters, tokenizer, h.canvas_length, h.max_prefix, random.Random(h.seed + 1),
                            h.eval_examples)
     mode = unigram_mode(train_chapters, tokenizer, h)
@@ -167,7 +186,7 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, h)
         examples = batches_for_step(train_chapters, tokenizer, h, step)
-        loss = diffusion_loss(model, collate(examples, tokenizer.pad_token_id), h.self_conditioning_prob,
+        loss = diffusion_loss(model, collate(examples, tokenizer.pad_token_id).to(device), h.self_conditioning_prob,
                               tokenizer.pad_token_id, h.pad_weight)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -194,15 +213,12 @@ def export(model, tokenizer, folder: Path, h: Hyper, metrics: dict[str, Any], se
     """Write the loadable checkpoint in the shipped dtype, with the training record beside it."""
     import copy
 
-    shipped = copy.deepcopy(model).to(getattr(torch, h.dtype)).eval()
+    shipped = copy.deepcopy(model).cpu().to(getattr(torch, h.dtype)).eval()
     save_checkpoint(shipped, tokenizer, folder, max_new_tokens=128)
     record = {
-        "command": f"python -m engine.training.train --out DIR --steps {h.steps} --seed {h.seed}",
+        "command": command_for(h),
         "hyperparameters": asdict(h),
-        "corpus": {"source": corpus_mod.SOURCE if h.corpus == "web" else "built-in sample passages",
-                   "licence": corpus_mod.LICENCE if h.corpus == "web" else "written for this project",
-                   "debian_packages": list(corpus_mod.PACKAGES) if h.corpus == "web" else [],
-                   "held_out": f"every {corpus_mod.HELD_OUT_EVERY}th chapter"},
+        "corpus": corpus_record(h),
         "metrics": metrics,
         "train_seconds_this_session": round(seconds),
         "torch": torch.__version__,
@@ -211,20 +227,64 @@ def export(model, tokenizer, folder: Path, h: Hyper, metrics: dict[str, Any], se
     return folder
 
 
+def command_for(h: Hyper) -> str:
+    """The command line that reproduces (and resumes) this run."""
+    cmd = f"python -m engine.training.train --out DIR --steps {h.steps} --seed {h.seed}"
+    if h.corpus != "web":
+        cmd += f" --corpus {h.corpus}" + "".join(f" --corpus-dir {d}" for d in h.corpus_dirs.split(",") if d)
+    if h.corpus_chunks:
+        cmd += f" --corpus-chunks {h.corpus_chunks}"
+    for name in ("batch_size", "lr", "hidden_size", "layers"):
+        if getattr(h, name) != getattr(Hyper, name):
+            cmd += f" --{name.replace('_', '-')} {getattr(h, name)}"
+    return cmd
+
+
+def corpus_record(h: Hyper) -> dict[str, Any]:
+    """What the training text was and under which licence (written into training.json)."""
+    if h.corpus == "teacher":
+        from engine.training import recipes, teacher
+
+        manifests = [json.loads((Path(d) / "manifest.json").read_text()) for d in h.corpus_dirs.split(",") if d
+                     and (Path(d) / "manifest.json").is_file()]
+        return {"source": f"generated by the teacher {teacher.TEACHER_ID} from seeded prompts "
+                          "(engine.training.recipes, engine.training.corpus_gen)",
+                "licence": teacher.LICENCE, "teacher_sha256": teacher.SHA256,
+                "held_out": f"item index % {recipes.HELD_OUT_EVERY} == {recipes.HELD_OUT_AT}",
+                "chunks_per_folder": h.corpus_chunks or "all",
+                "generation": [{k: m.get(k) for k in ("seed", "chunk_size", "batch_size", "backend", "threads",
+                                                       "recipes_sha256", "command")} for m in manifests]}
+    return {"source": corpus_mod.SOURCE if h.corpus == "web" else "built-in sample passages",
+            "licence": corpus_mod.LICENCE if h.corpus == "web" else "written for this project",
+            "debian_packages": list(corpus_mod.PACKAGES) if h.corpus == "web" else [],
+            "held_out": f"every {corpus_mod.HELD_OUT_EVERY}th chapter"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--steps", type=int, default=Hyper.steps)
     parser.add_argument("--seed", type=int, default=Hyper.seed)
-    parser.add_argument("--corpus", choices=["web", "sample"], default=Hyper.corpus)
+    parser.add_argument("--corpus", choices=["web", "sample", "teacher"], default=Hyper.corpus)
+    parser.add_argument("--corpus-dir", action="append", default=[],
+                        help="--corpus teacher: a corpus_gen output folder (repeatable)")
+    parser.add_argument("--corpus-chunks", type=int, default=0, help="read only the first N chunks of each folder")
+    parser.add_argument("--batch-size", type=int, default=Hyper.batch_size)
+    parser.add_argument("--lr", type=float, default=Hyper.lr)
+    parser.add_argument("--hidden-size", type=int, default=Hyper.hidden_size)
+    parser.add_argument("--layers", type=int, default=Hyper.layers)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (and export) after this long")
     parser.add_argument("--eval-every", type=int, default=200)
     parser.add_argument("--save-every", type=int, default=50)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    h = Hyper(steps=args.steps, seed=args.seed, corpus=args.corpus)
-    metrics = run(args.out, h, eval_every=args.eval_every, save_every=args.save_every, max_minutes=args.max_minutes)
+    h = Hyper(steps=args.steps, seed=args.seed, corpus=args.corpus, corpus_dirs=",".join(args.corpus_dir),
+              corpus_chunks=args.corpus_chunks, batch_size=args.batch_size, lr=args.lr,
+              hidden_size=args.hidden_size, layers=args.layers)
+    metrics = run(args.out, h, eval_every=args.eval_every, save_every=args.save_every, max_minutes=args.max_minutes,
+                  device=args.device)
     print(json.dumps({"final": metrics}))
     return 0
 
