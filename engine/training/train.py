@@ -95,6 +95,19 @@ def tokenizer_texts(chapters: Any) -> list[str]:
     return texts + prompts * 50 + list(REWRITE_PRESETS.values()) * 50
 
 
+def run_tokenizer(out: Path, train_chapters: Any, h: Hyper) -> Any:
+    """The run's tokenizer: trained once and kept in `out/tokenizer`, so a resumed run (whose corpus folder
+    may have grown meanwhile) keeps the ids its weights were trained on."""
+    from transformers import PreTrainedTokenizerFast
+
+    folder = out / "tokenizer"
+    if (folder / "tokenizer.json").is_file():
+        return PreTrainedTokenizerFast.from_pretrained(str(folder))
+    tokenizer = train_tokenizer(tokenizer_texts(train_chapters), h.vocab_size)
+    tokenizer.save_pretrained(str(folder))
+    return tokenizer
+
+
 def batches_for_step(chapters, tokenizer, h: Hyper, step: int) -> list[Example]:
     """The batch for `step`: a pure function of (seed, step), so resuming replays the same data."""
     rng = random.Random(h.seed * 1_000_003 + step)
@@ -129,7 +142,7 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
     random.seed(h.seed)
     torch.manual_seed(h.seed)
     train_chapters, held_chapters = load_corpus(h, out)
-    tokenizer = train_tokenizer(tokenizer_texts(train_chapters), h.vocab_size)
+    tokenizer = run_tokenizer(out, train_chapters, h)
     config = tiny_config(
         len(tokenizer), canvas_length=h.canvas_length, hidden_size=h.hidden_size, layers=h.layers,
         experts=h.experts, top_k=h.top_k, max_positions=h.max_positions,

@@ -177,3 +177,35 @@ def test_training_on_the_teacher_corpus_runs_and_records_it(tmp_path: Path) -> N
     assert record["metrics"]["step"] == 3
     assert "SmolLM2" in record["corpus"]["source"] and record["corpus"]["generation"][0]["seed"] == 0
     assert "--corpus teacher" in record["command"]
+
+
+@pytest.mark.slow
+def test_the_gpu_recipe_dry_run_writes_its_figures_in_one_folder(tmp_path: Path) -> None:
+    from engine.training import gpu_recipe
+
+    _generate(tmp_path / "corpus", chunks=2)
+    (tmp_path / "corpus" / "manifest.json").write_text(json.dumps({"seed": 0, "backend": "scripted"}))
+    out = tmp_path / "gpu"
+    threads = torch.get_num_threads()
+    try:
+        code = gpu_recipe.main(
+            [
+                "--out",
+                str(out),
+                "--minutes",
+                "1",
+                "--dry-run",
+                "--no-generate",
+                "--corpus-dir",
+                str(tmp_path / "corpus"),
+            ]
+        )
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0
+    figures = json.loads((out / "figures.json").read_text())
+    assert figures["device"] == "cpu" and figures["train"]["steps"] >= 4
+    assert str(out / "run" / "model") in figures["judge"]
+    judged = figures["judge"][str(out / "run" / "model")]
+    assert 0 <= judged["english_word_share"] <= 1 and "grammar_unchanged" in judged
+    assert (out / "run" / "model" / "model.safetensors").is_file() and (out / "recipe.log").is_file()
