@@ -122,6 +122,8 @@ def sample_examples(
     corpus: StoryCorpus, tokenizer: Any, canvas_length: int, max_prefix: int, rng: random.Random, count: int
 ) -> list[Example]:
     """`count` examples drawn from random stories, pairs and tasks (a pure function of `rng`'s state)."""
+    if not corpus.stories:  # e.g. the held-out part of a corpus whose first chunks are still being written
+        return []
     by_preset: dict[str, list[Any]] = {}
     for pair in corpus.rewrites:
         by_preset.setdefault(pair.preset, []).append(pair)

@@ -55,6 +55,7 @@ class Hyper:
     corpus: str = "web"  # "web" (Debian sword-text-web), "sample" (built in, for tests) or "teacher" (below)
     corpus_dirs: str = ""  # "teacher": comma-separated `engine.training.corpus_gen` output folders
     corpus_chunks: int = 0  # "teacher": read only the first N chunks of each folder (0: all; fixed for a run)
+    corpus_reload: int = 0  # "teacher": re-read the folders every N steps (0: never), while the corpus still grows
     dtype: str = "bfloat16"  # dtype of the exported weights
 
 
@@ -135,7 +136,8 @@ def unigram_mode(chapters, tokenizer, h: Hyper) -> int:
 
 
 def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save_every: int = 50,
-        max_minutes: float | None = None, quiet: bool = False, device: str = "cpu") -> dict[str, Any]:
+        max_minutes: float | None = None, quiet: bool = False, device: str = "cpu",
+        keep_exports: bool = False) -> dict[str, Any]:
     from transformers import DiffusionGemmaForBlockDiffusion
 
     out.mkdir(parents=True, exist_ok=True)
@@ -189,6 +191,10 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
             metrics[f"unigram_acc_t{t}"] = baseline
         model.train()
         export(model, tokenizer, out / "model", h, metrics, time.monotonic() - started)
+        if keep_exports:  # every eval's model stays, for a curve of judge figures against training tokens
+            import shutil
+
+            shutil.copytree(out / "model", out / "exports" / f"step-{step:06d}", dirs_exist_ok=True)
         emit({"eval": metrics})
 
     model.train()
@@ -198,6 +204,10 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
             break
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, h)
+        if h.corpus == "teacher" and h.corpus_reload and step and step % h.corpus_reload == 0:
+            train_chapters = load_corpus(h, out)[0]  # the generator wrote more chunks meanwhile
+            emit({"step": step, "corpus_stories": len(train_chapters.stories),
+                  "corpus_rewrites": len(train_chapters.rewrites)})
         examples = batches_for_step(train_chapters, tokenizer, h, step)
         loss = diffusion_loss(model, collate(examples, tokenizer.pad_token_id).to(device), h.self_conditioning_prob,
                               tokenizer.pad_token_id, h.pad_weight)
@@ -209,6 +219,7 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         running += loss.item()
         if step % log_every == 0:
             emit({"step": step, "loss": running / log_every, "lr": lr_at(step, h),
+                  "canvas_tokens": step * h.batch_size * h.canvas_length,
                   "elapsed_s": round(time.monotonic() - started, 1)})
             running = 0.0
         if step % save_every == 0:
@@ -247,6 +258,8 @@ def command_for(h: Hyper) -> str:
         cmd += f" --corpus {h.corpus}" + "".join(f" --corpus-dir {d}" for d in h.corpus_dirs.split(",") if d)
     if h.corpus_chunks:
         cmd += f" --corpus-chunks {h.corpus_chunks}"
+    if h.corpus_reload:
+        cmd += f" --corpus-reload {h.corpus_reload}"
     for name in ("batch_size", "lr", "hidden_size", "layers"):
         if getattr(h, name) != getattr(Hyper, name):
             cmd += f" --{name.replace('_', '-')} {getattr(h, name)}"
@@ -282,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus-dir", action="append", default=[],
                         help="--corpus teacher: a corpus_gen output folder (repeatable)")
     parser.add_argument("--corpus-chunks", type=int, default=0, help="read only the first N chunks of each folder")
+    parser.add_argument("--corpus-reload", type=int, default=0, help="re-read the corpus every N steps")
     parser.add_argument("--batch-size", type=int, default=Hyper.batch_size)
     parser.add_argument("--lr", type=float, default=Hyper.lr)
     parser.add_argument("--hidden-size", type=int, default=Hyper.hidden_size)
@@ -291,13 +305,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (and export) after this long")
     parser.add_argument("--eval-every", type=int, default=200)
     parser.add_argument("--save-every", type=int, default=50)
+    parser.add_argument("--keep-exports", action="store_true", help="keep each eval's model in DIR/exports/")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     h = Hyper(steps=args.steps, seed=args.seed, corpus=args.corpus, corpus_dirs=",".join(args.corpus_dir),
-              corpus_chunks=args.corpus_chunks, batch_size=args.batch_size, lr=args.lr,
+              corpus_chunks=args.corpus_chunks, corpus_reload=args.corpus_reload, batch_size=args.batch_size, lr=args.lr,
               hidden_size=args.hidden_size, layers=args.layers)
     metrics = run(args.out, h, eval_every=args.eval_every, save_every=args.save_every, max_minutes=args.max_minutes,
-                  device=args.device)
+                  device=args.device, keep_exports=args.keep_exports)
     print(json.dumps({"final": metrics}))
     return 0
 
