@@ -1,4 +1,4 @@
-"""Letterpress desktop app (PySide6). Never imports torch: the engine runs in `app.engine_host`'s thread.
+"""Letterpress desktop app (PySide6). Never imports torch: the engine runs in `app.assist.engine_host`'s thread.
 
 `create_window(argv)` is the automation surface: it builds the full window exactly as `python -m app` does
 (engine host started, model from `--model DIR` or the configured default) without entering the event loop.
@@ -8,26 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# Re-exported: `app.qt_binding_problem` is what the installers and pyproject.toml name.
+from app.platform.qt_platform import BROKEN_QT_BINDINGS, qt_binding_problem
+
 if TYPE_CHECKING:
     from app.main_window import MainWindow
-
-# PySide6 6.12.0 drops a reference on every Python-side `Signal.emit()` (it returns True without a reference)
-# and on every Python slot called from C++ (the slot's return value): a Qt app aborts after a few hundred
-# signals with "bool_dealloc"/"none_dealloc". 6.11.3 is fine.
-BROKEN_QT_BINDINGS = {"6.12.0"}
-
-
-def qt_binding_problem() -> str:
-    """Why the installed PySide6 cannot run Letterpress ("" when it can)."""
-    import PySide6
-
-    version = PySide6.__version__
-    if version in BROKEN_QT_BINDINGS:
-        return (
-            f"PySide6 {version} has a reference-counting bug that crashes Qt applications; "
-            'install another version: pip install "PySide6-Essentials==6.11.3" "shiboken6==6.11.3"'
-        )
-    return ""
 
 
 def create_window(argv: list[str] | None = None) -> MainWindow:
@@ -37,4 +22,4 @@ def create_window(argv: list[str] | None = None) -> MainWindow:
     return build_window(parse_args(argv))
 
 
-__all__ = ["create_window", "qt_binding_problem"]
+__all__ = ["BROKEN_QT_BINDINGS", "create_window", "qt_binding_problem"]

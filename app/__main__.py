@@ -8,12 +8,13 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from engine.resources import demo_model_dir
 
 log = logging.getLogger("app")
 
-DEMO_MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "letterpress-demo"
+DEMO_MODEL = demo_model_dir()
 
 # Called with the parsed arguments before the window exists (the documents/logging module hooks in here).
 LOGGING_SETUP: list[Callable[[argparse.Namespace], None]] = []
@@ -94,7 +95,7 @@ def fake_engine_factory(spec: str) -> Callable[[], Any]:
 
 def _settings() -> Any | None:
     try:
-        from app.settings import Settings
+        from app.config.settings import Settings
     except ImportError:
         return None
     return Settings()
@@ -115,10 +116,10 @@ def build_window(args: argparse.Namespace) -> Any:
     """Everything `python -m app` does before the event loop: settings, theme, engine host, window, model load."""
     from PySide6.QtWidgets import QApplication
 
-    from app.engine_host import EngineHost
+    from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
-    from app.privacy import enforce_offline
-    from app.theme import apply_theme
+    from app.platform.privacy import enforce_offline
+    from app.ui.theme import apply_theme
 
     enforce_offline()  # before the engine thread can import huggingface_hub / transformers
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "letterpress"])
@@ -161,7 +162,7 @@ def build_window(args: argparse.Namespace) -> Any:
 def _qt_platform_blocked(*, json_line: bool) -> int:
     """Qt aborts (exit 134) when its platform plugin cannot load: say which libraries are missing and how to
     install them, and exit with `EXIT_QT_PLATFORM` instead (0 when nothing stands in the way)."""
-    from app.qt_platform import EXIT_QT_PLATFORM, platform_problem
+    from app.platform.qt_platform import EXIT_QT_PLATFORM, platform_problem
 
     problem = platform_problem()
     if problem is None:
@@ -189,17 +190,18 @@ def main(argv: list[str] | None = None) -> int:
     if self_test:  # installers and CI: prove the build works
         from app.selftest import run_self_test
 
-        return run_self_test(sys.argv[1:] if argv is None else argv)
+        return run_self_test(sys.argv[1:] if argv is None else argv,
+                             lambda window_argv: build_window(parse_args(window_argv)))
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for hook in LOGGING_SETUP:
         hook(args)
-    from app.privacy import enforce_offline, install_network_guard, setup_logging
+    from app.platform.privacy import enforce_offline, install_network_guard, setup_logging
 
     enforce_offline()
     install_network_guard()  # the app never talks to another machine
     setup_logging(level=logging.getLevelName(args.log_level.upper()))
-    from app import qt_binding_problem
+    from app.platform.qt_platform import qt_binding_problem
 
     problem = qt_binding_problem()
     if problem:

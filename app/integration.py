@@ -16,12 +16,13 @@ from typing import Any
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMenu
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
 
-from app import privacy
-from app.documents import DocumentController
-from app.recovery import RecoveredDocument, RecoveryManager
-from app.settings import Settings, data_dir, recovery_dir
+from app.platform import privacy
+from app.documents.controller import DocumentController
+from app.documents.recovery import RecoveredDocument, RecoveryManager
+from app.config.settings import Settings, data_dir, recovery_dir
+from app.ui.actions import add_window_action
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class Services:
     action_model: QAction | None
     action_settings: QAction | None
     kept_for_later: list[RecoveredDocument]
-    brief: Any = None  # app.brief.BriefController
+    brief: Any = None  # app.documents.brief.BriefController
     autosave_warning: QLabel | None = None
 
 
@@ -57,7 +58,7 @@ def install_services(window: QMainWindow, settings: Settings | None = None, *, f
     if app is not None:
         app.aboutToQuit.connect(lambda: recovery.shutdown(keep=documents.is_modified()))
     services = Services(documents, recovery, settings, None, None, [])
-    from app.brief import install_brief
+    from app.documents.brief import install_brief
 
     session = Path(getattr(recovery, "file", "") or "").stem or uuid.uuid4().hex
     services.brief = install_brief(window, documents, Path(recovery.folder), session)
@@ -140,7 +141,7 @@ def _add_model_action(window: QMainWindow, settings: Settings | None) -> QAction
     action.setStatusTip("Choose, check and load a DiffusionGemma model")
 
     def open_dialog() -> None:
-        from app.model_dialog import ModelDialog
+        from app.ui.model_dialog import ModelDialog
 
         def load(folder: str, device: str, quantization: str) -> None:
             if hasattr(window, "load_model"):  # the window tracks the state of its model in the status bar
@@ -171,7 +172,7 @@ def _add_settings_action(window: QMainWindow, settings: Settings | None) -> QAct
     action.setShortcuts(keys)
 
     def open_dialog() -> None:
-        from app.settings_dialog import SettingsDialog
+        from app.ui.settings_dialog import SettingsDialog
 
         dialog = SettingsDialog(settings, window)
         window.settings_dialog = dialog  # type: ignore[attr-defined]
@@ -182,23 +183,12 @@ def _add_settings_action(window: QMainWindow, settings: Settings | None) -> QAct
     return action
 
 
-def add_window_action(window: QMainWindow, action: QAction, menu_name: str, title: str) -> None:
-    """Put a service's action at the end of the window's menu `menu_name` (made with `title` when the window has
-    none, e.g. a bare test window) after a separator, and on the window so its key works without the menu."""
-    menu = getattr(window, menu_name, None)
-    if not isinstance(menu, QMenu):
-        menu = window.menuBar().addMenu(title)
-    menu.addSeparator()
-    menu.addAction(action)
-    window.addAction(action)
-
-
 def _follow_appearance(window: QMainWindow, settings: Settings) -> None:
     """Theme and font apply at once (the zoom steps the writer chose are kept on top of the font size)."""
     editor = window.editor  # type: ignore[attr-defined]
 
     def apply_font() -> None:
-        from app.editor import default_font
+        from app.ui.editor import default_font
 
         font = default_font()
         family = settings["appearance.font_family"]
@@ -211,7 +201,7 @@ def _follow_appearance(window: QMainWindow, settings: Settings) -> None:
         if key == "appearance.theme":
             app = QApplication.instance()
             if isinstance(app, QApplication):
-                from app.theme import apply_theme
+                from app.ui.theme import apply_theme
 
                 apply_theme(app, value)
         elif key in ("appearance.font_family", "appearance.font_size"):

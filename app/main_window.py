@@ -28,19 +28,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.assist import Assistant
-from app.editor import Editor, FindBar
-from app.engine_host import EngineHost
-from app.status import MessageBar, stats_text
+from app.assist.presets import PRESET_LABELS
+from app.assist.controller import Assistant
+from app.ui.editor import Editor, FindBar
+from app.assist.engine_host import EngineHost
+from app.ui.status import MessageBar, stats_text
 from engine.api import EngineError, LoadProgress, ModelInfo, Stats
 
 log = logging.getLogger(__name__)
 
 GENERIC_REWRITE = "Rewrite it so it reads better, keeping its meaning."
-PRESET_LABELS = {
-    "shorter": "Shorter", "longer": "Longer", "formal": "More formal", "casual": "More casual",
-    "grammar": "Fix grammar", "simplify": "Simplify", "freely": "Rewrite freely",
-}
 
 
 class MainWindow(QMainWindow):
@@ -83,7 +80,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_status_bar()
-        from app.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
+        from app.assist.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
 
         self.editing = DiffusionEditing(self)
         self.editor.keyUnavailable.connect(self._on_key_unavailable)
@@ -101,7 +98,7 @@ class MainWindow(QMainWindow):
         host.loadFailed.connect(self._on_load_failed)
         if settings is not None and hasattr(settings, "changed"):
             settings.changed.connect(self._on_setting_changed)
-            from app import keys
+            from app.ui import keys
 
             keys.follow(self, settings)  # the assistant's keys as the writer bound them in Settings
         self._update_actions()
@@ -163,7 +160,7 @@ class MainWindow(QMainWindow):
             self.actionDismissSuggestion, self.actionNextAlternative, self.actionPreviousAlternative,
         ]
         self.editor.priority_actions.extend(self.suggestion_actions)
-        # The requests too: their keys can be rebound (app.keys) to ones the editor would take for itself (Tab,
+        # The requests too: their keys can be rebound (app.ui.keys) to ones the editor would take for itself (Tab,
         # Ctrl+Right…); a key the writer gave to Draft must draft, not type a tab.
         self.editor.priority_actions.extend([self.actionDraft, self.actionRewrite, self.actionInfill])
         self.preset_actions: list[QAction] = []
@@ -309,13 +306,13 @@ class MainWindow(QMainWindow):
 
     def palette_commands(self) -> dict[str, QAction]:
         """Every menu command that can run now, by its menu path (the palette lists the others greyed)."""
-        from app.palette import menu_commands
+        from app.ui.palette import menu_commands
 
         return {c.label: c.action for c in menu_commands(self.menuBar(), (self.actionCommandPalette,)) if c.enabled}
 
     def command_palette(self) -> None:
-        """Open the filter-as-you-type palette over every menu command (app.palette)."""
-        from app.palette import CommandPalette, menu_commands
+        """Open the filter-as-you-type palette over every menu command (app.ui.palette)."""
+        from app.ui.palette import CommandPalette, menu_commands
 
         dialog = CommandPalette(menu_commands(self.menuBar(), (self.actionCommandPalette,)), self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -325,7 +322,7 @@ class MainWindow(QMainWindow):
 
     def set_theme(self, theme: str) -> None:
         """Switch the colour theme now (and remember it, when there are settings)."""
-        from app.theme import apply_theme
+        from app.ui.theme import apply_theme
 
         app = QApplication.instance()
         if isinstance(app, QApplication):
@@ -411,7 +408,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_load_progress(self, progress: LoadProgress) -> None:
-        from app.load_status import describe, percent
+        from app.ui.load_status import describe, percent
 
         share = percent(progress)
         self.loadBar.show()

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.resources import demo_model_dir, install_root
+
 EXIT_OK = 0
 EXIT_FAILED = 1  # a task ran but did not do what it should
 EXIT_CANNOT_START = 2  # no model, no window, bad arguments
 EXIT_TIMEOUT = 3
 
-DEMO_MODEL = Path("resources") / "models" / "letterpress-demo"
 DRAFT_TEXT = "The harbour was quiet in the morning. "
 REWRITE_BEFORE = "Dear team,\n\n"
 REWRITE_SELECTION = "the meeting is moved to friday because lots of people cant come on thursday."
@@ -60,13 +61,12 @@ class _Report:
 
 def app_root() -> Path:
     """Where the bundled (or checked-out) resources live: PyInstaller's folder when frozen, else the repo."""
-    frozen_root = getattr(sys, "_MEIPASS", None)
-    return Path(frozen_root) if frozen_root else Path(__file__).resolve().parents[1]
+    return install_root()
 
 
 def default_model_dir() -> Path:
     """The demo model shipped with the app."""
-    return app_root() / DEMO_MODEL
+    return demo_model_dir()
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -84,7 +84,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def _record_network(report: _Report) -> None:
     """Audit hook: record (and refuse) any connection or lookup to another machine, whoever makes it."""
-    from app.privacy import _is_local
+    from app.platform.privacy import _is_local
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "socket.connect":
@@ -105,13 +105,14 @@ def _isolate_user_folders(tmp: Path) -> None:
         os.environ[name] = str(tmp / name.rsplit("_", 2)[-2].lower())
 
 
-def run_self_test(argv: list[str]) -> int:
-    """Run the self-test; prints the JSON summary to stdout and returns the exit code."""
+def run_self_test(argv: list[str], create_window: Callable[[list[str]], Any]) -> int:
+    """Run the self-test; prints the JSON summary to stdout and returns the exit code. `create_window(argv)`
+    builds the window as `python -m app` would (given by `app.__main__`, which this module must not import)."""
     args = _parse(argv)
     report = _Report()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     try:
-        from app.privacy import enforce_offline
+        from app.platform.privacy import enforce_offline
 
         enforce_offline()
     except ImportError:
@@ -126,7 +127,7 @@ def run_self_test(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="letterpress-selftest-") as tmp:
         _isolate_user_folders(Path(tmp))
         try:
-            _run(args, model, report)
+            _run(args, model, report, create_window)
         except SelfTestError as exc:
             summary = report.finish(False, str(exc), exc.code)
         except Exception as exc:  # noqa: BLE001 - the summary must say what broke, whatever it was
@@ -168,7 +169,8 @@ def _version() -> str:
 # Driving the window
 
 
-def _run(args: argparse.Namespace, model: Path, report: _Report) -> None:
+def _run(args: argparse.Namespace, model: Path, report: _Report,
+         create_window: Callable[[list[str]], Any]) -> None:
     from PySide6.QtWidgets import QApplication
 
     if not args.fake_engine and not model.is_dir():
@@ -179,9 +181,7 @@ def _run(args: argparse.Namespace, model: Path, report: _Report) -> None:
     window_argv += ["--fake-engine"] if args.fake_engine else ["--model", str(model)]
     app = QApplication.instance() or QApplication(["letterpress"])
     try:
-        import app as app_package
-
-        window = app_package.create_window(window_argv)
+        window = create_window(window_argv)
     except SystemExit as exc:
         raise SelfTestError(f"the window refused to start (exit {exc.code})", EXIT_CANNOT_START) from exc
     driver = _WindowDriver(app, window, deadline)
@@ -200,7 +200,7 @@ class _WindowDriver:
         from PySide6.QtGui import QAction
         from PySide6.QtWidgets import QPlainTextEdit
 
-        from app.engine_host import EngineHost
+        from app.assist.engine_host import EngineHost
 
         self.app, self.window, self.deadline = app, window, deadline
         self.editor = window.findChild(QPlainTextEdit, "editor")

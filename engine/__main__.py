@@ -17,7 +17,6 @@ from typing import Any
 from engine.api import (
     DenoiseSettings,
     DraftRequest,
-    EmptyRequestError,
     EngineError,
     MAX_STRENGTH,
     MIN_STRENGTH,
@@ -25,15 +24,14 @@ from engine.api import (
     Request,
     RewriteRequest,
     StepEvent,
-    UnsupportedModelError,
     WarmStart,
 )
-from engine.declared import REFERENCE_STEPS, default_steps
+from engine.resources import demo_model_dir
 
 MAX_NEW_TOKENS = 1_048_576  # far beyond any context; the session refuses what does not fit with a sentence
 MAX_STEPS = 10_000
 MAX_CANDIDATES = 64
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "letterpress-demo"
+DEFAULT_MODEL = demo_model_dir()
 
 
 def default_model_dir() -> Path:
@@ -125,25 +123,24 @@ def cmd_make_tiny(args: argparse.Namespace) -> int:
 
 
 def build_request(args: argparse.Namespace) -> Request:
-    check_combination(args)
     settings = DenoiseSettings(
-        max_steps=args.steps if args.steps is not None else DenoiseSettings().max_steps,
-        candidates=args.candidates, seed=args.seed if args.seed is not None else 0,
+        max_steps=args.steps, candidates=args.candidates, seed=args.seed if args.seed is not None else 0
     )
     warm = warm_start_from_args(args)
     strength = getattr(args, "strength", None)
+    if strength is not None and args.task != "rewrite":
+        raise EngineError("--strength works with --task rewrite only (it is the share of the selection re-noised).")
     if args.task == "draft":
         return DraftRequest(
             before=_read(args.before_file), instruction=args.instruction or "",
             max_new_tokens=args.max_new_tokens or 128, settings=settings, canvas=warm,
         )
     if args.task == "rewrite":
-        selection = _read(args.selection_file)
-        if not selection.strip():
-            raise EmptyRequestError(f"The selection file {args.selection_file} holds no text; --task rewrite "
-                                    "rewrites the text in --selection-file.")
+        if strength is not None and not MIN_STRENGTH <= strength <= MAX_STRENGTH:
+            raise EngineError(f"--strength must be between {MIN_STRENGTH} and {MAX_STRENGTH} (1.0 rewrites from "
+                              "pure noise).")
         return RewriteRequest(
-            selection=selection, instruction=args.instruction or "Rewrite it.",
+            selection=_read(args.selection_file), instruction=args.instruction or "Rewrite it.",
             before=_read(args.before_file), after=_read(args.after_file),
             max_new_tokens=args.max_new_tokens, settings=settings,
             strength=strength if strength is not None else MAX_STRENGTH, canvas=warm,
@@ -152,45 +149,6 @@ def build_request(args: argparse.Namespace) -> Request:
         before=_read(args.before_file), after=_read(args.after_file), instruction=args.instruction or "",
         middle_tokens=args.max_new_tokens, settings=settings, canvas=warm,
     )
-
-
-def check_combination(args: argparse.Namespace) -> None:
-    """Refuse, with a sentence, every combination of options that cannot do what was asked, before any file or
-    model is read (an option that would be silently ignored is such a combination)."""
-    task = args.task
-    strength = getattr(args, "strength", None)
-    if strength is not None:
-        if task != "rewrite":
-            raise EngineError("--strength works with --task rewrite only (it is the share of the selection "
-                              "re-noised).")
-        if getattr(args, "init_file", None):
-            raise EngineError("--strength and --init-file both set the starting canvas, so one would be ignored; "
-                              "use --strength alone, or --init-file with --noise (the share of it re-noised).")
-        if not MIN_STRENGTH <= strength <= MAX_STRENGTH:
-            raise EngineError(f"--strength must be between {MIN_STRENGTH} and {MAX_STRENGTH} (1.0 rewrites from "
-                              "pure noise).")
-    if task == "rewrite" and not args.selection_file:
-        raise EmptyRequestError("--task rewrite needs --selection-file (the text to rewrite).")
-    if task != "rewrite" and args.selection_file:
-        raise EngineError(f"--selection-file works with --task rewrite only; --task {task} would ignore it.")
-    if task == "infill" and not args.after_file:
-        raise EngineError("--task infill needs --after-file (the text after the gap, kept as it is); to continue "
-                          "a text with no fixed ending, use --task draft.")
-    if task == "draft" and args.after_file:
-        raise EngineError("--after-file works with --task infill or rewrite; a draft continues --before-file and "
-                          "would ignore it (use --task infill to fill the gap before it).")
-
-
-def check_device(device: str) -> None:
-    """`--device cuda` on a machine without a CUDA GPU is refused with the option that works, before the model
-    loads (imports torch, which the load does anyway)."""
-    if device != "cuda":
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        raise UnsupportedModelError("No CUDA GPU is available on this machine; run with --device cpu (slow for the "
-                                    "full model, fine for the demo) or --device auto.")
 
 
 def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
@@ -203,72 +161,36 @@ def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
         if pin_file or noise is not None or pin_end:
             raise EngineError("--pin-file, --noise and --pin-end need --init-file (the canvas text they refer to).")
         return None
+    text = _read(init)
+    pins = parse_pins(_read(pin_file), len(text)) if pin_file else ()
     share = 1.0 if noise is None else noise
     if not 0.0 <= share <= 1.0:
         raise EngineError("--noise must be between 0 and 1 (the share of unpinned positions that start as noise).")
-    text = _read(init)
-    pins = parse_pins(_read(pin_file), len(text)) if pin_file else ()
     return WarmStart(text, pins=pins, noise=share, pin_end=pin_end)
 
 
-_PIN_LINE = re.compile(r"(\d+)(?:\s*[,:]\s*|\s+|-)(\d+)")
-MAX_PIN_JSON_DEPTH = 2  # a list of [start, end] pairs
-
-
 def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
-    """Character ranges to pin, end exclusive: a JSON list of [start, end] pairs of whole numbers, or one range
-    per line written `start end`, `start-end`, `start:end` or `start,end` (blank lines and lines starting with #
-    are skipped). Anything else is refused with a sentence naming it: a negative or fractional number, Infinity,
-    a number too large to be a position, a nested list; nothing is guessed (`3 -5` is not read as 3..5)."""
+    """Character ranges to pin, end exclusive: a JSON list of [start, end] pairs, or one range per line written
+    `start end`, `start-end`, `start:end` or `start,end` (blank lines and lines starting with # are skipped)."""
     spec = spec.strip()
-    how = "write one 'start end' per line, end exclusive, or a JSON list such as [[4, 10]]"
     pairs: list[tuple[int, int]] = []
-    if spec.startswith("["):
-        pairs = _json_pins(spec, how)
-    else:
-        for number, raw in enumerate(spec.splitlines(), 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            found = _PIN_LINE.fullmatch(line)
-            if not found:
-                raise EngineError(f"Line {number} of the pin file, '{line[:40]}', is not two whole numbers from 0 "
-                                  f"up; {how}.")
-            if max(len(found.group(1)), len(found.group(2))) > 12:
-                raise EngineError(f"Line {number} of the pin file holds a number too large to be a character "
-                                  f"position; {how}.")
-            pairs.append((int(found.group(1)), int(found.group(2))))
+    try:
+        if spec.startswith("["):
+            pairs = [(int(a), int(b)) for a, b in json.loads(spec)]
+        else:
+            for line in spec.splitlines():
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                a, b = re.split(r"[\s,:-]+", line, maxsplit=1)
+                pairs.append((int(a), int(b)))
+    except (ValueError, TypeError) as exc:
+        raise EngineError(f"The pin file is not a list of character ranges ({exc}); write one 'start end' per "
+                          "line, end exclusive.") from exc
     for a, b in pairs:
-        if max(a, b) > 10**12:
-            raise EngineError(f"The pin file holds a number too large to be a character position; {how}.")
         if not 0 <= a < b <= length:
             raise EngineError(f"The pin {a}..{b} is outside the canvas text (0..{length} characters).")
     return tuple(pairs)
-
-
-def _json_pins(spec: str, how: str) -> list[tuple[int, int]]:
-    depth = 0
-    for char in spec:  # json.loads recurses once per '[': bound the nesting before parsing
-        depth += (char == "[") - (char == "]")
-        if depth > MAX_PIN_JSON_DEPTH:
-            raise EngineError(f"The pin file nests lists more than two deep; {how}.")
-
-    def no_constant(name: str) -> Any:
-        raise EngineError(f"The pin file holds {name}, which is not a character position; {how}.")
-
-    try:
-        data = json.loads(spec, parse_constant=no_constant, parse_float=lambda text: no_constant(text))
-    except ValueError as exc:
-        raise EngineError(f"The pin file is not valid JSON ({exc}); {how}.") from None
-    if not isinstance(data, list):
-        raise EngineError(f"The pin file is not a list of ranges; {how}.")
-    pairs = []
-    for item in data:
-        ok = isinstance(item, list) and len(item) == 2 and all(type(v) is int for v in item)
-        if not ok:
-            raise EngineError(f"The pin {json.dumps(item)[:40]} is not a pair of whole numbers; {how}.")
-        pairs.append((item[0], item[1]))
-    return pairs
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -287,7 +209,6 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
         if args.raw_prompt_file:
             _read(args.raw_prompt_file)
         validate_folder(args.model or default_model_dir())  # a broken folder is refused before torch is imported
-        check_device(args.device)
         if isinstance(emit, _LivePrinter):
             emit.status("starting the engine (importing torch)")
         from engine.session import Session
@@ -345,8 +266,7 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
 
     tok, model = session.tokenizer, session.model
     ids = tok(_read(args.raw_prompt_file), return_tensors="pt").input_ids.to(model.device)
-    settings = DenoiseSettings(max_steps=args.steps or default_steps(args.model or default_model_dir()),
-                               seed=args.seed or 0)
+    settings = DenoiseSettings(max_steps=args.steps, seed=args.seed or 0)
     start = time.perf_counter()
     gen = model.generation_config
     eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
@@ -487,10 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-new-tokens", metavar="N", type=_bounded_int(1, MAX_NEW_TOKENS), default=None,
                      help="at most N new tokens (draft default 128; rewrite: sized to the selection; infill: the "
                           "gap length, searched when not given)")
-    gen.add_argument("--steps", metavar="N", type=_bounded_int(1, MAX_STEPS), default=None,
-                     help="most denoising steps per canvas (default: the model's own; "
-                          f"{default_steps(DEFAULT_MODEL)} for the demo model, {REFERENCE_STEPS} for a checkpoint "
-                          "that declares none)")
+    gen.add_argument("--steps", metavar="N", type=_bounded_int(1, MAX_STEPS), default=48,
+                     help="most denoising steps per canvas (default 48)")
     gen.add_argument("--candidates", metavar="K", type=_bounded_int(1, MAX_CANDIDATES), default=1,
                      help="alternatives generated in one batched run (default 1)")
     gen.add_argument("--seed", metavar="N", type=_bounded_int(0, 2**31 - 1), default=None,

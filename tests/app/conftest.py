@@ -17,6 +17,6 @@ def user_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 @pytest.fixture
 def settings(tmp_path):
     """Settings stored in this test's own config folder."""
-    from app.settings import Settings
+    from app.config.settings import Settings
 
     return Settings(tmp_path / "config")

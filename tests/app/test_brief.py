@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QMainWindow, QPlainTextEdit
 
 import app
 from app import integration
-from app.brief import BriefController, BriefStore, path_key, untitled_key
-from app.documents import DocumentController
+from app.documents.brief import BriefController, BriefStore, path_key, untitled_key
+from app.documents.controller import DocumentController
 from tests.helpers.gui import ghost_state
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
@@ -220,7 +220,7 @@ def test_an_unreadable_brief_reads_as_none(tmp_path) -> None:
 
 def test_a_brief_whose_window_holds_its_session_lock_is_kept_whatever_its_pid(tmp_path) -> None:
     """Inside a PID namespace the window's PID means nothing here; its recovery session lock does."""
-    from app.locks import FileLock
+    from app.platform.locks import FileLock
 
     store = BriefStore(tmp_path / "briefs")
     (tmp_path / "recovery").mkdir()

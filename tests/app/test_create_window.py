@@ -48,7 +48,7 @@ def test_missing_model_folder_is_a_clear_error(qtbot, tmp_path):
 
 
 def test_the_configured_model_folder_is_used(qtbot, tmp_path):
-    from app.settings import Settings
+    from app.config.settings import Settings
 
     folder = tmp_path / "configured"
     folder.mkdir()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.diff_view import word_diff
-from app.pins import PinSet, confident, pin_ranges, reroll_request
-from app.strength import CUSTOM, StrengthMemory
+from app.assist.diff_view import word_diff
+from app.assist.pins import PinSet, confident, pin_ranges, reroll_request
+from app.assist.strength import CUSTOM, StrengthMemory
 from engine.api import REWRITE_PRESETS, DraftRequest, RewriteRequest, Span
 
 

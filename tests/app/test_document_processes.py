@@ -30,7 +30,8 @@ import os, sys, time
 from PySide6.QtCore import QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from app import atomic, create_window
+from app import create_window
+from app.platform import atomic
 
 mode, doc = sys.argv[1], sys.argv[2]
 w = create_window([doc, "--fake-engine"])
@@ -48,7 +49,7 @@ def start():
         print("NOT OPENED", flush=True)
         return
     if mode == "hold":
-        from app.window_switch import server
+        from app.documents.window_switch import server
         server().requested.connect(lambda p: print("SWITCH", p, flush=True))
         print("HOLDING", flush=True)
     elif mode == "hang-in-fsync":
@@ -237,7 +238,7 @@ def test_recovery_is_offered_although_the_dead_session_s_pid_belongs_to_a_live_p
 
 
 def test_a_live_session_s_copy_is_not_offered_whatever_its_pid(qtbot, tmp_path):
-    from app.locks import FileLock
+    from app.platform.locks import FileLock
 
     folder = tmp_path / "data" / "recovery"
     folder.mkdir(parents=True)
@@ -272,7 +273,7 @@ def test_a_kill_during_the_fsync_of_a_save_leaves_nothing_behind_at_the_next_sta
 
 
 def test_a_leftover_temp_equal_to_the_document_is_just_removed(tmp_path):
-    from app.recovery import clean_interrupted_saves, find_recovered
+    from app.documents.recovery import clean_interrupted_saves, find_recovered
 
     folder = tmp_path / "recovery"
     folder.mkdir()
@@ -286,8 +287,8 @@ def test_a_leftover_temp_equal_to_the_document_is_just_removed(tmp_path):
 
 
 def test_a_running_session_s_temp_files_are_left_alone(tmp_path):
-    from app.locks import FileLock, is_locked
-    from app.recovery import clean_interrupted_saves
+    from app.platform.locks import FileLock, is_locked
+    from app.documents.recovery import clean_interrupted_saves
 
     folder = tmp_path / "recovery"
     folder.mkdir()
@@ -302,7 +303,7 @@ def test_a_running_session_s_temp_files_are_left_alone(tmp_path):
 
 def test_leftovers_no_journal_knows_are_tidied_when_their_document_is_opened(qtbot, tmp_path):
     """A temp from an older version or a lost journal: kept as recovery if it holds other text, then removed."""
-    from app.recovery import find_recovered
+    from app.documents.recovery import find_recovered
 
     doc = tmp_path / "old.md"
     doc.write_text("on disk\n", encoding="utf-8")

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
 import app
-from app.documents import editor_text
+from app.documents.controller import editor_text
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
@@ -170,7 +170,7 @@ def test_after_an_edit_untouched_lines_keep_their_endings_and_new_lines_take_the
 
 
 def test_a_lone_cr_is_not_taken_as_the_file_s_newline(tmp_path):
-    from app.documents import read_text_file
+    from app.documents.controller import read_text_file
 
     p = tmp_path / "stray.txt"
     p.write_bytes(b"a\nb\rc\nd\n")
@@ -217,7 +217,7 @@ def test_a_hard_linked_file_is_updated_in_place_so_every_name_sees_the_new_text(
 
 
 def test_a_failed_in_place_write_puts_the_old_text_back(win, qtbot, tmp_path, monkeypatch):
-    from app import atomic
+    from app.platform import atomic
 
     window, docs, answers = win
     a = tmp_path / "a.md"
@@ -271,7 +271,7 @@ def test_new_documents_get_the_umask_default_mode_and_existing_ones_keep_theirs(
 def test_a_failing_autosave_shows_a_lasting_warning_and_save_still_works(win, qtbot, tmp_path, monkeypatch):
     import errno
 
-    from app import recovery as recovery_module
+    from app.documents import recovery as recovery_module
 
     window, docs, answers = win
     rec = window.services.recovery
@@ -336,7 +336,7 @@ def test_a_change_on_disk_is_never_overwritten_silently_by_save(win, qtbot, tmp_
 
 
 def test_compare_shows_both_versions_and_reload_keeps_the_unsaved_edits_as_a_recovery_copy(win, qtbot, tmp_path):
-    from app.recovery import find_recovered
+    from app.documents.recovery import find_recovered
 
     window, docs, answers = win
     p = tmp_path / "shared.md"
@@ -356,7 +356,7 @@ def test_compare_shows_both_versions_and_reload_keeps_the_unsaved_edits_as_a_rec
 def test_the_compare_dialog_shows_a_diff_and_returns_the_choice(win):
     from PySide6.QtWidgets import QPushButton
 
-    from app.external_change import CompareDialog
+    from app.documents.external_change import CompareDialog
 
     window, _, _ = win
     dialog = CompareDialog(window, "a.md", "same\nmine\n", "same\ntheirs\n")
@@ -549,7 +549,7 @@ def test_the_start_up_offer_keeps_the_changed_on_disk_warning_in_view(qtbot, tmp
     import json
     import time
 
-    from app.settings import recovery_dir
+    from app.config.settings import recovery_dir
 
     p = tmp_path / "later.md"
     p.write_text("changed after the crash\n", encoding="utf-8")

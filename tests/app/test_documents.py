@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QMainWindow, QMenu, QPlainTextEdit
 
-from app import atomic
-from app.documents import (
+from app.platform import atomic
+from app.documents.controller import (
     DocumentController,
     DocumentError,
     RecentFiles,

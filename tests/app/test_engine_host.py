@@ -6,7 +6,7 @@ import threading
 
 from PySide6.QtCore import QThread
 
-from app.engine_host import EngineHost
+from app.assist.engine_host import EngineHost
 from engine.api import DraftRequest, GenerationError
 from engine.fake import FakeEngine
 

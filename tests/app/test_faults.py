@@ -180,7 +180,7 @@ def real_window(qtbot, model_dir, settings, monkeypatch):
     model writes nothing at all about once in 80 drafts ("The model returned no text"), which these tests do not
     test."""
     import engine.session
-    from app.engine_host import EngineHost
+    from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
 
     monkeypatch.setattr(engine.session, "secrets", type("FixedSeed", (), {"randbelow": staticmethod(lambda n: 7)}))

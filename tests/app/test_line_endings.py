@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from app.line_endings import dominant, normalise, restore_endings, split_lines
+from app.documents.line_endings import dominant, normalise, restore_endings, split_lines
 
 
 def _endings(raw: str) -> list[str]:

@@ -8,7 +8,7 @@ import threading
 from engine.api import LoadProgress, ModelInfo
 from engine.fake import FakeEngine
 
-from app.load_status import describe, percent
+from app.ui.load_status import describe, percent
 
 
 def test_a_measurable_phase_shows_the_share_of_bytes():
@@ -46,7 +46,7 @@ class _SteppedEngine(FakeEngine):
 
 
 def test_the_status_bar_follows_each_phase(qtbot):
-    from app.engine_host import EngineHost
+    from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
 
     engine = _SteppedEngine()

@@ -10,20 +10,21 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QLabel
 
-from app.engine_host import EngineHost
-from app.model_dialog import (
+from app.assist.engine_host import EngineHost
+from app.ui.model_dialog import (
     FitRow,
     Inspection,
     ModelDialog,
     find_cached_checkpoints,
     inspect_folder,
 )
-from app.settings import Settings
+from app.config.settings import Settings
 from engine.api import OutOfMemoryError
 from engine.fake import FakeEngine
+from engine.resources import demo_model_dir
 
 
-DEMO = Path(__file__).resolve().parents[2] / "resources" / "models" / "letterpress-demo"
+DEMO = demo_model_dir()
 
 
 def write_safetensors(path: Path, n_floats: int = 4, name: str = "w") -> None:
@@ -94,7 +95,7 @@ def test_finds_diffusiongemma_snapshots_in_the_hub_cache(tmp_path, qtbot, host):
 
 
 def test_hub_cache_location_follows_hf_home(tmp_path, monkeypatch):
-    from app.model_dialog import hf_cache_dirs
+    from app.ui.model_dialog import hf_cache_dirs
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hfhome"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)

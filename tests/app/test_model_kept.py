@@ -47,8 +47,8 @@ def test_choosing_a_broken_folder_keeps_the_model_in_use(qtbot, tmp_path, tiny_m
 
 def test_model_manager_checks_as_typed_and_enter_checks_instead_of_browsing(qtbot, tmp_path, tiny_model,  # noqa: F811
                                                                              monkeypatch):
-    from app.engine_host import EngineHost
-    from app.model_dialog import ModelDialog
+    from app.assist.engine_host import EngineHost
+    from app.ui.model_dialog import ModelDialog
     from engine.fake import FakeEngine
 
     browsed: list[str] = []
@@ -80,8 +80,8 @@ def test_model_manager_checks_as_typed_and_enter_checks_instead_of_browsing(qtbo
 
 
 def test_model_manager_load_failure_says_the_model_is_still_in_use(qtbot, tmp_path):
-    from app.engine_host import EngineHost
-    from app.model_dialog import Inspection, ModelDialog
+    from app.assist.engine_host import EngineHost
+    from app.ui.model_dialog import Inspection, ModelDialog
     from engine.fake import FakeEngine
 
     engine = FakeEngine(load_steps=1, load_delay=0.0)

@@ -9,8 +9,8 @@ import sys
 
 from pathlib import Path
 
-from app import privacy
-from app.privacy import DocumentText
+from app.platform import privacy
+from app.platform.privacy import DocumentText
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def test_network_guard_blocks_other_hosts_but_not_loopback():
     # Audit hooks cannot be removed, so this runs in a child process.
     code = r"""
 import socket, threading
-from app.privacy import install_network_guard, NetworkBlockedError
+from app.platform.privacy import install_network_guard, NetworkBlockedError
 install_network_guard()
 for call in (lambda: socket.create_connection(("93.184.216.34", 80), timeout=1),
              lambda: socket.getaddrinfo("huggingface.co", 443)):

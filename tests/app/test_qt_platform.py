@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app import qt_platform
-from app.qt_platform import EXIT_QT_PLATFORM, current_platform, missing_libraries, packages_for
+from app.platform import qt_platform
+from app.platform.qt_platform import EXIT_QT_PLATFORM, current_platform, missing_libraries, packages_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

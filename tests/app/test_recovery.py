@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QMainWindow, QPlainTextEdit
 
-from app.documents import DocumentController
-from app.recovery import RecoveryManager, find_recovered
+from app.documents.controller import DocumentController
+from app.documents.recovery import RecoveryManager, find_recovered
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_undo_back_to_the_saved_text_removes_the_copy(doc_ui, qtbot):
 
 def test_copies_of_running_sessions_are_not_offered(tmp_path):
     """Alive means: the session's lock is held. The PID in the copy is never trusted (here it is even ours)."""
-    from app.locks import FileLock
+    from app.platform.locks import FileLock
 
     folder = tmp_path / "recovery"
     _plant(folder, "running", "still open here", None, time.time(), _dead_pid())
@@ -134,7 +134,7 @@ def test_offer_restores_discards_or_keeps_each_copy(doc_ui, tmp_path):
 
 
 def test_interval_follows_settings(doc_ui, tmp_path):
-    from app.settings import Settings
+    from app.config.settings import Settings
 
     *_, rec = doc_ui
     s = Settings(tmp_path / "cfg")
@@ -169,7 +169,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from app import create_window
-from app.documents import editor_text
+from app.documents.controller import editor_text
 
 mode, args = sys.argv[1], sys.argv[2:]
 w = create_window([*args, "--fake-engine"])  # (a bare --fake-engine would swallow a file name)

@@ -7,9 +7,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication, QLabel
 
-from app.contrast import contrast
-from app.status import elide_words, rate_text
-from app.theme import apply_theme
+from app.ui.contrast import contrast
+from app.ui.status import elide_words, rate_text
+from app.ui.theme import apply_theme
 from engine.api import Span, Stats
 from engine.fake import FakeEngine
 from tests.helpers.gui import build_window, ghost_state, set_text
@@ -96,7 +96,7 @@ def test_the_faintest_ghost_word_keeps_3_to_1_contrast(qtbot, theme):
         font.setPointSize(40)
         window.editor.setFont(font)
         set_text(window, "X")
-        from app.ghost import GhostContent
+        from app.assist.ghost import GhostContent
 
         ghost.show(GhostContent("inline", (Span(" MMMM", 0.0),)), lambda: (1, 1))
         ghost.flush()
@@ -119,7 +119,7 @@ def test_the_faintest_ghost_word_keeps_3_to_1_contrast(qtbot, theme):
 def test_palette_filters_as_you_type_lists_every_menu_action_and_runs_the_choice(qtbot):
     from PySide6.QtGui import QAction
 
-    from app.palette import CommandPalette, menu_commands
+    from app.ui.palette import CommandPalette, menu_commands
 
     window = build_window(qtbot, FakeEngine(texts=["Short."], steps=2))
     window.actionCommandPalette.trigger()

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
-from app.theme import apply_theme
+from app.ui.theme import apply_theme
 from engine.api import GenerationError
 from engine.fake import FakeEngine
 from tests.helpers.gui import build_window, ghost_state, set_text
@@ -41,7 +41,7 @@ def open_window(qtbot, engine, settings=None, *, dark=False):
 
 
 def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
-    from app.settings import Settings
+    from app.config.settings import Settings
 
     settings = Settings(config_dir=tmp_path / "cfg")
     images: dict[str, QImage] = {}
@@ -117,8 +117,8 @@ def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_d
     from PySide6.QtCore import QPoint
     from PySide6.QtGui import QPainter
 
-    from app.palette import CommandPalette
-    from app.settings import Settings
+    from app.ui.palette import CommandPalette
+    from app.config.settings import Settings
 
     settings = Settings(config_dir=tmp_path / "cfg")
     sentence = DOC.index("Everybody")

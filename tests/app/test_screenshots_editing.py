@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
-from app.theme import apply_theme
+from app.ui.theme import apply_theme
 from engine.fake import FakeEngine
 from tests.helpers.gui import build_window, ghost_state, set_text
 from tests.helpers.screenshots import DOC, DRAFTS, out_dir, shoot  # noqa: F401 (out_dir is a fixture)
@@ -41,7 +41,7 @@ def click_word(qtbot, window, index: int) -> None:
 
 
 def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):
-    from app.settings import Settings
+    from app.config.settings import Settings
 
     apply_theme(QApplication.instance(), "light")
     settings = Settings(config_dir=tmp_path / "cfg")

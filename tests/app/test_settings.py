@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.settings import BY_KEY, SETTINGS, Settings, defaults, to_toml
+from app.config.settings import BY_KEY, SETTINGS, Settings, defaults, to_toml
 from engine.api import REWRITE_PRESETS, DenoiseSettings
 
 
@@ -33,7 +33,7 @@ def test_changes_are_saved_as_toml_and_read_back(tmp_path):
 def test_every_default_round_trips_through_the_writer(tmp_path):
     import tomllib
 
-    from app.settings import parse
+    from app.config.settings import parse
 
     values, problems = parse(tomllib.loads(to_toml(defaults())))
     assert problems == [] and values == defaults()
@@ -115,7 +115,7 @@ def test_denoise_settings_follow_the_settings(tmp_path):
 
 
 def test_env_var_points_the_config_folder_elsewhere(tmp_path, monkeypatch):
-    from app import settings
+    from app.config import settings
 
     monkeypatch.setenv("LETTERPRESS_CONFIG_DIR", str(tmp_path / "cfg"))
     monkeypatch.setenv("LETTERPRESS_DATA_DIR", str(tmp_path / "data"))
@@ -138,7 +138,7 @@ def test_every_declared_default_passes_its_own_check():
 def test_dialog_edits_and_applies_all_at_once(tmp_path, qtbot):
     from PySide6.QtWidgets import QComboBox, QSpinBox
 
-    from app.settings_dialog import PresetTable, SettingsDialog
+    from app.ui.settings_dialog import PresetTable, SettingsDialog
 
     s = Settings(tmp_path)
     dlg = SettingsDialog(s)
@@ -160,7 +160,7 @@ def test_dialog_edits_and_applies_all_at_once(tmp_path, qtbot):
 def test_dialog_refuses_bad_combination_and_says_why(tmp_path, qtbot):
     from PySide6.QtWidgets import QDoubleSpinBox, QLabel
 
-    from app.settings_dialog import PresetTable, SettingsDialog
+    from app.ui.settings_dialog import PresetTable, SettingsDialog
 
     s = Settings(tmp_path)
     dlg = SettingsDialog(s)
@@ -181,7 +181,7 @@ def test_dialog_refuses_bad_combination_and_says_why(tmp_path, qtbot):
 def test_dialog_shows_problems_found_in_the_file(tmp_path, qtbot):
     from PySide6.QtWidgets import QLabel
 
-    from app.settings_dialog import SettingsDialog
+    from app.ui.settings_dialog import SettingsDialog
 
     (tmp_path / "settings.toml").write_text("[denoise]\nsteps = 0\n", encoding="utf-8")
     dlg = SettingsDialog(Settings(tmp_path))
@@ -224,7 +224,7 @@ def test_rebinding_a_key_in_the_dialog_moves_the_window_action(qtbot, tmp_path, 
     from PySide6.QtGui import QKeySequence
     from PySide6.QtWidgets import QKeySequenceEdit, QLabel
 
-    from app.settings_dialog import SettingsDialog
+    from app.ui.settings_dialog import SettingsDialog
     from engine.fake import FakeEngine
     from tests.helpers.gui import build_window, ghost_state, isolate_user_dirs, set_text
 
@@ -255,7 +255,7 @@ def test_rebinding_a_key_in_the_dialog_moves_the_window_action(qtbot, tmp_path, 
 def test_settings_dialog_fits_an_800_pixel_screen_with_its_buttons_visible(tmp_path, qtbot):
     from PySide6.QtWidgets import QDialogButtonBox, QScrollArea
 
-    from app.settings_dialog import SettingsDialog
+    from app.ui.settings_dialog import SettingsDialog
 
     dlg = SettingsDialog(Settings(tmp_path))
     qtbot.addWidget(dlg)

@@ -173,7 +173,7 @@ def test_the_diff_after_a_partial_accept_never_strikes_the_words_just_accepted(q
 
 
 def test_word_diff_after_a_partial_accept_spaces_deleted_words_once():
-    from app.diff_view import word_diff, word_diff_after
+    from app.assist.diff_view import word_diff, word_diff_after
     from engine.api import Span
 
     new = tuple(Span(w, 0.9) for w in [" on", " Monday", " and", " must", " be", " cut."])

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
 def _dialog(qtbot, settings):
-    from app.settings_dialog import SettingsDialog
+    from app.ui.settings_dialog import SettingsDialog
 
     dlg = SettingsDialog(settings)
     qtbot.addWidget(dlg)

@@ -29,7 +29,7 @@ def no_network(monkeypatch):
 
 def test_draft_rewrite_and_infill_run_without_any_network(no_network, tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    from app.privacy import enforce_offline
+    from app.platform.privacy import enforce_offline
 
     enforce_offline()  # what the app does at start-up
     from engine.api import DenoiseSettings, DraftRequest, InfillRequest, RewriteRequest

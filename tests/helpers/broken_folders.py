@@ -424,7 +424,7 @@ def _peak_rss() -> int:
 def _stage(stage: str) -> Callable[[Path], str | tuple[str, str]]:
     """A function that checks one folder and returns (kind, message) of its refusal, or "passed"."""
     if stage == "check":
-        from app.model_dialog import inspect_folder
+        from app.ui.model_dialog import inspect_folder
 
         def check(path: Path) -> str | tuple[str, str]:
             result = inspect_folder(str(path), "cpu")

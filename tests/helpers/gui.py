@@ -19,7 +19,7 @@ def isolate_user_dirs(monkeypatch: Any, tmp_path: Path) -> None:
 
 def build_window(qtbot: Any, engine: Any, *, settings: Any = None, model_dir: str = "fake") -> Any:
     """The real MainWindow, with `engine` owned by the real EngineHost thread; shown and with the model loaded."""
-    from app.engine_host import EngineHost
+    from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
 
     host = EngineHost(lambda: engine)

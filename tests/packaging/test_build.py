@@ -16,8 +16,10 @@ from types import ModuleType
 
 import pytest
 
+from engine.resources import demo_model_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_MODEL = ROOT / "resources" / "models" / "letterpress-demo"
+DEMO_MODEL = demo_model_dir()
 
 
 def _load(name: str, path: Path) -> ModuleType:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.ghost import GhostContent
+from app.assist.ghost import GhostContent
 from engine.api import Span
 
 _WORD = re.compile(r"\s*\S+\s*|\s+")

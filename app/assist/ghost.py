@@ -9,7 +9,7 @@ the paint always uses the newest content, so the last step always lands and noth
 (no flicker).
 
 Pinned words (kept by the writer or by a re-roll, `Span.pinned`) are drawn solid on a tinted box with an
-underline; a word-level diff (`GhostContent.styles`, see `app.diff_view`) draws deleted words struck through in
+underline; a word-level diff (`GhostContent.styles`, see `app.assist.diff_view`) draws deleted words struck through in
 red and inserted words on a green highlight. `hit(point)` says which word of the ghost is under a point, so a
 click can pin it.
 """
@@ -24,8 +24,8 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit
 
-from app.contrast import contrast, min_alpha, over
-from app.editor import Editor
+from app.ui.contrast import contrast, min_alpha, over
+from app.ui.editor import Editor
 from engine.api import Span
 
 Layout = Literal["inline", "below"]

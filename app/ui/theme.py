@@ -6,15 +6,16 @@ small stylesheet in `resources/styles/` only adjusts the editor's spacing and th
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
+from engine.resources import resources_dir
+
 Theme = Literal["system", "light", "dark"]
-STYLES = Path(__file__).resolve().parent.parent / "resources" / "styles"
+STYLES = resources_dir() / "styles"
 
 
 def system_is_dark() -> bool:

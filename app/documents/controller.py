@@ -8,9 +8,9 @@ unsaved work is closed. Dialog calls are attributes (`ask_unsaved`, `choose_open
 instead of clicking modal boxes.
 
 What a save and an open guard against, and where it lives: exact bytes and per-line endings
-(`app.line_endings`), links and file modes (`write_text_file`, `app.atomic`), changes made on disk by other
-programs (`app.external_change`), one file, one editor (`app.one_editor`, `app.locks`), temporary files of an
-interrupted save (`save_journal`, kept by `app.recovery`).
+(`app.documents.line_endings`), links and file modes (`write_text_file`, `app.platform.atomic`), changes made on disk by other
+programs (`app.documents.external_change`), one file, one editor (`app.documents.one_editor`, `app.platform.locks`), temporary files of an
+interrupted save (`save_journal`, kept by `app.documents.recovery`).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
-from app.atomic import (
+from app.platform.atomic import (
     BackupKept,
     TempHook,
     atomic_write_bytes,
     default_file_mode,
     write_in_place_with_backup,
 )
-from app.external_change import (
+from app.documents.external_change import (
     CompareDialog,
     DiskState,
     ExternalChangeWatcher,
@@ -47,9 +47,9 @@ from app.external_change import (
     compare,
     disk_state,
 )
-from app.line_endings import dominant, normalise, restore_endings, split_lines
-from app.locks import FileLock
-from app.one_editor import EditorClaim, Elsewhere
+from app.documents.line_endings import dominant, normalise, restore_endings, split_lines
+from app.platform.locks import FileLock
+from app.documents.one_editor import EditorClaim, Elsewhere
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def read_text_file(path: str | Path) -> TextFile:
 
 
 def encode_text(doc: TextFile) -> bytes:
-    """The bytes for `doc`: its own endings per line (see `app.line_endings`), its encoding, its BOM."""
+    """The bytes for `doc`: its own endings per line (see `app.documents.line_endings`), its encoding, its BOM."""
     text = restore_endings(doc.text, doc.raw, doc.newline)
     try:
         return _EXPLICIT_BOM.get(doc.encoding, b"") + text.encode(doc.encoding)
@@ -191,7 +191,7 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     Links are respected: a symbolic link is written through (the target is replaced atomically, next to the
     target, and the link stays a link); a file with several hard links is rewritten in place after a verified
     backup, so every name sees the new text. A new file gets the umask's default mode, an existing one keeps
-    its own. `on_temp` is told about every temporary file first (crash clean-up, see `app.recovery`).
+    its own. `on_temp` is told about every temporary file first (crash clean-up, see `app.documents.recovery`).
     """
     p = Path(path)
     real = Path(os.path.realpath(p))
@@ -342,17 +342,17 @@ class DocumentController(QObject):
         self.newline = "\n"
         self.raw: str | None = None  # the text as on disk at the last open/save: each line's own ending
         if recent_path is None:
-            from app.settings import data_dir
+            from app.config.settings import data_dir
 
             recent_path = data_dir() / "recent.json"
         self.recent = RecentFiles(recent_path)
-        # One file, one editor: the lock of the document this window edits (app.one_editor).
+        # One file, one editor: the lock of the document this window edits (app.documents.one_editor).
         self.claim = EditorClaim(lock_folder or recent_path.parent / "recovery" / "locks", self._raise_window)
         self.read_only = False
         self.save_journal: SaveJournal | None = None  # the recovery manager: notes temp files of each save
         self.keep_copy: Callable[[str, str | None], Path] | None = None  # recovery copy before a reload
         self.ask_already_open: Callable[[str, str], OpenChoice] = self._ask_already_open_box
-        # A change made on disk by another program (app.external_change): asked, compared, never overwritten.
+        # A change made on disk by another program (app.documents.external_change): asked, compared, never overwritten.
         self.ask_external_change: Callable[[str, bool], Resolution] = self._ask_external_change_box
         self.show_compare: Callable[[str, str, str], Resolution] = self._compare_dialog
         self._disk: DiskState | None = None

@@ -116,7 +116,7 @@ def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_
     """Rotating log file in `folder` (default: the user log folder); returns its path, or None if the folder
     cannot be created (the app then logs to stderr only; it never refuses to start over a log file)."""
     if folder is None:
-        from app.settings import log_dir
+        from app.platform.folders import log_dir
 
         folder = log_dir()
     root = logging.getLogger()

@@ -210,5 +210,25 @@ def platform_problem(environ: dict[str, str] | None = None) -> PlatformProblem |
     return None
 
 
-__all__ = ["EXIT_QT_PLATFORM", "PACKAGES", "PlatformProblem", "current_platform", "missing_libraries",
-           "packages_for", "platform_problem", "plugin_path", "x_display_reachable"]
+# PySide6 6.12.0 drops a reference on every Python-side `Signal.emit()` (it returns True without a reference)
+# and on every Python slot called from C++ (the slot's return value): a Qt app aborts after a few hundred
+# signals with "bool_dealloc"/"none_dealloc". 6.11.3 is fine.
+BROKEN_QT_BINDINGS = {"6.12.0"}
+
+
+def qt_binding_problem() -> str:
+    """Why the installed PySide6 cannot run Letterpress ("" when it can)."""
+    import PySide6
+
+    version = PySide6.__version__
+    if version in BROKEN_QT_BINDINGS:
+        return (
+            f"PySide6 {version} has a reference-counting bug that crashes Qt applications; "
+            'install another version: pip install "PySide6-Essentials==6.11.3" "shiboken6==6.11.3"'
+        )
+    return ""
+
+
+__all__ = ["BROKEN_QT_BINDINGS", "EXIT_QT_PLATFORM", "PACKAGES", "PlatformProblem", "current_platform",
+           "missing_libraries", "packages_for", "platform_problem", "plugin_path", "qt_binding_problem",
+           "x_display_reachable"]

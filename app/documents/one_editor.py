@@ -1,9 +1,9 @@
 """One file, one editor: a document open for editing in one Letterpress window is locked against the others.
 
-Each `EditorClaim` (one per window's document controller) holds the document lock (`app.locks`, beside the
+Each `EditorClaim` (one per window's document controller) holds the document lock (`app.platform.locks`, beside the
 recovery data in `locks/`) of the file it edits. Another window, in this process or another one, that opens
 the same file finds the lock taken and is told who has it; it can switch to that window (through
-`app.window_switch` across processes) or open the file read-only. A crash frees the lock (the kernel drops
+`app.documents.window_switch` across processes) or open the file read-only. A crash frees the lock (the kernel drops
 it), so a stale lock never blocks a file: no PID is ever trusted.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.locks import FileLock, document_key, document_lock_path, holder_info, read_info
+from app.platform.locks import FileLock, document_key, document_lock_path, holder_info, read_info
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class Elsewhere:
 
 
 def real_key(path: Path) -> str:
-    """The document's identity for locking (`app.locks.document_key`)."""
+    """The document's identity for locking (`app.platform.locks.document_key`)."""
     return document_key(path)
 
 
@@ -61,7 +61,7 @@ class EditorClaim:
             return Elsewhere("another Letterpress window", {}, local)
         lock = FileLock(document_lock_path(self.folder, path))
         try:
-            from app.window_switch import server
+            from app.documents.window_switch import server
 
             listener = server()
             listener.handler = EditorClaim.raise_local
@@ -99,7 +99,7 @@ class EditorClaim:
         if other.local is not None:
             other.local.raise_window()
             return True
-        from app.window_switch import request_switch
+        from app.documents.window_switch import request_switch
 
         return request_switch(str(other.info.get("server") or ""), str(other.info.get("document") or ""))
 

@@ -23,10 +23,10 @@ from typing import Any, Literal
 from PySide6.QtCore import QObject, QTextBoundaryFinder, Signal, Slot
 from PySide6.QtGui import QTextCursor
 
-from app.editor import Editor
-from app.engine_host import EngineHost
-from app.ghost import GhostContent, GhostPainter, Layout
-from app.joins import join, units
+from app.ui.editor import Editor
+from app.assist.engine_host import EngineHost
+from app.assist.ghost import GhostContent, GhostPainter, Layout
+from app.assist.joins import join, units
 from engine.api import (
     REWRITE_PRESETS,
     DenoiseSettings,
@@ -113,10 +113,10 @@ class Assistant(QObject):
         self._state: GhostState = "idle"
         self._muted = False
         self.activity = ""
-        # Set by app.brief: the document brief every request carries, and which document requests come from.
+        # Set by app.documents.brief: the document brief every request carries, and which document requests come from.
         self.brief_provider: Callable[[], str] | None = None
         self.document_provider: Callable[[], str] | None = None
-        # Hooks for app.editing (rewrite strength per instruction; views drawn over the ghost content).
+        # Hooks for app.assist.editing (rewrite strength per instruction; views drawn over the ghost content).
         self.strength_for: Callable[[str], float] | None = None
         self.view_hooks: list[Callable[[_Suggestion, GhostContent], GhostContent]] = []
         self._publish()
@@ -423,7 +423,7 @@ class Assistant(QObject):
         """Accept all, the next word or the next visual line of the visible alternative, as one undo step.
 
         The region (the original of a rewrite or infill, or the draft's anchor) is replaced by the accepted
-        prefix joined to the writer's text (`app.joins`); what is left stays as ghost text right after it. So
+        prefix joined to the writer's text (`app.assist.joins`); what is left stays as ghost text right after it. So
         the document only ever holds the original, or the original's region replaced by a prefix of the
         alternative: never both side by side.
         """

@@ -465,7 +465,7 @@ class ModelDialog(QDialog):
         self.progress.show()
 
     def _on_load_progress(self, p: LoadProgress) -> None:
-        from app.load_status import describe, percent
+        from app.ui.load_status import describe, percent
 
         share = percent(p)
         if share is None:

@@ -22,49 +22,20 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.atomic import atomic_write_text
+from app.platform.atomic import atomic_write_text
+from app.platform.folders import APP_NAME, config_dir, data_dir, log_dir, recovery_dir  # noqa: F401 - re-exported
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
 
 log = logging.getLogger(__name__)
 
-APP_NAME = "letterpress"
 FILE_NAME = "settings.toml"
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Folders
-
-
-def config_dir() -> Path:
-    """Where settings.toml lives (`LETTERPRESS_CONFIG_DIR` overrides the platform default)."""
-    return _folder("LETTERPRESS_CONFIG_DIR", "user_config_dir")
-
-
-def data_dir() -> Path:
-    """Where recovery files and the recent-files list live (`LETTERPRESS_DATA_DIR` overrides)."""
-    return _folder("LETTERPRESS_DATA_DIR", "user_data_dir")
-
-
-def log_dir() -> Path:
-    """Where the rotating log files live (`LETTERPRESS_LOG_DIR` overrides)."""
-    return _folder("LETTERPRESS_LOG_DIR", "user_log_dir")
-
+# (they live in app.platform.folders, below the settings, so the log and lock code can use them too)
 
 _default_config_dir = config_dir
-
-
-def recovery_dir() -> Path:
-    """Autosaved copies of unsaved documents, under the data folder."""
-    return data_dir() / "recovery"
-
-
-def _folder(env: str, platform_fn: str) -> Path:
-    override = os.environ.get(env)
-    if override:
-        return Path(override).expanduser()
-    import platformdirs
-
-    return Path(getattr(platformdirs, platform_fn)(APP_NAME, appauthor=False))
 
 
 # ----------------------------------------------------------------------------------------------------------------

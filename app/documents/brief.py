@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.atomic import atomic_write_bytes
-from app.locks import is_locked
+from app.platform.atomic import atomic_write_bytes
+from app.platform.locks import is_locked
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class BriefStore:
 
 
 def session_alive(recovery_folder: Path, session: str) -> bool:
-    """The recovery session's lock is held (app.recovery): true wherever its PID is not visible or reused."""
+    """The recovery session's lock is held (app.documents.recovery): true wherever its PID is not visible or reused."""
     return is_locked(recovery_folder / f"{session}.lock")
 
 
@@ -280,7 +280,7 @@ def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    from app.integration import add_window_action  # integration installs the brief: imported here, not at the top
+    from app.ui.actions import add_window_action
 
     add_window_action(window, action, "menuAssist", "&Assist")
     assistant = getattr(window, "assistant", None)

@@ -1,6 +1,6 @@
 """Autosave and crash recovery: unsaved text is copied to the recovery folder every few seconds.
 
-Layout of the recovery folder (`app.settings.recovery_dir()`), all written atomically:
+Layout of the recovery folder (`app.config.settings.recovery_dir()`), all written atomically:
 
 - `<session>.json`  one per running window: {"version", "pid", "path" (or null: untitled), "saved_at", "text",
   optional "kind": "autosave" | "kept before reload" | "interrupted save"}. A clean save, a discard or a clean
@@ -13,7 +13,7 @@ Layout of the recovery folder (`app.settings.recovery_dir()`), all written atomi
   [{"temp", "target"}]}); at the next start, leftovers of a session whose lock is free are removed, or offered as
   recovery when they hold text the document on disk does not. Temps no journal knows (`.<name>.<8>.tmp` or
   `.backup` beside a document, older than two minutes) are handled the same way when that document is opened.
-- `locks/<hash>.lock`  one file, one editor: see `app.locks.document_lock_path`.
+- `locks/<hash>.lock`  one file, one editor: see `app.platform.locks.document_lock_path`.
 
 Anything else a module adds beside a session's files must be named `<session>.<something>` and removed with it.
 At the next start, copies of dead sessions are offered: the window restores each one, showing which document it
@@ -44,8 +44,8 @@ from typing import Literal
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from app.atomic import atomic_write_bytes
-from app.locks import FileLock, holder_info, is_locked
+from app.platform.atomic import atomic_write_bytes
+from app.platform.locks import FileLock, holder_info, is_locked
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def clean_interrupted_saves(folder: Path, *, own: str | None = None) -> list[Pat
     return made
 
 
-# `.<name>.<8 of mkstemp's characters>.tmp|.backup`: exactly what app.atomic creates, nothing another program does
+# `.<name>.<8 of mkstemp's characters>.tmp|.backup`: exactly what app.platform.atomic creates, nothing another program does
 _OUR_TEMP = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.(tmp|backup)$")
 STRAY_AGE_S = 120.0  # a save in progress notes its temp within microseconds; two minutes is beyond doubt
 
@@ -190,7 +190,7 @@ def sweep_stray_temps(folder: Path, document: Path, *, now: float | None = None)
 def settle_temp(folder: Path, temp: Path, target: Path) -> tuple[bool, Path | None]:
     """Remove `temp`, first keeping its text as a recovery copy when it differs from `target`. Returns (done,
     copy): done is False when the temp had to stay (unreadable, or its text could not be kept)."""
-    from app.documents import DocumentError, decode_text
+    from app.documents.controller import DocumentError, decode_text
 
     try:
         data = temp.read_bytes()

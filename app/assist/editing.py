@@ -18,11 +18,11 @@ from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtGui import QAction, QActionGroup, QMouseEvent, QTextCursor
 from PySide6.QtWidgets import QMenu
 
-from app import pins as pinning
-from app.alternatives_panel import AlternativesPanel
-from app.diff_view import WordDiff, diff_hook
-from app.ghost import GhostContent
-from app.strength import LEVELS, StrengthDial, StrengthMemory
+from app.assist import pins as pinning
+from app.assist.alternatives_panel import AlternativesPanel
+from app.assist.diff_view import WordDiff, diff_hook
+from app.assist.ghost import GhostContent
+from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
 from engine.api import DraftRequest, InfillRequest, RewriteRequest, new_request_id
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class DiffusionEditing(QObject):
 
     def _build_ui(self) -> None:
         w = self.window
-        from app.main_window import PRESET_LABELS  # the labels the presets show in menus
+        from app.assist.presets import PRESET_LABELS  # the labels the presets show in menus
 
         self.dial = StrengthDial(self.memory, dict(PRESET_LABELS), w)
         self.dial.changed.connect(self._on_strength_changed)

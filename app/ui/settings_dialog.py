@@ -1,4 +1,4 @@
-"""The Settings dialog: one editor per declared setting, built from `app.settings.SETTINGS`.
+"""The Settings dialog: one editor per declared setting, built from `app.config.settings.SETTINGS`.
 
 Nothing is hard-coded twice: labels, bounds and choices come from the declarations, so a new setting appears
 here by being declared. OK/Apply validate everything first and apply all-or-nothing; the reason a value is
@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.settings import BY_KEY, SETTINGS, Setting, Settings, defaults, key_clash, key_problem
+from app.config.settings import BY_KEY, SETTINGS, Setting, Settings, defaults, key_clash, key_problem
 
 SECTION_TITLES = {
     "model": "Model",

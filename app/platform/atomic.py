@@ -7,7 +7,7 @@ original file is exactly as it was. Pure Python, no Qt, so settings, documents a
 A rename gives the target a new inode, which would split a file with several hard links from its other names;
 `write_in_place_with_backup` is the path for those: a verified backup copy first, then an in-place rewrite.
 `on_temp` lets the caller note every temporary file before anything is written into it, so a crash in the
-middle leaves a record of what to clean up at the next start (see `app.recovery`).
+middle leaves a record of what to clean up at the next start (see `app.documents.recovery`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Declared settings (type, default, bounds, one changed signal) and key bindings. Imports only
+`app.platform`."""
