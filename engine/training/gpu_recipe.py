@@ -3,9 +3,9 @@
 Why one command: a GPU is lent to a session now and then, for minutes, with nobody watching. In `--minutes`:
 1. generate (about 40% of the time, when the teacher's GGUF is found): `corpus_gen` on the GPU in bfloat16,
    large batches, seed 1 (new items, never the CPU corpus's), into DIR/corpus;
-2. train (about 45%): `train.run` on the committed corpus (`resources/corpus/teacher-s0`, or --corpus-dir) plus
-   what step 1 wrote, a larger demo (hidden 512, 6 layers), the step count fitted to the time left after a
-   measured probe so the cosine schedule ends when the time does;
+2. train (about 45%): `train.run` on the committed corpus (`engine/training/teacher_corpus/hf-s0`, or
+   --corpus-dir) plus what step 1 wrote, a larger demo (hidden 512, 6 layers), the step count fitted to the
+   time left after a measured probe so the cosine schedule ends when the time does;
 3. judge: `engine.training.judge` on the new model beside today's demo (teacher figures when it was found).
 Everything goes to DIR: corpus/, run/ (state, log, model/), judge.json, figures.json (the summary, with the
 time each phase took), recipe.log. Rerunning with the same DIR resumes (the corpus and the run are resumable).
@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-DEFAULT_CORPUS = Path("resources/corpus/teacher-s0")
+DEFAULT_CORPUS = Path(__file__).resolve().parent / "teacher_corpus" / "hf-s0"
 TODAYS_DEMO = Path("resources/models/letterpress-demo")
 
 
