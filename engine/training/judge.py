@@ -147,10 +147,12 @@ def judge(
     held_out: int = 40,
     backend: str = "hf",
     results: list[dict[str, Any]] | None = None,
+    drafts: int = len(OPENINGS),
+    sentences: int = len(CORRECT_SENTENCES),
 ) -> dict[str, Any]:
     """Figures for `models` (or for earlier `results`, re-scored without re-running the models)."""
     words = load_words()
-    results = results if results is not None else [run_model(m) for m in models]
+    results = results if results is not None else [run_model(m, drafts, sentences) for m in models]
     teacher = reference = None
     report: dict[str, Any] = {"models": {}}
     if teacher_path is not None:
@@ -162,7 +164,16 @@ def judge(
             reference = perplexity(teacher.score(pairs))
             report["heldout_corpus"] = {"stories": len(pairs), "teacher_ppl": reference}
     for result in results:
-        report["models"][result["model"]] = {"figures": figures(result, teacher, words, reference), **result}
+        entry = {"figures": figures(result, teacher, words, reference), **result}
+        record = Path(result["model"]) / "training.json"
+        if record.is_file():  # how much it was trained: the x axis of a curve
+            rec = json.loads(record.read_text())
+            hyper, step = rec.get("hyperparameters", {}), rec.get("metrics", {}).get("step", 0)
+            entry["figures"]["step"] = step
+            entry["figures"]["canvas_tokens"] = (
+                step * hyper.get("batch_size", 0) * hyper.get("canvas_length", 0)
+            )
+        report["models"][result["model"]] = entry
     return report
 
 
@@ -177,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-teacher", action="store_true", help="skip the perplexity figures")
     parser.add_argument("--held-out", type=int, default=40, help="held-out corpus stories for the reference")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--drafts", type=int, default=len(OPENINGS))
+    parser.add_argument("--sentences", type=int, default=len(CORRECT_SENTENCES))
+    parser.add_argument("--curve", type=Path, help="a training run folder: judge each of its exports/step-*")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     import torch
@@ -192,9 +206,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.rescore:
         old = json.loads(args.rescore.read_text(encoding="utf-8"))["models"]
         earlier = [{k: v for k, v in r.items() if k != "figures"} for r in old.values()]
-    elif not args.model:
-        parser.error("give --model DIR (or --rescore REPORT)")
-    report = judge(args.model, args.corpus_dir, teacher_path, args.held_out, results=earlier)
+    if args.curve:
+        args.model += sorted((args.curve / "exports").glob("step-*"))
+    if not args.model and earlier is None:
+        parser.error("give --model DIR (or --rescore REPORT, or --curve RUN)")
+    report = judge(
+        args.model,
+        args.corpus_dir,
+        teacher_path,
+        args.held_out,
+        results=earlier,
+        drafts=args.drafts,
+        sentences=args.sentences,
+    )
     text = json.dumps(report, indent=2, ensure_ascii=False)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
