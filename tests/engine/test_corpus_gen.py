@@ -209,3 +209,35 @@ def test_the_gpu_recipe_dry_run_writes_its_figures_in_one_folder(tmp_path: Path)
     judged = figures["judge"][str(out / "run" / "model")]
     assert 0 <= judged["english_word_share"] <= 1 and "grammar_unchanged" in judged
     assert (out / "run" / "model" / "model.safetensors").is_file() and (out / "recipe.log").is_file()
+
+
+def test_the_judges_figures_count_what_a_writer_notices() -> None:
+    import math
+
+    from engine.training import judge
+
+    class FlatTeacher:
+        def score(self, pairs):
+            return [(float(len(text.split())), len(text.split())) for _, text in pairs]  # 1 nat a word
+
+    result = {
+        "drafts": [
+            {"opening": "A.", "draft": "The boat sailed home."},
+            {"opening": "B.", "draft": "Zqx vrrb the."},
+        ],
+        "grammar": [{"unchanged": True}, {"unchanged": True}, {"unchanged": False}, {"unchanged": True}],
+        "rewrites": [{"ratio": 1.0, "ok": True}, {"ratio": 5.9, "ok": False}],
+        "draft_seconds_mean": 0.5,
+        "draft_seconds_max": 0.7,
+    }
+    words = {"the", "boat", "sailed", "home"}
+    fig = judge.figures(result, FlatTeacher(), words, reference_ppl=math.e / 2)
+    assert fig["english_word_share"] == round(5 / 7, 4)
+    assert fig["grammar_unchanged"] == 0.75 and fig["rewrite_length_ok"] == 0.5
+    assert fig["teacher_ppl_drafts"] == round(math.e, 2) and fig["ppl_ratio"] == 2.0
+    assert fig["targets_met"] == {
+        "ppl_ratio": True,
+        "english_word_share": False,
+        "grammar_unchanged": False,
+        "rewrite_length_ok": False,
+    }
