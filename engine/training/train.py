@@ -144,6 +144,8 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
     random.seed(h.seed)
     torch.manual_seed(h.seed)
     train_chapters, held_chapters = load_corpus(h, out)
+    if h.corpus == "teacher" and not train_chapters.stories:
+        raise SystemExit(f"No usable stories in {h.corpus_dirs} yet: let engine.training.corpus_gen write a chunk.")
     tokenizer = run_tokenizer(out, train_chapters, h)
     config = tiny_config(
         len(tokenizer), canvas_length=h.canvas_length, hidden_size=h.hidden_size, layers=h.layers,
