@@ -92,7 +92,12 @@ def tokenizer_texts(chapters: Any) -> list[str]:
     from engine.prompts import DRAFT_HEADER, INFILL_HEADER, REWRITE_HEADER
 
     prompts = [DRAFT_HEADER, REWRITE_HEADER, INFILL_HEADER, "Context before:", "Context after:", "…"]
-    texts = [c.text for c in chapters] if isinstance(chapters, list) else chapters.texts()
+    if isinstance(chapters, list):
+        texts = [c.text for c in chapters]
+    else:  # the teacher corpus, plus its prompt vocabulary (whole pieces for the words its stories are built on)
+        from engine.training.recipes import ADJECTIVES, NOUNS, VERBS
+
+        texts = chapters.texts() + [" ".join(NOUNS + VERBS + ADJECTIVES)] * 20
     return texts + prompts * 50 + list(REWRITE_PRESETS.values()) * 50
 
 
