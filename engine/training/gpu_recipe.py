@@ -3,7 +3,7 @@
 Why one command: a GPU is lent to a session now and then, for minutes, with nobody watching. In `--minutes`:
 1. generate (about 40% of the time, when the teacher's GGUF is found): `corpus_gen` on the GPU in bfloat16,
    large batches, seed 1 (new items, never the CPU corpus's), into DIR/corpus;
-2. train (about 45%): `train.run` on the committed corpus (`engine/training/teacher_corpus/hf-s0`, or
+2. train (about 45%): `train.run` on the committed corpus (`engine/training/teacher_corpus/*`, or
    --corpus-dir) plus what step 1 wrote, a larger demo (hidden 512, 6 layers), the step count fitted to the
    time left after a measured probe so the cosine schedule ends when the time does;
 3. judge: `engine.training.judge` on the new model beside today's demo (teacher figures when it was found).
@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-DEFAULT_CORPUS = Path(__file__).resolve().parent / "teacher_corpus" / "hf-s0"
+TEACHER_CORPUS = Path(__file__).resolve().parent / "teacher_corpus"  # the committed chunks, one folder a backend
 TODAYS_DEMO = Path("resources/models/letterpress-demo")
 
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cuda":
         figures["gpu"] = torch.cuda.get_device_name(0)
     _log(out, f"device {device}, {args.minutes} minutes")
-    corpus_dirs = args.corpus_dir or [DEFAULT_CORPUS]
+    corpus_dirs = args.corpus_dir or sorted(p.parent for p in TEACHER_CORPUS.glob("*/manifest.json"))
     teacher = None
     try:
         teacher = find_teacher(args.teacher, cache=out / "teacher")
