@@ -4,7 +4,7 @@
 #   sh engine/training/resume_background.sh            (from the repository root)
 #
 # Both jobs are resumable: the generator skips the chunks that exist, the trainer reloads DIR/state.pt (and its
-# tokenizer) and re-reads the corpus every 50 steps as it grows. Rerun this after any stop. Override the folders
+# tokenizer) and re-reads the corpus every 40 steps as it grows. Rerun this after any stop. Override the folders
 # with CORPUS=..., RUN=..., PY=... ; TRAIN_MINUTES caps the training session (the generator runs until stopped).
 # The llama.cpp library is built once with `python -m engine.training.build_llamacpp` (no wheel serves this
 # platform); without it, use the hf backend in a new CORPUS folder (its chunks differ from llama.cpp's).
@@ -23,6 +23,6 @@ nohup nice -n 19 "$PY" -m engine.training.corpus_gen --out "$CORPUS" --seed 0 --
     --threads 1 --backend llamacpp --first-chunk 1000 --teacher "$TEACHER" >> "$CORPUS.log" 2>&1 &
 echo "corpus: pid $! -> $CORPUS (log $CORPUS.log)"
 nohup nice -n 15 "$PY" -m engine.training.train --out "$RUN" --corpus teacher --corpus-dir "$FIRST" --corpus-dir "$CORPUS" \
-    --corpus-reload 50 --steps 3000 --seed 0 --hidden-size 256 --layers 4 --batch-size 16 --eval-every 50 \
+    --corpus-reload 40 --steps 3000 --seed 0 --hidden-size 256 --layers 4 --batch-size 16 --warmup 20 --eval-every 40 \
     --save-every 10 --keep-exports --threads 1 --max-minutes "$TRAIN_MINUTES" >> "$RUN.log" 2>&1 &
 echo "training: pid $! -> $RUN (log $RUN.log)"

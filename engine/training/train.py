@@ -267,7 +267,7 @@ def command_for(h: Hyper) -> str:
         cmd += f" --corpus-chunks {h.corpus_chunks}"
     if h.corpus_reload:
         cmd += f" --corpus-reload {h.corpus_reload}"
-    for name in ("batch_size", "lr", "hidden_size", "layers"):
+    for name in ("batch_size", "lr", "warmup", "hidden_size", "layers"):
         if getattr(h, name) != getattr(Hyper, name):
             cmd += f" --{name.replace('_', '-')} {getattr(h, name)}"
     return cmd
@@ -305,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus-reload", type=int, default=0, help="re-read the corpus every N steps")
     parser.add_argument("--batch-size", type=int, default=Hyper.batch_size)
     parser.add_argument("--lr", type=float, default=Hyper.lr)
+    parser.add_argument("--warmup", type=int, default=Hyper.warmup)
     parser.add_argument("--hidden-size", type=int, default=Hyper.hidden_size)
     parser.add_argument("--layers", type=int, default=Hyper.layers)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
@@ -316,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     h = Hyper(steps=args.steps, seed=args.seed, corpus=args.corpus, corpus_dirs=",".join(args.corpus_dir),
-              corpus_chunks=args.corpus_chunks, corpus_reload=args.corpus_reload, batch_size=args.batch_size, lr=args.lr,
+              corpus_chunks=args.corpus_chunks, corpus_reload=args.corpus_reload, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
               hidden_size=args.hidden_size, layers=args.layers)
     metrics = run(args.out, h, eval_every=args.eval_every, save_every=args.save_every, max_minutes=args.max_minutes,
                   device=args.device, keep_exports=args.keep_exports)
