@@ -22,7 +22,7 @@ mkdir -p "$(dirname "$CORPUS")" "$(dirname "$RUN")"
 nohup nice -n 19 "$PY" -m engine.training.corpus_gen --out "$CORPUS" --seed 0 --chunk-size 32 --batch-size 16 \
     --threads 1 --backend llamacpp --first-chunk 1000 --teacher "$TEACHER" >> "$CORPUS.log" 2>&1 &
 echo "corpus: pid $! -> $CORPUS (log $CORPUS.log)"
-nohup nice -n 15 "$PY" -m engine.training.train --out "$RUN" --corpus teacher --corpus-dir "$FIRST" --corpus-dir "$CORPUS" \
-    --corpus-reload 40 --steps 3000 --seed 0 --hidden-size 256 --layers 4 --batch-size 16 --warmup 20 --eval-every 40 \
-    --save-every 10 --keep-exports --threads 1 --max-minutes "$TRAIN_MINUTES" >> "$RUN.log" 2>&1 &
+nohup nice -n 15 "$PY" -m engine.training.train --out "$RUN" --corpus teacher \
+    --corpus-dir "$FIRST" --corpus-dir "$CORPUS" --corpus-reload 40 --steps 3000 --seed 0 \
+    --hidden-size 256 --layers 4 --batch-size 16 --warmup 20 --eval-every 40 --save-every 10 --keep-exports --threads 1 --max-minutes "$TRAIN_MINUTES" >> "$RUN.log" 2>&1 &
 echo "training: pid $! -> $RUN (log $RUN.log)"
