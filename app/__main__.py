@@ -8,9 +8,13 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.resources import demo_model_dir
+
+if TYPE_CHECKING:  # imported where used: the Qt platform is checked before Qt loads
+    from app.config.settings import Settings
+    from app.main_window import MainWindow
 
 log = logging.getLogger("app")
 
@@ -93,7 +97,7 @@ def fake_engine_factory(spec: str) -> Callable[[], Any]:
     return lambda: FakeEngine(**kwargs)
 
 
-def _settings() -> Any | None:
+def _settings() -> Settings | None:
     try:
         from app.config.settings import Settings
     except ImportError:
@@ -101,7 +105,7 @@ def _settings() -> Any | None:
     return Settings()
 
 
-def _install_services(window: Any, settings: Any | None, files: list[str]) -> None:
+def _install_services(window: MainWindow, settings: Settings | None, files: list[str]) -> None:
     """Documents, autosave/recovery, settings and model manager (app.integration), when that module exists."""
     try:
         from app.integration import install_services
@@ -112,7 +116,7 @@ def _install_services(window: Any, settings: Any | None, files: list[str]) -> No
     install_services(window, settings, files=files)
 
 
-def build_window(args: argparse.Namespace) -> Any:
+def build_window(args: argparse.Namespace) -> MainWindow:
     """Everything `python -m app` does before the event loop: settings, theme, engine host, window, model load."""
     from PySide6.QtWidgets import QApplication
 
@@ -151,7 +155,6 @@ def build_window(args: argparse.Namespace) -> Any:
         host, settings=settings, model_dir=model_dir, device=device, quantization=quantization,
         no_model_reason=reason,
     )
-    window.startup_files = list(args.files)  # type: ignore[attr-defined]
     _install_services(window, settings, list(args.files))
     if settings is not None:
         for problem in getattr(settings, "problems", []):

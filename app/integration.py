@@ -1,9 +1,8 @@
 """Plugs documents, recovery, settings, the model manager and privacy into a main window, in one call.
 
-`install_services(window, settings)` is what `app.__main__.build_window` calls after creating the window. The
-window needs `editor`, `menuFile` (with `actionQuit`), `menuEdit`, `menuModel`, `host` and `close_guards`;
-anything missing is skipped rather than fatal. After the event loop starts, the first file given on the command
-line is opened and autosaved copies left by a crash are offered for restoring.
+`install_services(window, settings)` is what `app.__main__.build_window` calls after creating the `MainWindow`
+(the wiring sits above the window in the layers, so it is typed by it). After the event loop starts, the first
+file given on the command line is opened and autosaved copies left by a crash are offered for restoring.
 """
 
 from __future__ import annotations
@@ -15,14 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QLabel
 
 from app.platform import privacy
+from app.documents.brief import BriefController
 from app.documents.controller import DocumentController
 from app.documents.recovery import RecoveredDocument, RecoveryManager
 from app.config.settings import Settings, data_dir, recovery_dir
-from app.ui.actions import add_window_action
+from app.main_window import MainWindow
+from app.ui.actions import add_window_action, configure
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +36,19 @@ class Services:
     action_model: QAction | None
     action_settings: QAction | None
     kept_for_later: list[RecoveredDocument]
-    brief: Any = None  # app.documents.brief.BriefController
+    brief: BriefController | None = None
     autosave_warning: QLabel | None = None
 
 
-def install_services(window: QMainWindow, settings: Settings | None = None, *, files: list[str] | None = None,
+def install_services(window: MainWindow, settings: Settings | None = None, *, files: list[str] | None = None,
                      recovery_folder: Path | None = None, offer_recovery: bool = True) -> Services:
-    existing = getattr(window, "services", None)
+    existing = window.services
     if isinstance(existing, Services):  # installing twice would double every menu entry and autosave
         return existing
-    editor = window.editor  # type: ignore[attr-defined]
+    editor = window.editor
     folder = recovery_folder or recovery_dir()
     documents = DocumentController(window, editor, settings, recent_path=data_dir() / "recent.json",
-                                   menu=getattr(window, "menuFile", None), lock_folder=folder / "locks")
+                                   menu=window.menuFile, lock_folder=folder / "locks")
     recovery = RecoveryManager(folder, documents.recovery_snapshot, parent=window)
     recovery.connect_document(documents)
     if settings is not None:
@@ -61,12 +62,13 @@ def install_services(window: QMainWindow, settings: Settings | None = None, *, f
     from app.documents.brief import install_brief
 
     session = Path(getattr(recovery, "file", "") or "").stem or uuid.uuid4().hex
-    services.brief = install_brief(window, documents, Path(recovery.folder), session)
+    services.brief = window.brief = install_brief(window, documents, Path(recovery.folder), session,
+                                                  window.request_defaults)
     services.action_model = _add_model_action(window, settings)
     services.action_settings = _add_settings_action(window, settings)
     documents.message.connect(lambda text: _show(window, text))
     services.autosave_warning = _add_autosave_warning(window, recovery)
-    window.services = services  # type: ignore[attr-defined]
+    window.services = services
 
     def start() -> None:
         if files:
@@ -80,7 +82,7 @@ def install_services(window: QMainWindow, settings: Settings | None = None, *, f
     return services
 
 
-def offer(services: Services, window: QMainWindow) -> list[RecoveredDocument]:
+def offer(services: Services, window: MainWindow) -> list[RecoveredDocument]:
     """Offer every autosave left by a crash; the window restores one (copies it cannot take now are kept)."""
     documents = services.documents
 
@@ -104,7 +106,7 @@ def offer(services: Services, window: QMainWindow) -> list[RecoveredDocument]:
     return services.recovery.offer(restore)
 
 
-def _add_autosave_warning(window: QMainWindow, recovery: RecoveryManager) -> QLabel:
+def _add_autosave_warning(window: MainWindow, recovery: RecoveryManager) -> QLabel:
     """A permanent status-bar warning (objectName `autosaveWarning`) shown for as long as autosave fails: the
     writer must never believe unsaved text is protected when it is not. Saving keeps working meanwhile."""
     label = QLabel(window)
@@ -124,68 +126,54 @@ def _add_autosave_warning(window: QMainWindow, recovery: RecoveryManager) -> QLa
     return label
 
 
-def _show(window: QMainWindow, text: str) -> None:
-    show = getattr(window, "show_message", None)
-    if callable(show):
-        show(text)
-    else:
-        window.statusBar().showMessage(text, 8000)
+def _show(window: MainWindow, text: str) -> None:
+    window.show_message(text)
 
 
-def _add_model_action(window: QMainWindow, settings: Settings | None) -> QAction | None:
-    host = getattr(window, "host", None)
+def _add_model_action(window: MainWindow, settings: Settings | None) -> QAction | None:
+    host = window.host
     if host is None:
         return None
-    action = QAction("&Model manager…", window)
-    action.setObjectName("actionModelManager")
-    action.setStatusTip("Choose, check and load a DiffusionGemma model")
+    action = configure(QAction(window), "actionModelManager")
 
     def open_dialog() -> None:
         from app.ui.model_dialog import ModelDialog
 
         def load(folder: str, device: str, quantization: str) -> None:
-            if hasattr(window, "load_model"):  # the window tracks the state of its model in the status bar
-                window.device, window.quantization = device, quantization  # type: ignore[attr-defined]
-                window.load_model(folder)  # type: ignore[attr-defined]
-            else:
-                host.load(folder, device, quantization)
+            window.load_model(folder, device, quantization)  # the window tracks its model in the status bar
 
         dialog = ModelDialog(host, settings, window, loader=load)
-        window.model_dialog = dialog  # type: ignore[attr-defined]
+        window.model_dialog = dialog
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    menu = getattr(window, "menuModel", None) or window.menuBar().addMenu("&Model")
+    menu = window.menuModel
     first = menu.actions()[0] if menu.actions() else None
     menu.insertAction(first, action) if first else menu.addAction(action)
     window.addAction(action)
     return action
 
 
-def _add_settings_action(window: QMainWindow, settings: Settings | None) -> QAction | None:
+def _add_settings_action(window: MainWindow, settings: Settings | None) -> QAction | None:
     if settings is None:
         return None
-    action = QAction("&Settings…", window)
-    action.setObjectName("actionSettings")
-    action.setMenuRole(QAction.MenuRole.PreferencesRole)
-    keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Preferences) or [QKeySequence("Ctrl+,")]
-    action.setShortcuts(keys)
+    action = configure(QAction(window), "actionSettings")  # Preferences: the platform's key, else Ctrl+,
 
     def open_dialog() -> None:
         from app.ui.settings_dialog import SettingsDialog
 
         dialog = SettingsDialog(settings, window)
-        window.settings_dialog = dialog  # type: ignore[attr-defined]
+        window.settings_dialog = dialog
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    add_window_action(window, action, "menuEdit", "&Edit")
+    add_window_action(window, action, title="&Edit")
     return action
 
 
-def _follow_appearance(window: QMainWindow, settings: Settings) -> None:
+def _follow_appearance(window: MainWindow, settings: Settings) -> None:
     """Theme and font apply at once (the zoom steps the writer chose are kept on top of the font size)."""
-    editor = window.editor  # type: ignore[attr-defined]
+    editor = window.editor
 
     def apply_font() -> None:
         from app.ui.editor import default_font

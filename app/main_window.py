@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt, Slot
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent
 from PySide6.QtWidgets import (
+    QDialog,
     QFileDialog,
     QInputDialog,
     QLabel,
@@ -30,6 +31,9 @@ from PySide6.QtWidgets import (
 
 from app.assist.presets import PRESET_LABELS
 from app.assist.controller import Assistant
+from app.assist.request_defaults import RequestDefaults
+from app.documents.brief import BriefController
+from app.ui import actions
 from app.ui.editor import Editor, FindBar
 from app.assist.engine_host import EngineHost
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
@@ -51,6 +55,7 @@ class MainWindow(QMainWindow):
         device: str = "auto",
         quantization: str = "auto",
         no_model_reason: str = "",
+        request_defaults: RequestDefaults | None = None,
     ) -> None:
         super().__init__()
         self.setObjectName("mainWindow")
@@ -65,6 +70,12 @@ class MainWindow(QMainWindow):
         self._activity, self._activity_shown, self._activity_running = "", "", False
         self.close_guards: list[Callable[[], bool]] = []
         self.context_menu_hooks: list[Callable[[QMenu], None]] = []  # extra right-click entries
+        # Filled by the wiring (app.integration.install_services) when it plugs the services in.
+        self.services: object | None = None  # app.integration.Services
+        self.brief: BriefController | None = None
+        self.model_dialog: QDialog | None = None
+        self.settings_dialog: QDialog | None = None
+        self.palette_dialog: QDialog | None = None
 
         self.editor = Editor(self)
         self.find_bar = FindBar(self.editor, self)
@@ -76,14 +87,21 @@ class MainWindow(QMainWindow):
         column.addWidget(self.find_bar)
         self.setCentralWidget(central)
 
-        self.assistant = Assistant(self.editor, host, settings)
+        # What every request carries besides the text (brief, strength per instruction): the services that own
+        # those parts are handed this object; the assistant is given it here.
+        self.request_defaults = request_defaults if request_defaults is not None else RequestDefaults()
+        self.assistant = Assistant(self.editor, host, settings, defaults=self.request_defaults)
         self._build_actions()
         self._build_menus()
         self._build_toolbar()
         self._build_status_bar()
         from app.assist.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
 
-        self.editing = DiffusionEditing(self)
+        self.editing = DiffusionEditing(
+            self, assistant=self.assistant, request_defaults=self.request_defaults,
+            assist_menu=self.menuAssist, view_menu=self.menuView, show_message=self.show_message,
+            context_menu_hooks=self.context_menu_hooks,
+        )
         self.editor.keyUnavailable.connect(self._on_key_unavailable)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
@@ -114,48 +132,22 @@ class MainWindow(QMainWindow):
 
     # -- actions -----------------------------------------------------------------------------------------------------
 
-    def _action(self, name: str, text: str, slot: Callable[[], object], shortcuts: list[Any] | None = None,
-                tip: str = "") -> QAction:
-        action = QAction(text, self)
-        action.setObjectName(name)
-        if shortcuts:
-            action.setShortcuts([QKeySequence(s) for s in shortcuts])
-        if tip:
-            action.setStatusTip(tip)
-            action.setToolTip(tip)
-        action.triggered.connect(lambda _checked=False: slot())
-        self.addAction(action)
-        return action
+    def _action(self, name: str, slot: Callable[[], object]) -> QAction:
+        """The window's action for command-table entry `name` (label, keys, tips: app.config.commands)."""
+        return actions.create(self, name, slot)
 
     def _build_actions(self) -> None:
         a = self.assistant
-        self.actionDraft = self._action("actionDraft", "&Draft at cursor", a.draft, ["Ctrl+Return", "Ctrl+Enter"],
-                                        "Write new text at the cursor (Ctrl+Enter)")
-        self.actionRewrite = self._action("actionRewrite", "&Rewrite selection",
-                                          lambda: a.rewrite(GENERIC_REWRITE), ["Ctrl+R"],
-                                          "Rewrite the selected text (Ctrl+R)")
-        self.actionInfill = self._action("actionInfill", "&Infill selection or gap", a.infill, ["Ctrl+Shift+I"],
-                                         "Fill the selection or the gap at the cursor so it joins the text around it")
-        self.actionCustomInstruction = self._action("actionCustomInstruction", "Custom &instruction…",
-                                                    self.custom_instruction, ["Ctrl+Shift+R"],
-                                                    "Rewrite the selection (or draft) following your own instruction")
-        self.actionAcceptSuggestion = self._action("actionAcceptSuggestion", "&Accept suggestion", a.accept_all,
-                                                   ["Tab"], "Insert the whole suggestion (Tab)")
-        self.actionAcceptWord = self._action("actionAcceptWord", "Accept next &word", a.accept_word, ["Ctrl+Right"])
-        self.actionAcceptLine = self._action(
-            "actionAcceptLine", "Accept next &line", a.accept_line,
-            ["Shift+Tab", QKeySequence(Qt.KeyboardModifier.ShiftModifier | Qt.Key.Key_Backtab)],
-        )
-        self.actionDismissSuggestion = self._action("actionDismissSuggestion", "D&ismiss suggestion", a.dismiss,
-                                                    ["Esc"], "Hide the suggestion and stop generating (Esc)")
-        self.actionNextAlternative = self._action("actionNextAlternative", "&Next alternative",
-                                                  a.next_alternative, ["Alt+]"])
-        self.actionPreviousAlternative = self._action("actionPreviousAlternative", "&Previous alternative",
-                                                      a.previous_alternative, ["Alt+["])
-        for act, short in ((self.actionDraft, "Draft"), (self.actionRewrite, "Rewrite"),
-                           (self.actionInfill, "Infill"), (self.actionCustomInstruction, "Custom…"),
-                           (self.actionAcceptSuggestion, "Accept"), (self.actionDismissSuggestion, "Dismiss")):
-            act.setIconText(short)
+        self.actionDraft = self._action("actionDraft", a.draft)
+        self.actionRewrite = self._action("actionRewrite", lambda: a.rewrite(GENERIC_REWRITE))
+        self.actionInfill = self._action("actionInfill", a.infill)
+        self.actionCustomInstruction = self._action("actionCustomInstruction", self.custom_instruction)
+        self.actionAcceptSuggestion = self._action("actionAcceptSuggestion", a.accept_all)
+        self.actionAcceptWord = self._action("actionAcceptWord", a.accept_word)
+        self.actionAcceptLine = self._action("actionAcceptLine", a.accept_line)
+        self.actionDismissSuggestion = self._action("actionDismissSuggestion", a.dismiss)
+        self.actionNextAlternative = self._action("actionNextAlternative", a.next_alternative)
+        self.actionPreviousAlternative = self._action("actionPreviousAlternative", a.previous_alternative)
         self.suggestion_actions = [
             self.actionAcceptSuggestion, self.actionAcceptWord, self.actionAcceptLine,
             self.actionDismissSuggestion, self.actionNextAlternative, self.actionPreviousAlternative,
@@ -166,37 +158,31 @@ class MainWindow(QMainWindow):
         self.editor.priority_actions.extend([self.actionDraft, self.actionRewrite, self.actionInfill])
         self.preset_actions: list[QAction] = []
         for key, instruction in a.presets().items():
-            act = self._action(f"actionPreset_{key}", PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
-                               lambda ins=instruction: a.rewrite(ins), tip=instruction)
+            act = actions.create_member(self, "actionPreset_", key,
+                                        PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
+                                        lambda ins=instruction: a.rewrite(ins), tip=instruction)
             self.preset_actions.append(act)
 
         e = self.editor
-        self.actionUndo = self._action("actionUndo", "&Undo", e.undo, [QKeySequence.StandardKey.Undo])
-        self.actionRedo = self._action("actionRedo", "&Redo", e.redo, [QKeySequence.StandardKey.Redo])
-        self.actionFind = self._action("actionFind", "&Find…", lambda: self.find_bar.open(replace=False),
-                                       [QKeySequence.StandardKey.Find])
-        self.actionReplace = self._action("actionReplace", "Find and &replace…",
-                                          lambda: self.find_bar.open(replace=True), ["Ctrl+H"])
-        self.actionZoomIn = self._action("actionZoomIn", "Zoom &in", e.zoom_in, ["Ctrl++", "Ctrl+="])
-        self.actionZoomOut = self._action("actionZoomOut", "Zoom &out", e.zoom_out, ["Ctrl+-"])
-        self.actionZoomReset = self._action("actionZoomReset", "&Actual size", e.zoom_reset, ["Ctrl+0"])
-        self.actionLoadModel = self._action("actionLoadModel", "&Load model folder…", self.choose_model_folder)
-        self.actionCancelLoad = self._action("actionCancelLoad", "&Cancel loading", self.host.cancel_load)
-        self.actionCommandPalette = self._action("actionCommandPalette", "Command &palette…", self.command_palette,
-                                                 ["Ctrl+Shift+P"])
-        self.actionQuit = self._action("actionQuit", "&Quit", self.close, [QKeySequence.StandardKey.Quit])
+        self.actionUndo = self._action("actionUndo", e.undo)
+        self.actionRedo = self._action("actionRedo", e.redo)
+        self.actionFind = self._action("actionFind", lambda: self.find_bar.open(replace=False))
+        self.actionReplace = self._action("actionReplace", lambda: self.find_bar.open(replace=True))
+        self.actionZoomIn = self._action("actionZoomIn", e.zoom_in)
+        self.actionZoomOut = self._action("actionZoomOut", e.zoom_out)
+        self.actionZoomReset = self._action("actionZoomReset", e.zoom_reset)
+        self.actionLoadModel = self._action("actionLoadModel", self.choose_model_folder)
+        self.actionCancelLoad = self._action("actionCancelLoad", self.host.cancel_load)
+        self.actionCommandPalette = self._action("actionCommandPalette", self.command_palette)
+        self.actionQuit = self._action("actionQuit", self.close)
         themes = QActionGroup(self)
         self.theme_actions: list[QAction] = []
         current = self.settings["appearance.theme"] if self.settings is not None else "system"
-        for theme, label in (("system", "&System"), ("light", "&Light"), ("dark", "&Dark")):
-            act = self._action(f"actionTheme_{theme}", label, lambda t=theme: self.set_theme(t),
-                               tip=f"Use the {theme} colour theme" if theme != "system" else "Follow the system")
-            act.setCheckable(True)
+        for theme in ("system", "light", "dark"):
+            act = self._action(f"actionTheme_{theme}", lambda t=theme: self.set_theme(t))
             act.setChecked(theme == current)
             themes.addAction(act)
             self.theme_actions.append(act)
-        for act in (self.actionUndo, self.actionRedo):
-            act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the editor handles its own keys
         doc = e.document()
         for signal in (doc.undoAvailable, doc.redoAvailable, doc.undoCommandAdded, doc.contentsChanged):
             signal.connect(self._sync_undo_actions)
@@ -345,7 +331,18 @@ class MainWindow(QMainWindow):
         if folder:
             self.load_model(folder)
 
-    def load_model(self, model_dir: str | Path) -> None:
+    @property
+    def brief_dialog(self) -> QDialog | None:
+        """The document brief's dialog, once opened (Assist ▸ Document brief…)."""
+        return self.brief.dialog if self.brief is not None else None
+
+    def load_model(self, model_dir: str | Path, device: str | None = None,
+                   quantization: str | None = None) -> None:
+        """Load `model_dir` (on `device` with `quantization` when given: they are kept for later loads)."""
+        if device is not None:
+            self.device = device
+        if quantization is not None:
+            self.quantization = quantization
         self.model_dir = str(model_dir)
         self.host.load(self.model_dir, self.device, self.quantization)  # type: ignore[arg-type]
         self._set_model_state("loading", "Loading model…", f"Loading {self.model_dir}")

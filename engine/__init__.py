@@ -1,8 +1,10 @@
 """The engine: the public API and the runtime path a request takes (never imports Qt).
 
-api -> prompts -> infill -> canvas (warm starts) -> prefix_cache -> denoise (fastpath on GPU) -> display ->
-session; `threads` is the CPU thread policy, `fake` the torch-free scripted engine with the same interface,
-`__main__` the command line. Rooms beside it: `engine.weights` (validation, loading, quantization, cache, fit),
-`engine.tools` (benchmarks, checkpoint builders, inspect report) and `engine.training` (the demo model). The
-runtime path may import `engine.weights`, never `engine.tools` or `engine.training`.
+api -> plan (prompts, infill, canvas warm starts, budget: one plan per request) -> prefix_cache -> denoise
+(named stages; `sampling` the per-step kernels, `lean_step` the chunked sampler, `fastpath` on a GPU) ->
+display -> candidates (spans, distinct alternatives) -> session (executes plans); `threads` is the CPU thread
+policy, `fake` the torch-free scripted engine with the same interface, `__main__` the command line. Rooms
+beside it: `engine.weights` (validation, loading, quantization, cache, fit), `engine.tools` (benchmarks,
+checkpoint builders, inspect report) and `engine.training` (the demo model). The runtime path may import
+`engine.weights`, never `engine.tools` or `engine.training`.
 """

@@ -273,8 +273,8 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     pad = gen.pad_token_id if gen.pad_token_id is not None else 0
 
     def on_step(state: Any) -> None:
-        ids_now = session._text.visible_ids(state.argmax[0].tolist())
-        emit(StepEvent(0, state.step, settings.max_steps, state.block, ()), text=session._text.text(ids_now))
+        ids_now = session.token_text.visible_ids(state.argmax[0].tolist())
+        emit(StepEvent(0, state.step, settings.max_steps, state.block, ()), text=session.token_text.text(ids_now))
 
     with torch.inference_mode():
         out = denoise(
@@ -284,7 +284,7 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     new = out.sequences[0, out.prompt_length :].tolist()[: args.max_new_tokens or 256]  # what was asked, not a canvas
     while new and new[-1] == pad:
         new.pop()
-    text = tok.decode(session._text.visible_ids(new), skip_special_tokens=True)
+    text = tok.decode(session.token_text.visible_ids(new), skip_special_tokens=True)
     return {
         "candidates": [{"text": text, "token_ids": new}],
         "forwards": out.forwards,

@@ -61,7 +61,7 @@ def plan_request(
     rows: int,
     prompt_tokens: int,
     new_tokens: int,
-    min_prompt_tokens: int,
+    min_prompt_tokens: int | Callable[[], int],
     free_bytes: int | None,
     device_label: str = "the device",
     need: Callable[[int, int], int] | None = None,
@@ -70,7 +70,9 @@ def plan_request(
 
     `prompt_tokens` is the prompt as built, `new_tokens` the generated positions (whole canvases) the KV cache
     must hold, `min_prompt_tokens` the prompt without any surrounding context (cannot be trimmed). `need(rows,
-    context)` defaults to `request_bytes`. Raises `OutOfMemoryError` when one row over the bare prompt cannot fit.
+    context)` defaults to `request_bytes`. `min_prompt_tokens` may be a function: it is asked only when the context
+    must shrink (counting it renders the template once more). Raises `OutOfMemoryError` when one row over the
+    bare prompt cannot fit.
     """
     need = need or (lambda r, ctx: request_bytes(config, r, ctx))
     wanted = need(rows, prompt_tokens + new_tokens)
@@ -90,7 +92,8 @@ def plan_request(
         )
     context = prompt_tokens
     if need(fitted, context + new_tokens) > usable:
-        lo, hi = min_prompt_tokens, prompt_tokens  # the largest context that fits, by bisection
+        floor = min_prompt_tokens() if callable(min_prompt_tokens) else min_prompt_tokens
+        lo, hi = floor, prompt_tokens  # the largest context that fits, by bisection
         if need(fitted, lo + new_tokens) > usable:
             raise OutOfMemoryError(
                 f"This request needs about {fit.gb(need(1, lo + new_tokens))} of memory even with one alternative "

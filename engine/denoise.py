@@ -19,10 +19,9 @@ It calls the model's encoder and decoder exactly the way `DiffusionGemmaGenerati
 from __future__ import annotations
 
 import math
-import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -34,8 +33,22 @@ from transformers.generation import EosTokenCriteria, MaxLengthCriteria, Stoppin
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationMixin
 
 from engine.api import DenoiseSettings
-from engine.lean_step import SelfConditioningHandoff, pin_in_place, sample_chunked
+from engine.lean_step import sample_chunked
 from engine.prefix_cache import PrefillStats, PrefixCache, prefill_prompt
+from engine.sampling import (  # re-exported: the loop's kernels, importable from here as before
+    SelfConditioningHandoff,
+    StableConfident,
+    accept_mask,
+    exponential_draws,
+    make_generators,
+    noise_ids,
+    pin_in_place,
+    renoise,
+    sample_accepted,
+    temperature_schedule,
+    token_entropy,
+    uniform_draws,
+)
 
 
 @dataclass(frozen=True)
@@ -127,236 +140,9 @@ def device_code_path() -> Iterator[None]:
         _DEVICE_PATH.reset(token)
 
 
-def make_generators(seed: int, count: int, device: torch.device) -> list[torch.Generator]:
-    """One generator per candidate; seed `s` for row 0 reproduces `torch.manual_seed(s)` + `generate()`."""
-    gens = []
-    for k in range(count):
-        g = torch.Generator(device=device)
-        g.manual_seed(seed + k)
-        gens.append(g)
-    return gens
-
-
-def _randint(vocab: int, shape: tuple[int, int], gens: Sequence[torch.Generator], device: torch.device) -> torch.Tensor:
-    if len(gens) == 1:
-        return torch.randint(0, vocab, shape, device=device, generator=gens[0])
-    rows = [torch.randint(0, vocab, (1, shape[1]), device=device, generator=g) for g in gens]
-    return torch.cat(rows, dim=0)
-
-
-def sample_one(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """`torch.multinomial(probs, 1, generator=generator).squeeze(-1)` for 2-D `probs`, draw for draw.
-
-    It is ATen's own one-sample path (argmax of p / q with q ~ Exp(1), the same `exponential_` call on the same
-    generator, so the same ids) minus its argument checks, which read `max`, `min` and `sum` back to the host:
-    two device synchronisations per step on a GPU. Our probabilities come from a softmax, so the checks cannot
-    fail.
-    """
-    q = torch.empty_like(probs).exponential_(1, generator=generator)
-    torch.div(probs, q, out=q)
-    return torch.argmax(q, dim=-1)
-
-
-def _draw_step(
-    gens: Sequence[torch.Generator], shape: tuple[int, int, int], device: torch.device
-) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """The random numbers one step consumes, in the reference's order on each generator: Exp(1) variates for
-    the one-sample multinomial (B x L x V), then the uniform renoising ids (B x L). Neither depends on the
-    model's output. (Drawing them on a helper thread during the forward was measured and rejected: on a busy
-    CPU the GIL hand-offs cost more than the ~0.3 ms of draws.)"""
-    batch, length, vocab = shape
-    rows = batch * length if len(gens) == 1 else length
-    qs = [exponential_draws((rows, vocab), g, device) for g in gens]
-    return qs, _randint(vocab, (batch, length), gens, device)
-
-
-_EXP_CHUNK = 1 << 20
-
-
-def exponential_draws(shape: tuple[int, int], generator: torch.Generator, device: torch.device) -> torch.Tensor:
-    """`torch.empty(shape).exponential_(1, generator=generator)`, value for value, about 2.5x faster on the CPU.
-
-    On the CPU, torch draws each Exp(1) variate serially: a 53-bit uniform u from the Mersenne Twister, then
-    `-log1p(-u)` in double precision, rounded to float32. Here the same uniforms come from `uniform_` on a
-    float64 tensor (the same generator calls, in the same order) and the logarithm is vectorised; the result is
-    bit-identical (checked on 60 million draws, and by `tests/engine/test_bench.py` against `exponential_` itself,
-    so a torch change that broke it would fail a test, not change a writer's text). In chunks, so the float64
-    temporary stays small. On a GPU the stock kernel is already fast and is used as is.
-    """
-    if device.type != "cpu":
-        return torch.empty(shape, dtype=torch.float32, device=device).exponential_(1, generator=generator)
-    total = shape[0] * shape[1]
-    if total <= _EXP_CHUNK:
-        uniform = torch.empty(shape, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
-        return exponential_from_uniform(uniform)
-    out = torch.empty(shape, dtype=torch.float32)
-    flat = out.view(-1)
-    for start in range(0, total, _EXP_CHUNK):
-        size = min(_EXP_CHUNK, total - start)
-        uniform = torch.empty(size, dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
-        flat[start : start + size].copy_(exponential_from_uniform(uniform))
-    return out
-
-
-def exponential_from_uniform(uniform: torch.Tensor) -> torch.Tensor:
-    """Exp(1) variates, float32, from float64 uniforms in [0, 1) the way torch's CPU `exponential_` turns them
-    (`-log1p(-u)` in double precision, then rounded); `uniform` is overwritten."""
-    return uniform.neg_().log1p_().neg_().to(torch.float32)
-
-
 # Up to this many B x L x V uniforms per step (32 MiB of float64) the CPU loop keeps them and turns into Exp(1)
 # variates only the rows it accepts (see `sample_accepted`); beyond it, it draws in chunks as above.
 _SELECTIVE_LIMIT = 1 << 22
-
-
-def uniform_draws(gens: Sequence[torch.Generator], shape: tuple[int, int, int]) -> torch.Tensor:
-    """The uniforms behind one step's Exp(1) variates ([B x L, V] float64, row block b from generator b): the
-    same generator calls, in the same order, as `_draw_step` makes on the CPU."""
-    batch, length, vocab = shape
-    uniforms = torch.empty((batch * length, vocab), dtype=torch.float64)
-    if len(gens) == 1:
-        return uniforms.uniform_(0.0, 1.0, generator=gens[0])
-    for b, g in enumerate(gens):
-        uniforms[b * length : (b + 1) * length].uniform_(0.0, 1.0, generator=g)
-    return uniforms
-
-
-def sample_accepted(
-    probs: torch.Tensor, uniforms: torch.Tensor, accepted: torch.Tensor, noise: torch.Tensor
-) -> torch.Tensor:
-    """`renoise(sample_with(probs, Exp(uniforms)), accepted, noise)`, computing the samples of accepted slots only.
-
-    A sample survives only where it is accepted, usually a few slots of a canvas, and each slot's sample depends
-    on its own row of probabilities and variates alone; so the logarithm (the dearest part of a draw after the
-    Mersenne Twister), the division and the argmax run over those rows instead of all of them. The uniforms are
-    still drawn for every row: the generator must advance exactly as the reference's does. `noise` is overwritten.
-    """
-    vocab = probs.shape[-1]
-    slots = accepted.view(-1).nonzero().squeeze(1)
-    q = exponential_from_uniform(uniforms.index_select(0, slots))
-    picked = torch.argmax(probs.view(-1, vocab).index_select(0, slots).div_(q), dim=-1)
-    return noise.view(-1).index_copy_(0, slots, picked).view_as(noise)
-
-
-def sample_with(probs: torch.Tensor, qs: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The one-sample multinomial of `probs` [B, L, V] given pre-drawn Exp(1) variates (see `sample_one`)."""
-    batch, length, vocab = probs.shape
-    if len(qs) == 1:
-        q = qs[0]
-        torch.div(probs.view(-1, vocab), q, out=q)
-        return torch.argmax(q, dim=-1).view(batch, length)
-    rows = []
-    for b, q in enumerate(qs):
-        torch.div(probs[b], q, out=q)
-        rows.append(torch.argmax(q, dim=-1))
-    return torch.stack(rows, dim=0)
-
-
-def token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """`Categorical(logits=...).entropy()`, bit for bit, with fewer kernels and allocations.
-
-    Categorical clamps the normalised logits at the dtype's minimum only to turn -inf into a finite number; the
-    decoder's logits are soft-capped (tanh x 30, then divided by a temperature >= t_min > 0), so they are always
-    finite and the clamp is the identity. The product is taken in place: the same elementwise multiply.
-    """
-    normalized = logits - _finite_logsumexp(logits)
-    probs = torch.softmax(normalized, dim=-1)
-    return normalized.mul_(probs).sum(-1).neg_()
-
-
-def _finite_logsumexp(logits: torch.Tensor) -> torch.Tensor:
-    """`logits.logsumexp(-1, keepdim=True)` for finite logits: ATen's own kernels in ATen's order (amax, subtract,
-    exp, sum, log, add the max back), without the step that zeroes an infinite max, which cannot occur here."""
-    maxes = torch.amax(logits, dim=-1, keepdim=True)
-    return (logits - maxes).exp_().sum(-1, keepdim=True).log_().add_(maxes)
-
-
-def temperature_schedule(settings: DenoiseSettings, device: torch.device) -> torch.Tensor:
-    """The temperature of every step, computed once with the reference processor's float32 tensor ops
-    (`t_min + (t_max - t_min) * (step / N)` on an int32 step), element for element the same values."""
-    steps = torch.arange(1, settings.max_steps + 1, dtype=torch.int32, device=device)
-    return settings.t_min + ((settings.t_max - settings.t_min) * (steps / settings.max_steps))
-
-
-def accept_mask(entropy: torch.Tensor, entropy_bound: float, frozen: torch.Tensor | None) -> torch.Tensor:
-    """Entropy-bound acceptance (arXiv 2505.24857): the k lowest-entropy tokens whose entropy sum minus the
-    largest stays within the bound. Frozen slots get +inf entropy so they are never picked."""
-    if frozen is not None:
-        entropy = entropy.masked_fill(frozen, float("inf"))
-    sorted_entropy, order = torch.sort(entropy, dim=-1, descending=False)
-    cumulative = torch.cumsum(sorted_entropy, dim=-1)
-    chosen = cumulative - sorted_entropy <= entropy_bound
-    return torch.empty_like(chosen).scatter_(-1, order, chosen)  # `order` is a permutation: all written
-
-
-def renoise(
-    sampled: torch.Tensor,
-    accepted: torch.Tensor,
-    noise: torch.Tensor,
-    fmask: torch.Tensor | None = None,
-    fids: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """The next decoder input: accepted slots keep the sampled token, every other free slot gets fresh uniform
-    noise, frozen slots get their known token back."""
-    canvas = torch.where(accepted, sampled, noise)
-    return canvas if fmask is None else torch.where(fmask, fids, canvas)
-
-
-class StableConfident:
-    """The reference stopping rule (argmax canvas stable for `threshold` steps and mean entropy below
-    `confidence`), computed over free slots only.
-
-    `__call__` answers with a device tensor (no synchronisation); `rows_done` answers in plain Python for tensors
-    that already live in host memory, with the same comparisons (the mean is the same float32 kernel, compared
-    with the float32 threshold as torch compares it) but three kernels instead of seven.
-    """
-
-    def __init__(self, threshold: int, confidence: float) -> None:
-        self.threshold = threshold
-        self.confidence = confidence
-        self._confidence32 = struct.unpack("f", struct.pack("f", confidence))[0]
-        self.history: list[torch.Tensor] = []  # the last `threshold` argmax canvases, oldest first
-
-    def __call__(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
-        if self.threshold == 0:
-            stable = torch.ones(argmax.shape[0], dtype=torch.bool, device=argmax.device)
-        else:
-            # The reference keeps a rolled [threshold, B, L] tensor; a list of the same canvases gives the same
-            # answer without the roll and the copy (two fewer kernels per step).
-            if not self.history:
-                self.history = [torch.full_like(argmax, -1)] * self.threshold
-            stable = (self.history[0] == argmax).all(dim=-1)
-            for past in self.history[1:]:
-                stable = stable & (past == argmax).all(dim=-1)
-            self.history = [*self.history[1:], argmax]
-        return stable & (self._mean_entropy(entropy, frozen) < self.confidence)
-
-    def rows_done(self, argmax: torch.Tensor, entropy: torch.Tensor, frozen: torch.Tensor | None) -> list[bool]:
-        """`self(argmax, entropy, frozen).tolist()` for host tensors."""
-        rows = argmax.shape[0]
-        if self.threshold == 0:
-            stable = [True] * rows
-        else:
-            seen = self.history  # empty at first sight: nothing to be stable against
-            if rows == 1:
-                stable = [len(seen) == self.threshold and all(torch.equal(past, argmax) for past in seen)]
-            else:
-                stable = [
-                    len(seen) == self.threshold and all(torch.equal(past[r], argmax[r]) for past in seen)
-                    for r in range(rows)
-                ]
-            self.history = [*seen, argmax][-self.threshold :]
-        if not any(stable):  # the canvas moved: not done, whatever the entropy (the usual case early on)
-            return stable
-        means = self._mean_entropy(entropy, frozen).tolist()
-        return [s and m < self._confidence32 for s, m in zip(stable, means)]
-
-    @staticmethod
-    def _mean_entropy(entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:
-        if frozen is None:
-            return torch.mean(entropy, dim=-1)
-        free = (~frozen).to(entropy.dtype)
-        return (entropy * free).sum(-1) / free.sum(-1).clamp_min(1)
 
 
 def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseSettings, **kwargs: Any) -> DenoiseOutput:
@@ -414,209 +200,49 @@ def _denoise(
     (`LETTERPRESS_FASTPATH=1`), and the plain eager path, which matches `generate()` token for token, otherwise.
     On the plain path the prompt is encoded once for all rows, in chunks, resumed from `prefix` (the encoder
     caches of `document`'s earlier prompts) when given; see `engine.prefix_cache`.
+
+    The stages, in gpt-fast's manner: `_encode` (the prefill of the prompt, then of each finished canvas),
+    `_new_block` (a canvas's starting noise, pins and warm start), `_canvas_steps` (a generator of the canvas's
+    step states, each made by `_step`), and this loop, which delivers the states, stops and finalises canvases.
     """
-    start = time.perf_counter()
-    config = model.config
-    device = prompt_ids.device
-    batch, prompt_len = prompt_ids.shape
-    canvas_length = int(config.canvas_length)
-    vocab = int(config.text_config.vocab_size)
-    gens = make_generators(seed, batch, device)
-    blocks_limit = math.ceil(max_new_tokens / canvas_length)
-    if max_blocks is not None:
-        blocks_limit = min(blocks_limit, max_blocks)
-    embed_dtype = model.model.decoder.embed_tokens.weight.dtype
-    timer = ForwardTimer(device)
-    on_host = device.type == "cpu" and not _DEVICE_PATH.get()
-    # On the CPU, sample only the accepted slots (no data-dependent shapes on a device: they would synchronise).
-    selective = on_host and batch * canvas_length * vocab <= _SELECTIVE_LIMIT
-
-    input_ids = prompt_ids
-    cur_len = prompt_len
-    if fast is None:
-        from engine.fastpath import fastpath_for
-
-        fast = fastpath_for(model, device)
-    if fast is not None:
-        cache = fast.cache(batch, prompt_len + blocks_limit * canvas_length)
-    else:
-        cache = DynamicCache(config=config.get_text_config(decoder=True))
-    attention_mask = torch.ones((batch, cur_len), dtype=torch.bool, device=device)
-    decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True)
-    encoder_position_ids = torch.arange(0, cur_len, dtype=torch.int32, device=device).unsqueeze(0)
-    decoder_position_ids = torch.arange(cur_len, cur_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(0)
-    temperatures = list(temperature_schedule(settings, device))  # 0-d tensors; list indexing is cheaper
-    eos_tensor = torch.tensor(list(eos_token_ids), device=device)
+    run = _Run.start(model, prompt_ids, settings, seed=seed, fast=fast, max_new_tokens=max_new_tokens,
+                     max_blocks=max_blocks)
+    out, canvas_length, batch = run.out, run.canvas_length, run.batch
+    prompt_len = prompt_ids.shape[1]
     stopping = StoppingCriteriaList(
         [MaxLengthCriteria(prompt_len + max_new_tokens), EosTokenCriteria(list(eos_token_ids))]
     )
     gen_config = type("GenCfg", (), {"pad_token_id": pad_token_id, "eos_token_id": list(eos_token_ids)})()
-
-    handoff = _handoff_for(model) if fast is None else None
-
-    def draw(shape: tuple[int, int], generator: torch.Generator, where: torch.device) -> torch.Tensor:
-        drawn_at = time.perf_counter()
-        q = exponential_draws(shape, generator, where)
-        out.draw_seconds += time.perf_counter() - drawn_at
-        return q
-
-    finished_sequences = torch.zeros(batch, dtype=torch.bool, device=device)
-    out = DenoiseOutput(
-        sequences=prompt_ids, prompt_length=prompt_len, forwards=0, steps=0, blocks=0, cancelled=False,
-        confidence=torch.zeros(batch, 0),
-    )
+    eos_tensor = torch.tensor(list(eos_token_ids), device=run.device)
+    pos = _Positions.first(batch, prompt_len, canvas_length, run.device)
+    cache = run.new_cache(prompt_len)
+    finished_sequences = torch.zeros(batch, dtype=torch.bool, device=run.device)
+    input_ids = prompt_ids
     confidences: list[torch.Tensor] = []
-    is_prefill = True
-    for block in range(blocks_limit):
-        new_ids = input_ids if is_prefill else input_ids[:, -canvas_length:]
-        if is_prefill and fast is None:  # prefill once for the K rows, chunked, reusing a stored prefix
-            cache, out.prefill = prefill_prompt(model, new_ids, prefix=prefix, document=document)
-        else:
-            new_ids = new_ids.clone(memory_format=torch.contiguous_format)
-            encoder = model.model.encoder
-            dummy = torch.empty((batch, new_ids.shape[1], 0), dtype=model.dtype, device=device)
-            encoder_masks = encoder.create_masks_for_generate(
-                config=config, inputs_embeds=dummy, attention_mask=attention_mask, past_key_values=cache,
-                position_ids=encoder_position_ids, mm_token_type_ids=None,
-            )
-            encode = fast.encoder(is_prefill) if fast is not None else encoder
-            cache = encode(
-                input_ids=new_ids, attention_mask=encoder_masks, past_key_values=cache,
-                position_ids=encoder_position_ids,
-            ).past_key_values
-        is_prefill = False
-
-        block_frozen = frozen if block == 0 else None
-        fmask = block_frozen.mask.to(device) if block_frozen is not None else None
-        fids = block_frozen.ids.to(device) if block_frozen is not None else None
-        plan = warm.block(block, settings.max_steps, device) if warm is not None else None  # engine.canvas
-        if plan is not None:
-            fmask, fids = plan.merge_frozen(fmask, fids)
-        canvas = _randint(vocab, (batch, canvas_length), gens, device)
-        if fmask is not None:
-            canvas = torch.where(fmask, fids, canvas)
-        if plan is not None:
-            canvas = plan.start_canvas(canvas)
-        sc_logits: torch.Tensor | None = None
-        mask_mapping = model.model.decoder.create_diffusion_decoder_attention_mask(
-            config=config, inputs_embeds=canvas.unsqueeze(-1), past_key_values=cache,
-            decoder_attention_mask=decoder_attention_mask,
-        )
-        finished = torch.zeros(batch, dtype=torch.bool, device=device)
-        flags = [False] * batch
-        stopper = StableConfident(settings.stability_threshold, settings.confidence_threshold)
-        argmax = canvas
-        conf = torch.zeros(batch, canvas_length, device=device)
-        any_finished = False  # read from the previous step's host copy: no extra device sync
-        first_step = plan.start_step if plan is not None else settings.max_steps
-        for cur_step in reversed(range(1, first_step + 1)):
-            t0 = time.perf_counter()
-            out.forwards += 1
-            if on_decoder_input is not None:
-                on_decoder_input(block, cur_step, canvas)
-            timer.start()
-            forward_kwargs = dict(
-                decoder_input_ids=canvas, decoder_attention_mask=mask_mapping, past_key_values=cache,
-                decoder_position_ids=decoder_position_ids,
-            )
-            if handoff is not None:  # the body takes the logits from the hand-off; nothing of ours keeps them
-                handoff.put(sc_logits)
-                sc_logits = None
-                logits = model(self_conditioning_logits=None, **forward_kwargs).logits
-            else:
-                logits = fast.decoder(self_conditioning_logits=sc_logits, **forward_kwargs).logits
-            timer.stop()
-            # In place on the forward's own fp32 logits (the same division); a compiled graph's output is its own.
-            processed = logits.div_(temperatures[cur_step - 1]) if handoff is not None else logits / temperatures[
-                cur_step - 1]
-            del logits
-            if plan is not None:
-                processed = plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
-            if selective:  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
-                probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
-                drawn_at = time.perf_counter()
-                uniforms = uniform_draws(gens, (batch, canvas_length, vocab))
-                noise = _randint(vocab, (batch, canvas_length), gens, device)
-                out.draw_seconds += time.perf_counter() - drawn_at
-                new_argmax = torch.argmax(processed, dim=-1)
-                entropy = token_entropy(processed)
-                if fmask is not None:
-                    new_argmax = torch.where(fmask, fids, new_argmax)
-                accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
-                new_canvas = sample_accepted(probs, uniforms, accepted_mask, noise)
-                if fmask is not None:
-                    new_canvas = torch.where(fmask, fids, new_canvas)
-                # The probability of the shown (argmax) token, for display: the largest probability (softmax keeps
-                # the order), or at frozen slots the pinned token's.
-                if fmask is None:
-                    new_conf = torch.amax(probs, dim=-1)
-                else:
-                    new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
-                del probs, uniforms
-            else:  # every row sampled, in row chunks (see engine.lean_step): no full-vocabulary temporary
-                sampled, new_argmax, entropy, new_conf = sample_chunked(processed, gens, fmask, fids, draw)
-                drawn_at = time.perf_counter()
-                noise = _randint(vocab, (batch, canvas_length), gens, device)
-                out.draw_seconds += time.perf_counter() - drawn_at
-                accepted_mask = accept_mask(entropy, settings.entropy_bound, fmask)
-                new_canvas = renoise(sampled, accepted_mask, noise, fmask, fids)
-            if plan is not None:
-                new_canvas = plan.hold(new_canvas, canvas, accepted_mask)
-            if any_finished:
-                # Finished rows are held. The reference also puts their previous logits back into `processed` and
-                # recomputes the entropy, but nothing reads those values again (the row's flag stays set, its
-                # canvas, argmax and confidence are held, rows never see each other): skipped, with its full-size
-                # copies.
-                if on_host:
-                    finished = torch.tensor(flags)
-                keep = finished[:, None]
-                new_argmax = torch.where(keep, argmax, new_argmax)
-                new_canvas = torch.where(keep, canvas, new_canvas)
-                new_conf = torch.where(keep, conf, new_conf)
-            if on_host:  # the stopping rule in plain Python: four fewer kernels per step
-                flags = [f or done for f, done in zip(flags, stopper.rows_done(new_argmax, entropy, fmask))]
-            else:
-                finished = finished | stopper(new_argmax, entropy, fmask)
-            if fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
-                processed = pin_in_place(processed, fmask, fids)
-            sc_logits = processed.to(embed_dtype)
-            del processed
-            canvas, argmax, conf = new_canvas, new_argmax, new_conf
-
-            if on_host:  # the tensors already are host memory: hand them over as they are
-                host_ids, host_conf = argmax, conf
-            else:  # one small device->host copy per step: ids (exact in float32 below 2**24), confidences, flags
-                packed = torch.cat(
-                    [argmax.to(torch.float32), conf.to(torch.float32), finished[:, None].to(torch.float32)], 1
-                ).cpu()
-                host_ids, host_conf = packed[:, :canvas_length].long(), packed[:, canvas_length : 2 * canvas_length]
-                flags = [f != 0.0 for f in packed[:, -1].tolist()]  # plain Python from here
-            out.syncs += 1
-            sampled_at = time.perf_counter()
-            forward_s = timer.seconds()
-            out.steps += 1
-            state = StepState(
-                block, settings.max_steps - cur_step + 1, host_ids, host_conf, flags, forward_s, sampled_at - t0
-            )
+    for block in range(run.blocks_limit):
+        new_ids = input_ids if block == 0 else input_ids[:, -canvas_length:]
+        cache = _encode(run, cache, new_ids, pos, first=block == 0, prefix=prefix, document=document)
+        canvas = _new_block(run, block, frozen if block == 0 else None, warm, cache, pos)
+        steps = _canvas_steps(run, canvas, cache, pos, on_decoder_input)
+        for state, started, sampled_at in steps:
             if on_step is not None:
                 on_step(state)
             step_end = time.perf_counter()
-            out.forward_seconds += forward_s
+            out.forward_seconds += state.forward_seconds
             out.deliver_seconds += step_end - sampled_at
-            out.step_log.append((forward_s, step_end - t0))
+            out.step_log.append((state.forward_seconds, step_end - started))
             if out.steps == 1:
-                out.first_step_seconds = step_end - start
+                out.first_step_seconds = step_end - run.started
             if cancel is not None and cancel.is_set():
                 out.cancelled = True
                 break
-            any_finished = any(flags)
-            if all(flags):
+            if all(state.finished):
                 break
-
-        input_ids = torch.cat([input_ids, argmax], dim=-1)
-        confidences.append(conf)
+        steps.close()
+        input_ids = torch.cat([input_ids, canvas.argmax], dim=-1)
+        confidences.append(canvas.conf)
         out.blocks += 1
-        if out.cancelled or block_frozen is not None:
+        if out.cancelled or canvas.pinned_ending:
             break  # a pinned canvas (infill) is one block, and its pinned tokens must survive EOS padding
         input_ids, finished_sequences = DiffusionGemmaGenerationMixin._finalize_canvas(
             input_ids=input_ids, finished_sequences=finished_sequences, generation_config=gen_config,
@@ -624,20 +250,332 @@ def _denoise(
         )
         if torch.all(finished_sequences):
             break
-        cur_len += canvas_length
-        decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, canvas_length), value=True)
-        attention_mask = torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True)
-        encoder_position_ids = decoder_position_ids
-        decoder_position_ids = torch.arange(cur_len, cur_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(0)
+        pos.advance(canvas_length, run.device)
 
     out.sequences = input_ids.cpu()
     out.confidence = torch.cat(confidences, dim=1).float().cpu() if confidences else torch.zeros(batch, 0)
-    out.total_seconds = time.perf_counter() - start
+    out.total_seconds = time.perf_counter() - run.started
     return out
 
 
-def _pinned_logits(processed: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:
-    """Self-conditioning at frozen slots: a one-hot belief in the known token instead of the model's guess
-    (built once per canvas; `torch.where` puts it at the frozen slots every step)."""
-    pinned = torch.full_like(processed, torch.finfo(processed.dtype).min / 2)
-    return pinned.scatter_(-1, fids.unsqueeze(-1), 0.0)
+class _HostPath:
+    """The CPU, where every tensor already is host memory: values are read freely (no synchronisation there),
+    the stopping rule runs in plain Python (four fewer kernels per step), the step's tensors are handed over as
+    they are, and small canvases sample only their accepted slots (see `engine.sampling.sample_accepted`)."""
+
+    def __init__(self, selective: bool) -> None:
+        self.selective = selective
+
+    def held_rows(self, canvas: _Canvas) -> torch.Tensor:
+        return torch.tensor(canvas.flags)[:, None]
+
+    def stop(self, canvas: _Canvas, argmax: torch.Tensor, entropy: torch.Tensor) -> None:
+        done = canvas.stopper.rows_done(argmax, entropy, canvas.fmask)
+        canvas.flags = [f or d for f, d in zip(canvas.flags, done)]
+
+    def to_host(self, canvas: _Canvas) -> tuple[torch.Tensor, torch.Tensor]:
+        return canvas.argmax, canvas.conf
+
+
+class _DevicePath:
+    """A GPU (or the CPU under `device_code_path`): nothing reads a value on the host inside a step; the stopping
+    rule stays a device tensor, and one small device->host copy per step carries the ids (exact in float32 below
+    2**24), the confidences and the stopping flags. No data-dependent shapes: they would synchronise."""
+
+    selective = False
+
+    def held_rows(self, canvas: _Canvas) -> torch.Tensor:
+        return canvas.finished[:, None]
+
+    def stop(self, canvas: _Canvas, argmax: torch.Tensor, entropy: torch.Tensor) -> None:
+        canvas.finished = canvas.finished | canvas.stopper(argmax, entropy, canvas.fmask)
+
+    def to_host(self, canvas: _Canvas) -> tuple[torch.Tensor, torch.Tensor]:
+        length = canvas.argmax.shape[1]
+        packed = torch.cat(
+            [canvas.argmax.to(torch.float32), canvas.conf.to(torch.float32), canvas.finished[:, None].to(torch.float32)],
+            1,
+        ).cpu()
+        canvas.flags = [f != 0.0 for f in packed[:, -1].tolist()]  # plain Python from here
+        return packed[:, :length].long(), packed[:, length : 2 * length]
+
+
+@dataclass
+class _Run:
+    """One call's fixed facts (model, shapes, generators, the code path) and its running totals (`out`)."""
+
+    model: Any  # a DiffusionGemmaForBlockDiffusion (its encoder, decoder and config are read by name)
+    settings: DenoiseSettings
+    device: torch.device
+    batch: int
+    canvas_length: int
+    vocab: int
+    blocks_limit: int
+    gens: list[torch.Generator]
+    path: _HostPath | _DevicePath
+    fast: Any
+    handoff: SelfConditioningHandoff | None
+    embed_dtype: torch.dtype
+    temperatures: list[torch.Tensor]
+    timer: ForwardTimer
+    out: DenoiseOutput
+    started: float
+
+    @classmethod
+    def start(
+        cls, model: Any, prompt_ids: torch.Tensor, settings: DenoiseSettings, *, seed: int, fast: Any,
+        max_new_tokens: int, max_blocks: int | None,
+    ) -> _Run:
+        started = time.perf_counter()
+        config = model.config
+        device = prompt_ids.device
+        batch = prompt_ids.shape[0]
+        canvas_length = int(config.canvas_length)
+        vocab = int(config.text_config.vocab_size)
+        gens = make_generators(seed, batch, device)
+        blocks_limit = math.ceil(max_new_tokens / canvas_length)
+        if max_blocks is not None:
+            blocks_limit = min(blocks_limit, max_blocks)
+        embed_dtype = model.model.decoder.embed_tokens.weight.dtype
+        timer = ForwardTimer(device)
+        path: _HostPath | _DevicePath
+        if device.type == "cpu" and not _DEVICE_PATH.get():
+            path = _HostPath(selective=batch * canvas_length * vocab <= _SELECTIVE_LIMIT)
+        else:
+            path = _DevicePath()
+        if fast is None:
+            from engine.fastpath import fastpath_for
+
+            fast = fastpath_for(model, device)
+        temperatures = list(temperature_schedule(settings, device))  # 0-d tensors; list indexing is cheaper
+        handoff = _handoff_for(model) if fast is None else None
+        out = DenoiseOutput(
+            sequences=prompt_ids, prompt_length=prompt_ids.shape[1], forwards=0, steps=0, blocks=0, cancelled=False,
+            confidence=torch.zeros(batch, 0),
+        )
+        return cls(model, settings, device, batch, canvas_length, vocab, blocks_limit, gens, path, fast, handoff,
+                   embed_dtype, temperatures, timer, out, started)
+
+    def new_cache(self, prompt_len: int) -> Any:
+        if self.fast is not None:
+            return self.fast.cache(self.batch, prompt_len + self.blocks_limit * self.canvas_length)
+        return DynamicCache(config=self.model.config.get_text_config(decoder=True))
+
+    def draw(self, shape: tuple[int, int], generator: torch.Generator, where: torch.device) -> torch.Tensor:
+        """Exp(1) variates for the chunked sampler, timed as draws."""
+        drawn_at = time.perf_counter()
+        q = exponential_draws(shape, generator, where)
+        self.out.draw_seconds += time.perf_counter() - drawn_at
+        return q
+
+    def noise(self) -> torch.Tensor:
+        """A step's uniform renoising ids, timed as draws."""
+        drawn_at = time.perf_counter()
+        noise = noise_ids(self.vocab, (self.batch, self.canvas_length), self.gens, self.device)
+        self.out.draw_seconds += time.perf_counter() - drawn_at
+        return noise
+
+
+@dataclass
+class _Positions:
+    """The encoder's and decoder's attention masks and positions, one canvas further after every block."""
+
+    cur_len: int
+    attention_mask: torch.Tensor
+    decoder_attention_mask: torch.Tensor
+    encoder_position_ids: torch.Tensor
+    decoder_position_ids: torch.Tensor
+
+    @classmethod
+    def first(cls, batch: int, prompt_len: int, canvas_length: int, device: torch.device) -> _Positions:
+        attention_mask = torch.ones((batch, prompt_len), dtype=torch.bool, device=device)
+        return cls(
+            prompt_len,
+            attention_mask,
+            torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True),
+            torch.arange(0, prompt_len, dtype=torch.int32, device=device).unsqueeze(0),
+            torch.arange(prompt_len, prompt_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(0),
+        )
+
+    def advance(self, canvas_length: int, device: torch.device) -> None:
+        self.cur_len += canvas_length
+        pad = torch.nn.functional.pad
+        self.decoder_attention_mask = pad(self.decoder_attention_mask, (0, canvas_length), value=True)
+        self.attention_mask = pad(self.attention_mask, (0, canvas_length), value=True)
+        self.encoder_position_ids = self.decoder_position_ids
+        self.decoder_position_ids = torch.arange(
+            self.cur_len, self.cur_len + canvas_length, dtype=torch.int32, device=device
+        ).unsqueeze(0)
+
+
+@dataclass
+class _Canvas:
+    """The canvas being denoised: what one step reads and writes."""
+
+    index: int
+    canvas: torch.Tensor  # the decoder input
+    argmax: torch.Tensor  # the shown ids
+    conf: torch.Tensor  # their confidences
+    fmask: torch.Tensor | None  # frozen slots (an infill's ending, a warm start's pins)
+    fids: torch.Tensor | None
+    plan: Any  # the warm start's block plan (`engine.canvas`), or None
+    pinned_ending: bool  # an infill's frozen ending: this canvas is the request's only one
+    mask_mapping: Any
+    stopper: StableConfident
+    first_step: int
+    finished: torch.Tensor  # per row, on the device path
+    flags: list[bool]  # per row, in plain Python
+    any_finished: bool = False  # read from the previous step's host copy: no extra device sync
+    sc_logits: torch.Tensor | None = None  # the previous step's processed logits, for self-conditioning
+
+
+def _encode(
+    run: _Run, cache: Any, new_ids: torch.Tensor, pos: _Positions, *, first: bool, prefix: PrefixCache | None,
+    document: str,
+) -> Any:
+    """The prefill: the prompt first (on the plain path once for the K rows, chunked, reusing a stored prefix),
+    then each finished canvas, into the encoder cache."""
+    model = run.model
+    if first and run.fast is None:
+        cache, run.out.prefill = prefill_prompt(model, new_ids, prefix=prefix, document=document)
+        return cache
+    new_ids = new_ids.clone(memory_format=torch.contiguous_format)
+    encoder = model.model.encoder
+    dummy = torch.empty((run.batch, new_ids.shape[1], 0), dtype=model.dtype, device=run.device)
+    encoder_masks = encoder.create_masks_for_generate(
+        config=model.config, inputs_embeds=dummy, attention_mask=pos.attention_mask, past_key_values=cache,
+        position_ids=pos.encoder_position_ids, mm_token_type_ids=None,
+    )
+    encode = run.fast.encoder(first) if run.fast is not None else encoder
+    return encode(
+        input_ids=new_ids, attention_mask=encoder_masks, past_key_values=cache, position_ids=pos.encoder_position_ids,
+    ).past_key_values
+
+
+def _new_block(run: _Run, block: int, frozen: Frozen | None, warm: Any, cache: Any, pos: _Positions) -> _Canvas:
+    """A canvas's start: uniform noise, the frozen slots' known tokens, a warm start's tokens and pins."""
+    device, batch = run.device, run.batch
+    fmask: torch.Tensor | None = frozen.mask.to(device) if frozen is not None else None
+    fids: torch.Tensor | None = frozen.ids.to(device) if frozen is not None else None
+    plan = warm.block(block, run.settings.max_steps, device) if warm is not None else None  # engine.canvas
+    if plan is not None:
+        fmask, fids = plan.merge_frozen(fmask, fids)
+    canvas = noise_ids(run.vocab, (batch, run.canvas_length), run.gens, device)
+    if fmask is not None and fids is not None:
+        canvas = torch.where(fmask, fids, canvas)
+    if plan is not None:
+        canvas = plan.start_canvas(canvas)
+    mask_mapping = run.model.model.decoder.create_diffusion_decoder_attention_mask(
+        config=run.model.config, inputs_embeds=canvas.unsqueeze(-1), past_key_values=cache,
+        decoder_attention_mask=pos.decoder_attention_mask,
+    )
+    return _Canvas(
+        index=block, canvas=canvas, argmax=canvas, conf=torch.zeros(batch, run.canvas_length, device=device),
+        fmask=fmask, fids=fids, plan=plan, pinned_ending=frozen is not None, mask_mapping=mask_mapping,
+        stopper=StableConfident(run.settings.stability_threshold, run.settings.confidence_threshold),
+        first_step=plan.start_step if plan is not None else run.settings.max_steps,
+        finished=torch.zeros(batch, dtype=torch.bool, device=device), flags=[False] * batch,
+    )
+
+
+def _canvas_steps(
+    run: _Run, canvas: _Canvas, cache: Any, pos: _Positions, on_decoder_input: InputHook | None
+) -> Generator[tuple[StepState, float, float], None, None]:
+    """The steps of one canvas, from the schedule's start down to step 1: (state, step start, sampled at)."""
+    for cur_step in reversed(range(1, canvas.first_step + 1)):
+        yield _step(run, canvas, cur_step, cache, pos, on_decoder_input)
+        canvas.any_finished = any(canvas.flags)
+
+
+def _step(
+    run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positions, on_decoder_input: InputHook | None
+) -> tuple[StepState, float, float]:
+    """One denoising step: the decoder forward, sampling, entropy-bound acceptance and renoising, the stopping
+    rule, the self-conditioning of the next step, and the host copy of what the caller sees."""
+    t0 = time.perf_counter()
+    run.out.forwards += 1
+    if on_decoder_input is not None:
+        on_decoder_input(canvas.index, cur_step, canvas.canvas)
+    processed = _forward(run, canvas, cur_step, cache, pos)
+    if canvas.plan is not None:
+        processed = canvas.plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
+    new_canvas, new_argmax, entropy, new_conf, accepted_mask = _sample(run, canvas, processed)
+    if canvas.plan is not None:
+        new_canvas = canvas.plan.hold(new_canvas, canvas.canvas, accepted_mask)
+    if canvas.any_finished:
+        # Finished rows are held. The reference also puts their previous logits back into `processed` and
+        # recomputes the entropy, but nothing reads those values again (the row's flag stays set, its canvas,
+        # argmax and confidence are held, rows never see each other): skipped, with its full-size copies.
+        keep = run.path.held_rows(canvas)
+        new_argmax = torch.where(keep, canvas.argmax, new_argmax)
+        new_canvas = torch.where(keep, canvas.canvas, new_canvas)
+        new_conf = torch.where(keep, canvas.conf, new_conf)
+    run.path.stop(canvas, new_argmax, entropy)
+    if canvas.fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
+        assert canvas.fids is not None
+        processed = pin_in_place(processed, canvas.fmask, canvas.fids)
+    canvas.sc_logits = processed.to(run.embed_dtype)
+    del processed
+    canvas.canvas, canvas.argmax, canvas.conf = new_canvas, new_argmax, new_conf
+    host_ids, host_conf = run.path.to_host(canvas)
+    run.out.syncs += 1
+    sampled_at = time.perf_counter()
+    run.out.steps += 1
+    state = StepState(
+        canvas.index, run.settings.max_steps - cur_step + 1, host_ids, host_conf, canvas.flags, run.timer.seconds(),
+        sampled_at - t0,
+    )
+    return state, t0, sampled_at
+
+
+def _forward(run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positions) -> torch.Tensor:
+    """The decoder forward of one step, its logits divided by the step's temperature."""
+    run.timer.start()
+    forward_kwargs = {
+        "decoder_input_ids": canvas.canvas, "decoder_attention_mask": canvas.mask_mapping, "past_key_values": cache,
+        "decoder_position_ids": pos.decoder_position_ids,
+    }
+    temperature = run.temperatures[cur_step - 1]
+    if run.handoff is not None:  # the body takes the logits from the hand-off; nothing of ours keeps them
+        run.handoff.put(canvas.sc_logits)
+        canvas.sc_logits = None
+        logits = run.model(self_conditioning_logits=None, **forward_kwargs).logits
+        run.timer.stop()
+        return logits.div_(temperature)  # in place on the forward's own fp32 logits (the same division)
+    logits = run.fast.decoder(self_conditioning_logits=canvas.sc_logits, **forward_kwargs).logits
+    run.timer.stop()
+    return logits / temperature  # a compiled graph's output is its own
+
+
+def _sample(
+    run: _Run, canvas: _Canvas, processed: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(next canvas, argmax, entropy, confidence, accepted) of one step's processed logits."""
+    fmask, fids = canvas.fmask, canvas.fids
+    bound = run.settings.entropy_bound
+    if run.path.selective:  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
+        probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
+        drawn_at = time.perf_counter()
+        uniforms = uniform_draws(run.gens, (run.batch, run.canvas_length, run.vocab))
+        noise = noise_ids(run.vocab, (run.batch, run.canvas_length), run.gens, run.device)
+        run.out.draw_seconds += time.perf_counter() - drawn_at
+        new_argmax = torch.argmax(processed, dim=-1)
+        entropy = token_entropy(processed)
+        if fmask is not None and fids is not None:
+            new_argmax = torch.where(fmask, fids, new_argmax)
+        accepted = accept_mask(entropy, bound, fmask)
+        new_canvas = sample_accepted(probs, uniforms, accepted, noise)
+        if fmask is not None and fids is not None:
+            new_canvas = torch.where(fmask, fids, new_canvas)
+        # The probability of the shown (argmax) token, for display: the largest probability (softmax keeps the
+        # order), or at frozen slots the pinned token's.
+        if fmask is None:
+            new_conf = torch.amax(probs, dim=-1)
+        else:
+            new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
+        return new_canvas, new_argmax, entropy, new_conf, accepted
+    # every row sampled, in row chunks (see engine.lean_step): no full-vocabulary temporary
+    sampled, new_argmax, entropy, new_conf = sample_chunked(processed, run.gens, fmask, fids, run.draw)
+    noise = run.noise()
+    accepted = accept_mask(entropy, bound, fmask)
+    return renoise(sampled, accepted, noise, fmask, fids), new_argmax, entropy, new_conf, accepted

@@ -4,7 +4,7 @@ One step works on B x L x V cells (3 candidates x 256 canvas x 262,144 vocabular
 (`generate()`'s) keeps the logits, the processed logits, their fp32 softmax, the Exp(1) draws, the entropy's two
 temporaries and the self-conditioning copy alive at once: ~26 bytes per cell, 5.3 GB at three candidates. Here:
 
-* the self-conditioning logits are handed to the decoder through `SelfConditioningHandoff`, so no frame of ours
+* the self-conditioning logits are handed to the decoder through `engine.sampling.SelfConditioningHandoff`, so no frame of ours
   (or of `DiffusionGemmaForBlockDiffusion.forward`) keeps them alive once the decoder body has read them: they are
   gone before the lm_head and the soft cap allocate the new logits;
 * the temperature is applied in place on the forward's own fp32 logits (the same division, so the same bits);
@@ -13,7 +13,8 @@ temporaries and the self-conditioning copy alive at once: ~26 bytes per cell, 5.
 * the rows that already stopped are not rewritten with their previous logits (the reference does it only to feed
   values that are never used again: a finished row's canvas, argmax and confidence are held, its stopping flag stays
   set, and rows never see each other), so no extra full-size `where` and no second entropy pass;
-* an infill's pinned self-conditioning is written in place at the frozen slots instead of a second full array.
+* an infill's pinned self-conditioning is written in place at the frozen slots instead of a second full array
+  (`engine.sampling.pin_in_place`).
 
 Measured with `engine.tools.step_memory` (peak of live tensor bytes through a denoising run, real vocabulary, tiny body).
 """
@@ -25,36 +26,9 @@ from typing import Any
 
 import torch
 
+from engine.sampling import token_entropy
+
 CHUNK_CELLS = 1 << 23  # cells per sampling chunk: 32 rows of a 262,144 vocabulary, ~140 MB of fp32 temporaries
-
-
-class SelfConditioningHandoff:
-    """Passes the previous step's logits to the decoder body without any Python frame holding them afterwards.
-
-    A forward pre-hook on `model.model` (the encoder-decoder body) puts the tensor into its keyword arguments and
-    forgets it; `DiffusionGemmaForBlockDiffusion.forward` is called with `self_conditioning_logits=None`, so when the
-    body returns, the last reference is gone and the memory is free before the lm_head's logits are allocated.
-    """
-
-    def __init__(self, body: torch.nn.Module) -> None:
-        self._tensor: torch.Tensor | None = None
-        self._handle = body.register_forward_pre_hook(self._hook, with_kwargs=True)
-
-    def put(self, tensor: torch.Tensor | None) -> None:
-        self._tensor = tensor
-
-    def clear(self) -> None:
-        self._tensor = None
-
-    def remove(self) -> None:
-        self._tensor = None
-        self._handle.remove()
-
-    def _hook(self, module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        tensor, self._tensor = self._tensor, None
-        if tensor is None or kwargs.get("self_conditioning_logits") is not None:
-            return None
-        return args, {**kwargs, "self_conditioning_logits": tensor}
 
 
 def chunk_rows(vocab: int) -> int:
@@ -74,11 +48,9 @@ def sample_chunked(
     Row b's Exp(1) variates come from `gens[b]` (or `gens[0]` for every row when there is one generator), chunk
     after chunk in row order: on the CPU that is, value for value, the single `exponential_` call the reference
     makes; on a GPU the draws are as random but not the reference's exact stream. `draw(shape, generator, device)`
-    makes the variates (`engine.denoise.exponential_draws`). `argmax` has the frozen ids at frozen slots, and the
+    makes the variates (`engine.sampling.exponential_draws`). `argmax` has the frozen ids at frozen slots, and the
     confidence is the probability of the shown token (the largest probability, or the pinned token's).
     """
-    from engine.denoise import token_entropy
-
     batch, length, vocab = processed.shape
     device = processed.device
     step = chunk_rows(vocab)
@@ -109,14 +81,3 @@ def sample_chunked(
     return sampled, argmax, entropy, conf
 
 
-def pin_in_place(processed: torch.Tensor, fmask: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:
-    """`torch.where(fmask[..., None], one_hot_belief(fids), processed)` written into `processed` itself.
-
-    The frozen slots' self-conditioning is a one-hot belief in the known token (`finfo.min / 2` everywhere, 0 at the
-    token), exactly what `engine.denoise._pinned_logits` builds, without a second B x L x V array.
-    """
-    index = fids.unsqueeze(-1)
-    keep = processed.gather(-1, index)  # the free slots' own value at their `fids` column, put back below
-    processed.masked_fill_(fmask.unsqueeze(-1), torch.finfo(processed.dtype).min / 2)
-    zero = torch.zeros((), dtype=processed.dtype, device=processed.device)
-    return processed.scatter_(-1, index, torch.where(fmask.unsqueeze(-1), zero, keep))

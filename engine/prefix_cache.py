@@ -327,9 +327,10 @@ def expand_cache(cache: DynamicCache, batch: int) -> DynamicCache:
 def prefill_prompt(model: Any, prompt_ids: torch.Tensor, *, prefix: PrefixCache | None = None, document: str = "",
                    chunk: int = PREFILL_CHUNK) -> tuple[DynamicCache, PrefillStats]:
     """The encoder cache for `prompt_ids` ([B, P]). Identical rows (K candidates of one prompt) are encoded once,
-    with batch 1, and shared; rows that differ are encoded together as before."""
+    with batch 1, and shared; rows that differ are encoded together as before. Rows that are one row expanded
+    (stride 0, as `engine.plan.Plan.prompt_ids` hands them) are identical by construction: no comparison."""
     rows = prompt_ids.shape[0]
-    same = rows == 1 or bool((prompt_ids == prompt_ids[:1]).all())
+    same = rows == 1 or prompt_ids.stride(0) == 0 or bool((prompt_ids == prompt_ids[:1]).all())
     if not same:
         return encode_chunked(model, prompt_ids, chunk=chunk)
     one = prompt_ids[:1]

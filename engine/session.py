@@ -8,10 +8,9 @@ back as an `EngineError` subclass and leaves the session usable.
 from __future__ import annotations
 
 import logging
-import math
-import secrets
 import threading
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ import torch
 
 from engine import budget as request_budget
 from engine import canvas as warm_canvas
-from engine import infill, prompts
 from engine.api import (
     Candidate,
     CandidateView,
@@ -29,25 +27,24 @@ from engine.api import (
     DraftRequest,
     EngineError,
     GenerationError,
-    InfillRequest,
     LoadProgress,
     ModelInfo,
     ModelNotLoadedError,
     OutOfMemoryError,
     ProgressCallback,
-    PromptTooLongError,
     Quantization,
     Request,
     Result,
-    RewriteRequest,
     Span,
     Stats,
     StepCallback,
     StepEvent,
     WontFitError,
 )
-from engine.denoise import DenoiseOutput, Frozen, StepState, denoise
+from engine.candidates import finished_candidates, row_spans
+from engine.denoise import DenoiseOutput, StepState, denoise
 from engine.display import TokenText
+from engine.plan import ModelFacts, Plan, make_plan
 from engine.prefix_cache import PrefixCache
 from engine.threads import ThreadPolicy, model_bytes
 from engine.weights.loader import LoadedModel, load_model
@@ -79,6 +76,7 @@ class Session:
         # Encoder caches of the last prompts per document (prefix reuse); made at load, freed at unload and OOM.
         self.prefix_cache: PrefixCache | None = None
         self.last_plan: request_budget.RequestPlan | None = None  # the memory plan of the latest request
+        self.last_request_plan: Plan | None = None  # the whole plan of the latest request (`engine.plan`)
         self._config: dict[str, Any] = {}
         self.checkpoint_settings = DenoiseSettings()  # the loaded checkpoint's sampler settings (generation_config)
         self.threads: ThreadPolicy | None = None  # the CPU thread policy, re-applied before every request
@@ -96,6 +94,33 @@ class Session:
     @property
     def tokenizer(self) -> Any:
         return self._require().tokenizer
+
+    # -- what tools and the command line read (never the private fields) ---------------------------------------
+
+    @property
+    def token_text(self) -> TokenText:
+        """Ids -> the safe text the writer sees, for the loaded model."""
+        self._require()
+        assert self._text is not None
+        return self._text
+
+    @property
+    def eos_ids(self) -> list[int]:
+        return list(self._eos)
+
+    @property
+    def pad_id(self) -> int:
+        return self._pad
+
+    @property
+    def model_facts(self) -> ModelFacts:
+        """What planning reads of the loaded model (`engine.plan.ModelFacts`)."""
+        return self._facts(self._require())
+
+    def plan(self, request: Request) -> Plan:
+        """The plan `run` would execute for `request` now (the memory budget as of now); raises the same
+        writer's errors `run` would, before anything runs."""
+        return self._plan(self._require(), request)
 
     def load(
         self,
@@ -244,248 +269,98 @@ class Session:
         self, loaded: LoadedModel, request: Request, on_step: StepCallback | None, cancel: threading.Event | None
     ) -> Result:
         start = time.perf_counter()
-        model, tok, info = loaded.model, loaded.tokenizer, loaded.info
-        settings = request.settings.resolved(self.checkpoint_settings)  # the checkpoint's sampler where not changed
-        canvas = info.canvas_length
-        max_new = self._max_new_tokens(request, canvas)
-        if isinstance(request, RewriteRequest) and not request.max_new_tokens:
-            # On a short-context model, give the selection room first and the rewrite what is left (whole canvases).
-            bare = len(prompts.chat_ids(tok, prompts.with_brief(
-                request.brief, prompts.rewrite_message(request.selection, request.instruction))))
-            room = (info.context_length - bare) // canvas * canvas
-            if room >= canvas:
-                max_new = min(max_new, room)
-        seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
-        warm = self._warm(request, settings, canvas, seed, max_new)
-        if warm is not None:  # the warm canvases must all be written
-            max_new = max(max_new, warm.blocks * canvas)
-        budget = info.context_length - math.ceil(max_new / canvas) * canvas
-        if budget < 8:
-            if isinstance(request, RewriteRequest):
-                raise PromptTooLongError(
-                    "The selection is too long for the model to rewrite at once (it can read about "
-                    f"{info.context_length // 3:,} tokens of it). Select a shorter passage, a few paragraphs at a time."
-                )
-            raise PromptTooLongError(
-                f"Asking for {max_new:,} new tokens leaves no room for the text before it; ask for fewer "
-                "(Settings ▸ Draft length)."
-            )
-        prompt = prompts.build_prompt(tok, request, budget)
+        return self._execute(loaded, self._plan(loaded, request), on_step, cancel, start)
 
-        rows, frozen, middles = self._rows(request, settings, canvas)
-        rows, frozen, middles, prompt = self._fit_request(request, rows, frozen, middles, prompt, max_new, canvas)
-        if isinstance(request, InfillRequest) and request.canvas is not None and frozen is not None:
-            warm = self._infill_warm(request.canvas, frozen, seed)
-        elif warm is not None and warm.ids.shape[0] > rows:  # the budget ran fewer rows than asked
-            warm = warm.first_rows(rows)
-        prompt_ids = torch.tensor([prompt.ids] * rows, dtype=torch.long, device=model.device)
-        first_draft = [0.0]
-        done_blocks: list[tuple[int, ...]] = [()] * rows  # finished canvases of each row, for multi-block drafts
+    def _plan(self, loaded: LoadedModel, request: Request) -> Plan:
+        plan = make_plan(request, self._facts(loaded), self.checkpoint_settings, prefix_cache=self.prefix_cache)
+        self.last_request_plan, self.last_plan = plan, plan.memory
+        return plan
 
-        def emit(state: StepState) -> None:
-            if on_step is None:
-                return
-            if state.block > blocks_seen[0]:  # a new block began: the previous one's last canvas is final
-                blocks_seen[0] = state.block
-                for r in range(rows):
-                    done_blocks[r] = done_blocks[r] + tuple(last_ids[0][r].tolist())
-            last_ids[0] = state.argmax
-            # Rows are picked out of the step's tensors only when a view is looked at (most steps are not painted).
-            views = tuple(
-                CandidateView(make=partial(self._view, state.argmax, state.confidence, r, done_blocks[r],
-                                           middles[r] if middles is not None else None, limit=max_new,
-                                           pinned=_pins(warm, r, state.block, canvas)))
-                for r in range(rows)
-            )
-            if not first_draft[0]:
-                first_draft[0] = time.perf_counter() - start
-            on_step(
-                StepEvent(
-                    request.request_id, state.step, settings.max_steps, state.block, views,
-                    time.perf_counter() - start,
-                )
-            )
+    def _facts(self, loaded: LoadedModel) -> ModelFacts:
+        assert self._text is not None
+        return ModelFacts(
+            tokenizer=loaded.tokenizer, canvas_length=loaded.info.canvas_length,
+            context_length=loaded.info.context_length, eos_ids=tuple(self._eos), pad_id=self._pad,
+            config=self._config, device=loaded.model.device, decode=self._text.text,
+        )
 
-        blocks_seen = [0]
-        last_ids: list[torch.Tensor] = [torch.empty(rows, 0, dtype=torch.long)]  # the latest step's [rows, L] ids
+    def _execute(
+        self, loaded: LoadedModel, plan: Plan, on_step: StepCallback | None, cancel: threading.Event | None,
+        start: float,
+    ) -> Result:
+        """Run a plan: the denoising loop over its rows, each step relayed as a `StepEvent`, then the result."""
+        relay = _StepRelay(self, plan, on_step, start) if on_step is not None else None
         out = denoise(
-            model, prompt_ids, settings, max_new_tokens=max_new, eos_token_ids=self._eos, pad_token_id=self._pad,
-            seed=seed, frozen=frozen, max_blocks=1 if frozen is not None else None, on_step=emit, cancel=cancel,
-            prefix=self.prefix_cache, document=getattr(request, "document", ""),
-            warm=warm,
+            loaded.model, plan.prompt_ids(loaded.model.device), plan.settings, max_new_tokens=plan.max_new_tokens,
+            eos_token_ids=self._eos, pad_token_id=self._pad, seed=plan.seed, frozen=plan.frozen,
+            max_blocks=plan.max_blocks, on_step=relay, cancel=cancel, prefix=self.prefix_cache,
+            document=plan.document, warm=plan.warm,
         )
         self.last_output = out
-        candidates = self._candidates(out, middles, settings.candidates, limit=max_new)
+        candidates = self._candidates(out, plan.middles, plan.settings.candidates, limit=plan.max_new_tokens)
         best = candidates[0] if candidates else None
         stats = Stats(
             forwards=out.forwards,
             new_tokens=len(best.token_ids) if best else 0,
             seconds=time.perf_counter() - start,
-            first_draft_seconds=first_draft[0] or out.first_step_seconds,
+            first_draft_seconds=(relay.first_draft if relay is not None else 0.0) or out.first_step_seconds,
             steps=out.steps,
             blocks=out.blocks,
             prompt_tokens=out.prefill.prompt_tokens,
             reused_tokens=out.prefill.reused_tokens,
         )
-        notice = " ".join(n for n in (prompt.notice, self.last_plan.notice if self.last_plan else "") if n)
-        return Result(request.request_id, candidates, stats, cancelled=out.cancelled, notice=notice)
-
-    def _fit_request(
-        self, request: Request, rows: int, frozen: Frozen | None, middles: list[int] | None, prompt: prompts.Prompt,
-        max_new: int, canvas: int,
-    ) -> tuple[int, Frozen | None, list[int] | None, prompts.Prompt]:
-        """Budget this request against the device's free memory now (see `engine.budget`): fewer rows, then less
-        context, rather than an out-of-memory error halfway."""
-        model, tok = self.model, self.tokenizer
-        new_tokens = (1 if frozen is not None else math.ceil(max_new / canvas)) * canvas
-        bare = len(prompts.build_prompt(tok, _without_context(request), 1 << 30).ids)
-
-        def plan_now() -> request_budget.RequestPlan:
-            return request_budget.plan_request(
-                self._config, rows=rows, prompt_tokens=len(prompt.ids), new_tokens=new_tokens,
-                min_prompt_tokens=min(bare, len(prompt.ids)),
-                free_bytes=request_budget.free_device_bytes(model.device), device_label=str(model.device),
-            )
-
-        # Cached prefixes are a convenience, the writer's alternatives and context are not: when the request does
-        # not fit as asked and the prefix cache holds memory, the cache is dropped first and the request re-planned.
-        try:
-            plan = plan_now()
-            short = plan.rows < rows or plan.context_tokens < len(prompt.ids)
-        except OutOfMemoryError:
-            short, plan = True, None
-        if short and self.prefix_cache is not None and self.prefix_cache.nbytes:
-            self.prefix_cache.clear()
-            plan = plan_now()
-        elif plan is None:
-            plan = plan_now()  # nothing to give back: raises the out-of-memory error with its numbers
-        self.last_plan = plan
-        if plan.rows < rows:
-            rows = plan.rows
-            if frozen is not None:
-                frozen = Frozen(frozen.mask[:rows], frozen.ids[:rows])
-            if middles is not None:
-                middles = middles[:rows]
-        if plan.context_tokens < len(prompt.ids):
-            prompt = prompts.build_prompt(tok, request, plan.context_tokens)
-        return rows, frozen, middles, prompt
+        return Result(plan.request.request_id, candidates, stats, cancelled=out.cancelled, notice=plan.notice)
 
     def _view(
         self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None,
         *, limit: int | None = None, pinned: list[bool] | None = None,
     ) -> tuple[Span, ...]:
         """The spans of one row at one step; runs on the consumer's thread, when (and if) it is looked at."""
-        text = self._text
-        assert text is not None
-        ids, conf = ids_t[row].tolist(), conf_t[row].tolist()
-        if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
-            if pinned is not None:
-                kept = [(t, 1.0 if p else c, p) for t, c, p in zip(ids[:middle], conf[:middle], pinned[:middle],
-                                                                   strict=False) if t not in text.special_ids]
-                return text.spans([k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept])
-            return text.spans(*_middle(text, ids, conf, middle))
-        shown = text.visible_ids([*earlier, *ids][:limit])
-        conf = ([1.0] * len(earlier) + conf)[: len(shown)]
-        if pinned is not None:  # pinned words are the writer's (or kept) words: shown settled
-            conf = [1.0 if p else c for c, p in zip(conf, pinned, strict=False)] + conf[len(pinned):]
-        return text.spans(shown, conf, pinned)
-
-    def _warm(
-        self, request: Request, settings: DenoiseSettings, canvas: int, seed: int, max_new: int
-    ) -> warm_canvas.WarmCanvas | None:
-        """The warm canvas of a rewrite at strength < 1 or of a request that starts from a given canvas."""
-        if isinstance(request, RewriteRequest):
-            start = request.warm_start()
-        elif isinstance(request, DraftRequest):
-            start = request.canvas
-        else:
-            start = None
-        if warm_canvas.cold(start):
-            return None
-        assert start is not None and self._text is not None
-        return warm_canvas.plan(
-            self.tokenizer, start, rows=settings.candidates, canvas_length=canvas, eos_id=self._eos[0],
-            pad_id=self._pad, stop_ids=sorted({*self._eos, self._pad}), seed=seed, decode=self._text.text,
-        )
-
-    def _max_new_tokens(self, request: Request, canvas: int) -> int:
-        if isinstance(request, DraftRequest):
-            return max(1, request.max_new_tokens)
-        if isinstance(request, RewriteRequest):
-            if request.max_new_tokens:
-                return request.max_new_tokens
-            selected = len(self.tokenizer(request.selection, add_special_tokens=False)["input_ids"])
-            return max(canvas, math.ceil((selected * 2 + 16) / canvas) * canvas)
-        return canvas
-
-    def _rows(
-        self, request: Request, settings: DenoiseSettings, canvas: int
-    ) -> tuple[int, Frozen | None, list[int] | None]:
-        """How many batch rows, and for infill the pinned layout of each row and its middle length."""
-        if not isinstance(request, InfillRequest):
-            return settings.candidates, None, None
-        # Only the first canvas of `after` can be pinned; the app sends the whole rest of the document, so
-        # tokenize a piece that surely holds a canvas of tokens, not all of it.
-        after = request.after[: canvas * 32]
-        after_ids = self.tokenizer(after, add_special_tokens=False)["input_ids"] if after else []
-        if request.canvas is not None:  # a warm middle: its tokens fix the length
-            middle = len(self._canvas_tokens(request.canvas)[0])
-            if not 1 <= middle < canvas:
-                raise PromptTooLongError(
-                    f"The text to start the gap from takes {middle} tokens; the gap holds between 1 and "
-                    f"{canvas - 1} with this model. Select a shorter gap."
-                )
-            lengths = [middle] * settings.candidates
-        elif request.middle_tokens is not None:
-            if not 1 <= request.middle_tokens < canvas:
-                raise PromptTooLongError(
-                    f"The gap can hold between 1 and {canvas - 1} tokens with this model; choose a length in "
-                    "that range or use Draft for longer text."
-                )
-            lengths = [request.middle_tokens] * settings.candidates
-        else:
-            lengths = infill.search_lengths(canvas, len(after_ids))
-        layouts = [infill.layout(after_ids, n, canvas) for n in lengths]
-        frozen = Frozen(torch.stack([lay.mask for lay in layouts]), torch.stack([lay.ids for lay in layouts]))
-        return len(layouts), frozen, lengths
-
-    def _canvas_tokens(self, start: Any) -> tuple[list[int], list[bool]]:
         assert self._text is not None
-        return warm_canvas.segment_ids(self.tokenizer, start.text, start.pins, self._text.text)
-
-    def _infill_warm(self, start: Any, frozen: Frozen, seed: int) -> warm_canvas.WarmCanvas:
-        ids, flags = self._canvas_tokens(start)
-        return warm_canvas.infill_plan(
-            self.tokenizer, start, frozen_mask=frozen.mask, frozen_ids=frozen.ids, middle_ids=ids,
-            middle_pins=flags, stop_ids=sorted({*self._eos, self._pad}), seed=seed,
-        )
+        return row_spans(self._text, ids_t[row].tolist(), conf_t[row].tolist(), earlier=earlier, middle=middle,
+                         limit=limit, pinned=pinned)
 
     def _candidates(
-        self, out: DenoiseOutput, middles: list[int] | None, wanted: int, *, limit: int | None = None
+        self, out: DenoiseOutput, middles: Sequence[int] | None, wanted: int, *, limit: int | None = None
     ) -> tuple[Candidate, ...]:
-        """The distinct rows, best first; a draft or rewrite is cut to the `limit` tokens asked for (the model
-        writes whole canvases, so a 32-token request would otherwise come back as a 64- or 256-token one)."""
-        text = self._text
-        assert text is not None
+        """The distinct rows, best first (see `engine.candidates.finished_candidates`)."""
+        assert self._text is not None
         generated = out.sequences[:, out.prompt_length :]
-        found = []
-        for r in range(generated.shape[0]):
-            ids = generated[r].tolist()
-            conf = out.confidence[r].tolist()
-            if middles is not None:
-                ids, conf = _middle(text, ids, conf, middles[r])
-                shown = ids
-            else:
-                ids, conf = ids[:limit], conf[:limit]
-                while ids and ids[-1] == self._pad:
-                    ids.pop()
-                shown = text.visible_ids(ids)
-            score = sum(conf[: len(shown)]) / len(shown) if shown else 0.0
-            decoded = text.text(shown)  # the same safe decoding the ghost text showed, so accept = what was seen
-            found.append(Candidate(decoded, tuple(ids), score))
-        if middles is not None:  # infill rows are lengths or seeds: best first
-            found.sort(key=lambda c: c.confidence, reverse=True)
-        return tuple(_distinct_nonempty(found)[: max(1, wanted)])
+        rows = [(generated[r].tolist(), out.confidence[r].tolist()) for r in range(generated.shape[0])]
+        return finished_candidates(self._text, rows, pad_id=self._pad, wanted=wanted, middles=middles, limit=limit)
+
+
+class _StepRelay:
+    """The loop's step states -> `StepEvent`s for the caller: keeps each row's finished canvases across the
+    blocks of a multi-block draft, and when the first draft was shown."""
+
+    def __init__(self, session: Session, plan: Plan, on_step: StepCallback, start: float) -> None:
+        self._session, self._plan, self._on_step, self._start = session, plan, on_step, start
+        self._block = 0
+        self._last_ids: torch.Tensor | None = None  # the latest step's [rows, L] ids
+        self._done: list[tuple[int, ...]] = [()] * plan.rows  # finished canvases of each row
+        self.first_draft = 0.0
+
+    def __call__(self, state: StepState) -> None:
+        plan = self._plan
+        if state.block > self._block:  # a new block began: the previous one's last canvas is final
+            self._block = state.block
+            assert self._last_ids is not None
+            self._done = [done + tuple(self._last_ids[r].tolist()) for r, done in enumerate(self._done)]
+        self._last_ids = state.argmax
+        canvas = int(state.argmax.shape[1])
+        # Rows are picked out of the step's tensors only when a view is looked at (most steps are not painted).
+        views = tuple(
+            CandidateView(make=partial(self._session._view, state.argmax, state.confidence, r, self._done[r],
+                                       plan.middles[r] if plan.middles is not None else None,
+                                       limit=plan.max_new_tokens, pinned=_pins(plan.warm, r, state.block, canvas)))
+            for r in range(plan.rows)
+        )
+        now = time.perf_counter() - self._start
+        if not self.first_draft:
+            self.first_draft = now
+        self._on_step(StepEvent(plan.request.request_id, state.step, plan.settings.max_steps, state.block, views,
+                                time.perf_counter() - self._start))
 
 
 def prefix_cache_bytes() -> int:
@@ -504,32 +379,3 @@ def _pins(warm: warm_canvas.WarmCanvas | None, row: int, block: int, canvas: int
     if warm is None or not bool(warm.pinned.any()):
         return None
     return warm.pinned[row, : (block + 1) * canvas].tolist()
-
-
-def _without_context(request: Request) -> Request:
-    """The request with no surrounding document: the part of the prompt that can never be trimmed."""
-    import dataclasses
-
-    if isinstance(request, RewriteRequest):
-        return dataclasses.replace(request, before="", after="")
-    return dataclasses.replace(request, before=prompts.TRIM_MARK)  # the template and instruction are the floor
-
-
-def _distinct_nonempty(found: list[Candidate]) -> list[Candidate]:
-    """Alternatives worth cycling through: a row that ended at once (empty) or repeats another is dropped, unless
-    nothing else is left."""
-    seen: set[str] = set()
-    kept = []
-    for cand in found:
-        if cand.text.strip() and cand.text not in seen:
-            seen.add(cand.text)
-            kept.append(cand)
-    return kept or found[:1]
-
-
-def _middle(text: TokenText, ids: list[int], conf: list[float], middle: int) -> tuple[list[int], list[float]]:
-    """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early: what
-    follows an end-of-turn is not part of it), without special tokens."""
-    ended = len(text.visible_ids(ids[:middle]))
-    kept = [(t, c) for t, c in zip(ids[:ended], conf[:ended], strict=True) if t not in text.special_ids]
-    return [t for t, _ in kept], [c for _, c in kept]

@@ -11,7 +11,6 @@ accept) cancels and removes the suggestion; the writer's text is never overwritt
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 import time
@@ -23,10 +22,13 @@ from typing import Any, Literal
 from PySide6.QtCore import QObject, QTextBoundaryFinder, Signal, Slot
 from PySide6.QtGui import QTextCursor
 
+from app.config.commands import default_key
+from app.platform.privacy import DocumentText
 from app.ui.editor import Editor
 from app.assist.engine_host import EngineHost
 from app.assist.ghost import GhostContent, GhostPainter, Layout
 from app.assist.joins import join, units
+from app.assist.request_defaults import RequestDefaults
 from engine.api import (
     REWRITE_PRESETS,
     DenoiseSettings,
@@ -102,7 +104,8 @@ class Assistant(QObject):
     message = Signal(str)  # a line for the status bar
     activityChanged = Signal(str)  # what runs now ("Rewriting: …"), "" when nothing runs
 
-    def __init__(self, editor: Editor, host: EngineHost, settings: Any | None = None) -> None:
+    def __init__(self, editor: Editor, host: EngineHost, settings: Any | None = None, *,
+                 defaults: RequestDefaults | None = None) -> None:
         super().__init__(editor)
         self.editor = editor
         self.host = host
@@ -113,17 +116,20 @@ class Assistant(QObject):
         self._state: GhostState = "idle"
         self._muted = False
         self.activity = ""
-        # Set by app.documents.brief: the document brief every request carries, and which document requests come from.
-        self.brief_provider: Callable[[], str] | None = None
-        self.document_provider: Callable[[], str] | None = None
-        # Hooks for app.assist.editing (rewrite strength per instruction; views drawn over the ghost content).
-        self.strength_for: Callable[[str], float] | None = None
+        # The brief, document identity and strength per instruction every request carries, given by the window
+        # (the brief and the strength dial plug their sources into it).
+        self.defaults = defaults if defaults is not None else RequestDefaults()
+        # Views drawn over the ghost content (app.assist.editing: pins, word diff); see `add_view_hook`.
         self.view_hooks: list[Callable[[_Suggestion, GhostContent], GhostContent]] = []
         self._publish()
         host.stepped.connect(self._on_step)
         host.finished.connect(self._on_finished)
         host.failed.connect(self._on_failed)
         editor.document().contentsChange.connect(self._on_contents_change)
+
+    def add_view_hook(self, hook: Callable[[_Suggestion, GhostContent], GhostContent]) -> None:
+        """Draw `hook(suggestion, content)` over every ghost shown from now on (in the order added)."""
+        self.view_hooks.append(hook)
 
     # -- what the window asks ---------------------------------------------------------------------------------------
 
@@ -177,21 +183,18 @@ class Assistant(QObject):
 
     def rewrite(self, instruction: str, strength: float | None = None) -> int | None:
         """Rewrite the selection following `instruction` (a preset's text or the writer's own); `strength` (the
-        share re-noised) defaults to what `strength_for` remembers for that instruction, else 1.0."""
+        share re-noised) defaults to what `defaults` remembers for that instruction, else 1.0."""
         cursor = self.editor.textCursor()
         if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
-            key = self._key("rewrite", "Ctrl+R")
+            key = self._key("rewrite")
             self.message.emit("Select the text you want rewritten first, then choose Rewrite"
                               + (f" ({key})." if key else "."))
             return None
         s, e = cursor.selectionStart(), cursor.selectionEnd()
         before, after = self._context(s, e)
         instruction = instruction or self.presets().get("grammar", "")
-        if strength is None and self.strength_for is not None:
-            try:
-                strength = self.strength_for(instruction)
-            except Exception:  # noqa: BLE001 - a broken hook must not break rewriting
-                log.exception("rewrite strength unavailable")
+        if strength is None:
+            strength = self.defaults.strength(instruction)
         request = RewriteRequest(
             selection=self._text(s, e), instruction=instruction, before=before, after=after,
             settings=self._denoise(), strength=1.0 if strength is None else min(1.0, max(0.1, strength)),
@@ -261,7 +264,7 @@ class Assistant(QObject):
     def _start(self, request: Request, kind: Kind, s: int, e: int, layout: Layout, activity: str = "") -> int:
         if self._sug is not None:
             self._drop(cancel=True, publish=False)
-        request = self._with_document(request)
+        request = self.defaults.apply(request)
         doc = self.editor.document()
         start, end = QTextCursor(doc), QTextCursor(doc)
         start.setPosition(s)
@@ -281,7 +284,10 @@ class Assistant(QObject):
         self.activity = activity
         self.activityChanged.emit(activity)
         self._show()
-        log.debug("%s request %s submitted", kind, request.request_id)
+        # The text the request works on: in the log only while Settings ▸ privacy.log_document_text is on
+        # (app.platform.privacy replaces it by its length otherwise).
+        text = self._sug.original or getattr(request, "before", "")[-400:]
+        log.info("%s request %s submitted for %s", kind, request.request_id, DocumentText(text))
         return request.request_id
 
     def _denoise(self) -> DenoiseSettings:
@@ -305,18 +311,6 @@ class Assistant(QObject):
         (keeping the document's beginning and the text nearest the region) and its notice says what was left out."""
         last = self.editor.document().characterCount() - 1
         return self._text(0, s), self._text(e, last)
-
-    def _with_document(self, request: Request) -> Request:
-        """The request with the document brief and the document's identity (for the engine's prefix cache)."""
-        extra: dict[str, str] = {}
-        for name, provider in (("brief", self.brief_provider), ("document", self.document_provider)):
-            if provider is None:
-                continue
-            try:
-                extra[name] = str(provider())
-            except Exception:  # noqa: BLE001 - a broken brief must not stop the assistant
-                log.exception("%s unavailable", name)
-        return dataclasses.replace(request, **extra) if extra else request
 
     def _text(self, s: int, e: int) -> str:
         cursor = QTextCursor(self.editor.document())
@@ -492,14 +486,16 @@ class Assistant(QObject):
         self._show()
         return True
 
-    def _key(self, name: str, default: str) -> str:
-        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it."""
+    def _key(self, name: str, default: str | None = None) -> str:
+        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it;
+        without settings, the command table's default (what is bound then)."""
+        fallback = default_key(name) if default is None else default
         if self.settings is None:
-            return default
+            return fallback
         try:
             return str(self.settings[f"keys.{name}"])
         except Exception:  # noqa: BLE001 - a settings object without keys: the defaults are what is bound
-            return default
+            return fallback
 
     def _char_before(self, pos: int) -> str:
         return self._text(max(0, pos - 2), pos)[-1:] if pos > 0 else ""
@@ -558,8 +554,8 @@ class Assistant(QObject):
             if count > 1:
                 badge += f" · {sug.index + 1}/{count}"
         else:
-            hints = [f"{key} {verb}" for key, verb in ((self._key("accept", "Tab"), "accept"),
-                                                        (self._key("dismiss", "Esc"), "dismiss")) if key]
+            hints = [f"{key} {verb}" for key, verb in ((self._key("accept"), "accept"),
+                                                        (self._key("dismiss"), "dismiss")) if key]
             badge = " · ".join(([f"{sug.index + 1}/{count}"] if count > 1 else []) + hints)
         content = GhostContent(sug.layout, sug.spans, badge, sug.error)
         for hook in self.view_hooks:

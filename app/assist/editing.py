@@ -3,8 +3,9 @@ words, pin words, a word-level diff of a rewrite, and the alternatives side by s
 
 One controller per window, installed by `MainWindow` with one line. It adds its own actions (all named, so tests
 and automation find them), menu entries (so the command palette lists them), a toolbar dial, a right-click
-submenu and a dock panel, and talks to the `Assistant` only through its small public hooks (`strength_for`,
-`view_hooks`, `restart`, `show_alternative`, `suggestion`). The requests it sends are ordinary engine requests
+submenu and a dock panel, and talks to the `Assistant` only through its small public surface (the window's
+`request_defaults` for the strength per instruction, `add_view_hook`, `restart`, `show_alternative`,
+`suggestion`). The requests it sends are ordinary engine requests
 with a warm canvas (`engine.api.WarmStart`): pinned words come back exactly because the engine pins them.
 """
 
@@ -12,17 +13,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtGui import QAction, QActionGroup, QMouseEvent, QTextCursor
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMainWindow, QMenu
 
 from app.assist import pins as pinning
 from app.assist.alternatives_panel import AlternativesPanel
 from app.assist.diff_view import WordDiff, diff_hook
+from app.assist.controller import Assistant
 from app.assist.ghost import GhostContent
+from app.assist.request_defaults import RequestDefaults
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
+from app.config.commands import default_key
+from app.ui import actions
 from engine.api import DraftRequest, InfillRequest, RewriteRequest, new_request_id
 
 log = logging.getLogger(__name__)
@@ -30,14 +36,31 @@ DEFAULT_THRESHOLD = 0.8
 
 
 class DiffusionEditing(QObject):
-    """Strength dial, re-roll, pins, diff view and alternatives panel for one `MainWindow`."""
+    """Strength dial, re-roll, pins, diff view and alternatives panel for one `MainWindow`.
 
-    def __init__(self, window: Any) -> None:
+    Everything it works with is passed in: the window (for its toolbars, dock and status bar), the assistant
+    it extends, the request defaults it gives the strength per instruction to, the two menus it adds to, where
+    messages go, and the window's right-click hooks."""
+
+    def __init__(
+        self,
+        window: QMainWindow,
+        *,
+        assistant: Assistant,
+        request_defaults: RequestDefaults,
+        assist_menu: QMenu,
+        view_menu: QMenu,
+        show_message: Callable[[str], None],
+        context_menu_hooks: list[Callable[[QMenu], None]],
+    ) -> None:
         super().__init__(window)
         self.window = window
-        self.assistant = window.assistant
-        self.editor = window.editor
-        self.settings = window.settings
+        self.assistant = assistant
+        self.editor = assistant.editor
+        self.settings = assistant.settings
+        self.show_message = show_message
+        self.assist_menu, self.view_menu = assist_menu, view_menu
+        self.context_menu_hooks = context_menu_hooks
         self.pins = pinning.PinSet()
         self.memory = StrengthMemory(self.settings, self.assistant.presets())
         self.diff_enabled = self._setting("rewrite.view", "below") == "diff"
@@ -45,9 +68,9 @@ class DiffusionEditing(QObject):
         self.rerolls = 0
 
         a = self.assistant
-        a.strength_for = self._strength_for
-        a.view_hooks.append(self._pin_view)
-        a.view_hooks.append(diff_hook(lambda: self.diff_enabled, self._on_diff))
+        request_defaults.use_strength(self._strength_for)
+        a.add_view_hook(self._pin_view)
+        a.add_view_hook(diff_hook(lambda: self.diff_enabled, self._on_diff))
         self._build_actions()
         self._build_ui()
         self.editor.viewport().installEventFilter(self)
@@ -60,29 +83,19 @@ class DiffusionEditing(QObject):
 
     def _build_actions(self) -> None:
         w = self.window
-        self.actionRerollUncertain = w._action(
-            "actionRerollUncertain", "Re-roll &uncertain words", self.reroll_uncertain, ["Alt+R"],
-            "Keep the words the model is sure of and redraw the rest, live (Alt+R)")
-        self.actionRerollAroundPins = w._action(
-            "actionRerollAroundPins", "Re-roll around &pinned words", self.reroll_around_pins, ["Alt+Shift+R"],
-            "Keep the words you pinned and redraw everything else (Alt+Shift+R)")
-        self.actionPinNextWord = w._action(
-            "actionPinNextWord", "&Pin next word", self.pin_next_word, ["Ctrl+Alt+Right"],
-            "Extend the pinned words by one, or click a word of the suggestion (Ctrl+Alt+Right)")
-        self.actionUnpinLastWord = w._action(
-            "actionUnpinLastWord", "Unpin &last word", self.unpin_last_word, ["Ctrl+Alt+Left"])
-        self.actionClearPins = w._action("actionClearPins", "&Clear pins", self.clear_pins)
-        self.actionToggleDiffView = w._action(
-            "actionToggleDiffView", "Show rewrites as a word &diff", self.toggle_diff_view, ["Ctrl+Shift+D"],
-            "Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below")
-        self.actionToggleDiffView.setCheckable(True)
+        self.actionRerollUncertain = actions.create(w, "actionRerollUncertain", self.reroll_uncertain)
+        self.actionRerollAroundPins = actions.create(w, "actionRerollAroundPins", self.reroll_around_pins)
+        self.actionPinNextWord = actions.create(w, "actionPinNextWord", self.pin_next_word)
+        self.actionUnpinLastWord = actions.create(w, "actionUnpinLastWord", self.unpin_last_word)
+        self.actionClearPins = actions.create(w, "actionClearPins", self.clear_pins)
+        self.actionToggleDiffView = actions.create(w, "actionToggleDiffView", self.toggle_diff_view)
         self.actionToggleDiffView.setChecked(self.diff_enabled)
         self.strength_group = QActionGroup(self)
         self.strength_actions: list[QAction] = []
         for name, value in LEVELS:
-            act = w._action(f"actionRewriteStrength_{name.lower()}", f"{name} ({value:.1f})",
-                            lambda v=value: self.set_strength(v),
-                            tip=f"Rewrite strength {value:.1f} for the preset the dial shows")
+            act = actions.create_member(w, "actionRewriteStrength_", name.lower(), f"{name} ({value:.1f})",
+                                        lambda v=value: self.set_strength(v),
+                                        tip=f"Rewrite strength {value:.1f} for the preset the dial shows")
             act.setCheckable(True)
             self.strength_group.addAction(act)
             self.strength_actions.append(act)
@@ -103,9 +116,6 @@ class DiffusionEditing(QObject):
         tools.setMovable(False)
         tools.addWidget(self.dial)
         tools.addSeparator()
-        self.actionRerollUncertain.setIconText("Re-roll uncertain")
-        self.actionRerollAroundPins.setIconText("Re-roll around pins")
-        self.actionClearPins.setIconText("Clear pins")
         tools.addActions([self.actionRerollUncertain, self.actionRerollAroundPins, self.actionClearPins])
         tools.addSeparator()
         self.toolbarEditing = tools
@@ -113,28 +123,22 @@ class DiffusionEditing(QObject):
         self.menuStrength = QMenu("Rewrite &strength", w)
         self.menuStrength.setObjectName("menuRewriteStrength")
         self.menuStrength.addActions(self.strength_actions)
-        w.menuAssist.addSeparator()
-        w.menuAssist.addMenu(self.menuStrength)
-        w.menuAssist.addActions(self.edit_actions)
+        self.assist_menu.addSeparator()
+        self.assist_menu.addMenu(self.menuStrength)
+        self.assist_menu.addActions(self.edit_actions)
 
         self.panel = AlternativesPanel(w)
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
         self.panel.hide()
         self.panel.chosen.connect(self._choose_alternative)
         self.panel.visibilityChanged.connect(lambda shown: shown and self.panel_refresh())
-        self.actionShowAlternatives = self.panel.toggleViewAction()
-        self.actionShowAlternatives.setObjectName("actionShowAlternatives")
-        self.actionShowAlternatives.setText("&Alternatives panel")
-        self.actionShowAlternatives.setShortcut("Ctrl+Shift+A")
+        toggle = self.panel.toggleViewAction()
+        self.actionShowAlternatives = actions.configure(toggle, "actionShowAlternatives")
         w.addAction(self.actionShowAlternatives)
-        w.menuView.addSeparator()
-        w.menuView.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
-        self.actionToggleDiffView.setIconText("Word diff")
-        self.actionShowAlternatives.setIconText("Alternatives")
+        self.view_menu.addSeparator()
+        self.view_menu.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
         tools.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
-        hooks = getattr(w, "context_menu_hooks", None)
-        if hooks is not None:
-            hooks.append(self._extend_context_menu)
+        self.context_menu_hooks.append(self._extend_context_menu)
         self._sync_levels()
 
     # -- strength -----------------------------------------------------------------------------------------------
@@ -155,10 +159,10 @@ class DiffusionEditing(QObject):
         sug = self.assistant.suggestion
         request = self._fresh(sug)
         if not isinstance(request, RewriteRequest) or self.memory.key_for(request.instruction) != key:
-            self.window.show_message(f"Rewrite strength {value:.1f} is used for the next rewrite.")
+            self.show_message(f"Rewrite strength {value:.1f} is used for the next rewrite.")
             return
         self.assistant.restart(replace(request, strength=value, canvas=None, request_id=new_request_id()))
-        self.window.show_message(f"Rewriting again at strength {value:.1f}.")
+        self.show_message(f"Rewriting again at strength {value:.1f}.")
 
     def _sync_levels(self) -> None:
         for act, (_name, value) in zip(self.strength_actions, LEVELS, strict=True):
@@ -178,7 +182,7 @@ class DiffusionEditing(QObject):
         pinned = pinning.confident(spans, threshold) | self._user_pins(sug)
         uncertain = [i for i in pinning.words(spans) if i not in pinned]
         if not uncertain:
-            self.window.show_message(f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
+            self.show_message(f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
                                      "threshold in Settings ▸ Rewrite, or pin words and use "
                                      f"{self._key('reroll_around_pins', 'Re-roll around pins')}).")
             return False
@@ -193,7 +197,7 @@ class DiffusionEditing(QObject):
             return self._stale()
         pinned = self._user_pins(sug)
         if not pinned:
-            self.window.show_message("Pin some words first: click them in the suggestion"
+            self.show_message("Pin some words first: click them in the suggestion"
                                      + (f", or {key}." if (key := self._key("pin_next_word", "")) else "."))
             return False
         return self._reroll(sug, pinned, f"Re-rolling around {len(pinned)} pinned word(s).")
@@ -206,7 +210,7 @@ class DiffusionEditing(QObject):
         self._user_pins(sug)
         now = self.pins.toggle(index)
         word = sug.spans[index].text.strip()
-        self.window.show_message(self._pinned_hint(word) if now else f"Unpinned “{word}”.")
+        self.show_message(self._pinned_hint(word) if now else f"Unpinned “{word}”.")
         self._repaint()
         return True
 
@@ -217,7 +221,7 @@ class DiffusionEditing(QObject):
         self._user_pins(sug)
         index = self.pins.extend(sug.spans)
         if index is not None:
-            self.window.show_message(self._pinned_hint(sug.spans[index].text.strip()))
+            self.show_message(self._pinned_hint(sug.spans[index].text.strip()))
         self._repaint()
         return index is not None
 
@@ -255,11 +259,11 @@ class DiffusionEditing(QObject):
         try:
             new = pinning.reroll_request(request, sug.spans, pinned)
         except (TypeError, ValueError) as exc:
-            self.window.show_message(str(exc))
+            self.show_message(str(exc))
             return False
         self.rerolls += 1
         self.assistant.restart(new)
-        self.window.show_message(message)
+        self.show_message(message)
         return True
 
     def explain_unavailable(self, action: QAction) -> bool:
@@ -275,18 +279,18 @@ class DiffusionEditing(QObject):
         self.window.statusBar().clearMessage()
         slot()
         if not self.window.statusBar().currentMessage():
-            self.window.show_message(f"{action.text().replace('&', '')} needs a suggestion on screen.")
+            self.show_message(f"{action.text().replace('&', '')} needs a suggestion on screen.")
         return True
 
     def _stale(self) -> bool:
-        self.window.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
+        self.show_message("This suggestion was partly accepted or its text changed; ask for a new one.")
         return False
 
     def _rerollable(self) -> Any:
         sug = self.assistant.suggestion
         if sug is None or not self.assistant.suggestion_visible:
-            draft, rewrite = self._key("draft", "Ctrl+Enter"), self._key("rewrite", "Ctrl+R")
-            self.window.show_message("There is no suggestion to re-roll; draft"
+            draft, rewrite = self._key("draft"), self._key("rewrite")
+            self.show_message("There is no suggestion to re-roll; draft"
                                      + (f" ({draft})" if draft else "") + " or rewrite"
                                      + (f" ({rewrite})." if rewrite else "."))
             return None
@@ -300,8 +304,8 @@ class DiffusionEditing(QObject):
             self._stale()
             return None
         if sug.running:
-            stop = self._key("dismiss", "Esc")
-            self.window.show_message("Pin words once the suggestion has settled"
+            stop = self._key("dismiss")
+            self.show_message("Pin words once the suggestion has settled"
                                      + (f" (or press {stop} to stop it)." if stop else "."))
             return None
         return sug
@@ -351,7 +355,7 @@ class DiffusionEditing(QObject):
     def toggle_diff_view(self) -> None:
         self.diff_enabled = self.actionToggleDiffView.isChecked()
         self._repaint()
-        self.window.show_message("Rewrites show as a word diff." if self.diff_enabled
+        self.show_message("Rewrites show as a word diff." if self.diff_enabled
                                  else "Rewrites show the new text below the original.")
 
     def _repaint(self) -> None:
@@ -384,9 +388,9 @@ class DiffusionEditing(QObject):
         elif key == "rewrite.presets":
             self.memory.presets = self.assistant.presets()
 
-    def _key(self, name: str, default: str) -> str:
+    def _key(self, name: str, default: str | None = None) -> str:
         """The key the writer bound to `keys.<name>` ("" for none), so hints never name a key that does nothing."""
-        return str(self._setting(f"keys.{name}", default))
+        return str(self._setting(f"keys.{name}", default_key(name) if default is None else default))
 
     def _pinned_hint(self, word: str) -> str:
         key = self._key("reroll_around_pins", "")

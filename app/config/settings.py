@@ -20,8 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+import tomlkit.exceptions
+import tomlkit.items
 from PySide6.QtCore import QObject, Signal
 
+from app.config import commands
 from app.platform.atomic import atomic_write_text
 from app.platform.folders import APP_NAME, config_dir, data_dir, log_dir, recovery_dir  # noqa: F401 - re-exported
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
@@ -144,21 +148,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("appearance.font_size", int, 12, "Font size", 6, 72),
     Setting("documents.autosave_seconds", int, 5, "Autosave every (seconds)", 1, 600),
     Setting("privacy.log_document_text", bool, False, "Write document text to the log (debugging only)"),
-    *(Setting(f"keys.{name}", str, key, label, kind="key", help=help_) for name, key, label, help_ in (
-        ("accept", "Tab", "Accept suggestion", "Only while a suggestion is shown; otherwise the key types."),
-        ("accept_word", "Ctrl+Right", "Accept next word", "Only while a suggestion is shown."),
-        ("accept_line", "Shift+Tab", "Accept next line", "Only while a suggestion is shown."),
-        ("dismiss", "Esc", "Dismiss suggestion", "Only while a suggestion is shown or running."),
-        ("next_alternative", "Alt+]", "Next alternative", "Only while a suggestion is shown."),
-        ("previous_alternative", "Alt+[", "Previous alternative", "Only while a suggestion is shown."),
-        ("draft", "Ctrl+Return", "Draft at cursor", ""),
-        ("rewrite", "Ctrl+R", "Rewrite selection", ""),
-        ("infill", "Ctrl+Shift+I", "Infill selection or gap", ""),
-        ("reroll_uncertain", "Alt+R", "Re-roll uncertain words", "Only while a suggestion is shown."),
-        ("reroll_around_pins", "Alt+Shift+R", "Re-roll around pinned words", "Only while a suggestion is shown."),
-        ("pin_next_word", "Ctrl+Alt+Right", "Pin next word", "Only while a settled suggestion is shown."),
-        ("unpin_last_word", "Ctrl+Alt+Left", "Unpin last word", "Only while a settled suggestion is shown."),
-    )),
+    # The assistant's keys: their defaults, labels and help come from the one command table.
+    *(Setting(c.setting, str, c.key, c.name, kind="key", help=c.help) for c in commands.rebindable()),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -248,11 +239,18 @@ class Settings(QObject):
         """Write the TOML file atomically; a failure is logged and reported, never raised into the UI."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, to_toml(self._values))
+            atomic_write_text(self.path, to_toml(self._values, self._current_text()))
         except OSError as exc:
             msg = f"Settings could not be saved to {self.path} ({exc.strerror or exc}); they apply until you quit."
             log.warning(msg)
             self.problems.append(msg)
+
+    def _current_text(self) -> str:
+        """The file as it is now ("" when there is none or it cannot be read): its comments are kept."""
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def load(self) -> None:
         """(Re)read the file; every bad value falls back to its default and is listed in `problems`."""
@@ -282,16 +280,7 @@ class Settings(QObject):
 
 
 # Keys the app binds for itself: an assistant key may not take one of them (the other command would stop working).
-RESERVED_KEYS: dict[str, str] = {
-    "Ctrl+Z": "Undo", "Ctrl+Shift+Z": "Redo", "Ctrl+Y": "Redo", "Ctrl+F": "Find", "Ctrl+H": "Find and replace",
-    "Ctrl+Shift+P": "Command palette", "Ctrl+Shift+R": "Custom instruction", "Ctrl+Q": "Quit", "Ctrl+S": "Save",
-    "Ctrl+Shift+S": "Save as", "Ctrl+O": "Open", "Ctrl+N": "New", "Ctrl++": "Zoom in", "Ctrl+=": "Zoom in",
-    "Ctrl+-": "Zoom out", "Ctrl+0": "Actual size", "Ctrl+,": "Settings", "Ctrl+A": "Select all", "Ctrl+C": "Copy",
-    "Ctrl+V": "Paste", "Ctrl+X": "Cut", "Return": "New line", "Enter": "New line", "Backspace": "Delete",
-    "Del": "Delete", "Ctrl+Shift+D": "Show rewrites as a word diff", "Ctrl+Shift+A": "Alternatives panel",
-}
-# Two spellings of one key press (Shift+Tab arrives as Backtab; the keypad's Enter beside Return).
-KEY_TWINS: dict[str, str] = {"Shift+Backtab": "Shift+Tab", "Backtab": "Shift+Tab", "Ctrl+Enter": "Ctrl+Return"}
+RESERVED_KEYS: dict[str, str] = commands.reserved_keys()
 
 
 def normal_key(text: str) -> str:
@@ -331,7 +320,7 @@ def key_clash(values: Mapping[str, Any], changed: Iterable[str] = ()) -> str:
         key = normal_key(str(values.get(s.key, "")))
         if not key:
             continue
-        key = KEY_TWINS.get(key, key)
+        key = commands.canonical(key)
         if key in RESERVED_KEYS:
             return f"{key} is already the key for {RESERVED_KEYS[key]}; choose another key for {s.label}."
         if key in owner:
@@ -384,32 +373,86 @@ def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# A small TOML writer (the standard library only reads TOML)
+# Writing TOML (tomlkit: the standard library only reads it, and a rewrite must keep what the writer typed)
 
 
-def to_toml(values: Mapping[str, Any]) -> str:
-    """Settings as a TOML document, one [section] per group, in declaration order, with short comments."""
-    lines = ["# Letterpress settings. Edit while the app is closed; invalid values fall back to defaults.", ""]
+def to_toml(values: Mapping[str, Any], existing: str = "") -> str:
+    """Settings as a TOML document. With `existing` (the file as it is now) only the values change: the
+    writer's comments, layout, unknown keys and unknown [sections] stay as they were. Without it (or when it
+    is not valid TOML), a fresh document, one [section] per group in declaration order, with short comments."""
+    doc = _parse_keeping(existing) if existing.strip() else None
+    if doc is None:
+        doc = _fresh_document(values)
+    for s in SETTINGS:
+        _put(doc, s, values[s.key])
+    return tomlkit.dumps(doc)
+
+
+def _parse_keeping(text: str) -> tomlkit.TOMLDocument | None:
+    try:
+        return tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError:
+        return None
+
+
+def _fresh_document(values: Mapping[str, Any]) -> tomlkit.TOMLDocument:
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("Letterpress settings. Edit while the app is closed; invalid values fall back to "
+                            "defaults."))
     sections: dict[str, list[Setting]] = {}
     for s in SETTINGS:
         sections.setdefault(s.key.split(".")[0], []).append(s)
     for section, settings in sections.items():
-        tables = [s for s in settings if s.type is dict]
-        plain = [s for s in settings if s.type is not dict]
-        if plain:
-            lines.append(f"[{section}]")
-            for s in plain:
+        table = tomlkit.table(is_super_table=not any(s.type is not dict for s in settings))
+        for s in sorted(settings, key=lambda s: s.type is dict):  # plain values before the sub-tables
+            name = s.key.split(".", 1)[1]
+            if s.type is dict:
+                inner = tomlkit.table()
+                for key, item in values[s.key].items():
+                    inner.add(key, item)
+                table.add(name, inner)
+            else:
                 comment = _comment(s)
                 if comment:
-                    lines.append(f"# {comment}")
-                lines.append(f"{s.key.split('.', 1)[1]} = {_toml_value(values[s.key])}")
-            lines.append("")
-        for s in tables:
-            lines.append(f"[{s.key}]")
-            for name, text in values[s.key].items():
-                lines.append(f"{_toml_string(name)} = {_toml_value(text)}")
-            lines.append("")
-    return "\n".join(lines)
+                    table.add(tomlkit.comment(comment))
+                table.add(name, values[s.key])
+        doc.add(section, table)
+    return doc
+
+
+def _put(doc: tomlkit.TOMLDocument, s: Setting, value: Any) -> None:
+    """Set one setting in `doc`, touching nothing when it already holds that value (so `1.0` stays `1.0`)."""
+    section, name = s.key.split(".", 1)
+    if section not in doc:
+        doc.add(section, tomlkit.table())
+    table = doc[section]
+    if not isinstance(table, tomlkit.items.Table):  # `section = 3`: reported on load, replaced by a table
+        del doc[section]
+        doc.add(section, tomlkit.table())
+        table = doc[section]
+    if s.type is dict:
+        inner = table.get(name)
+        if not hasattr(inner, "keys") or isinstance(inner, tomlkit.items.InlineTable):
+            if name in table:
+                del table[name]
+            table.add(name, tomlkit.table())
+            inner = table[name]
+        fresh = not inner
+        for old in [k for k in list(inner) if k not in value]:
+            del inner[old]
+        for key, item in value.items():
+            if key not in inner or _plain(inner[key]) != item:
+                inner[key] = item
+        if fresh:
+            inner.add(tomlkit.nl())
+        return
+    if name in table and _plain(table[name]) == value and type(_plain(table[name])) is type(value):
+        return
+    table[name] = value
+
+
+def _plain(item: Any) -> Any:
+    return item.unwrap() if hasattr(item, "unwrap") else item
 
 
 def _comment(s: Setting) -> str:
@@ -419,31 +462,3 @@ def _comment(s: Setting) -> str:
     elif s.minimum is not None and s.maximum is not None:
         parts.append(f"{s.minimum}..{s.maximum}")
     return "; ".join(parts)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        return _toml_string(value)
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-
-
-def _toml_string(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-

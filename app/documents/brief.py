@@ -18,6 +18,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
@@ -142,6 +143,7 @@ class BriefController(QObject):
         self.path: str | None = None
         self._text = ""
         self._save_as_target: str | None = None
+        self.dialog: QDialog | None = None  # the brief's dialog, once opened
         if documents is not None:
             self.connect_document(documents)
 
@@ -264,28 +266,31 @@ class BriefDialog(QDialog):
         super().accept()
 
 
-def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path, session: str) -> BriefController:
+class BriefUser(Protocol):
+    """Who carries the brief into requests (app.assist.request_defaults.RequestDefaults; documents and assist
+    are siblings, so it is named by what it does)."""
+
+    def use_brief(self, source: BriefController) -> None: ...
+
+
+def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path, session: str,
+                  defaults: BriefUser | None = None) -> BriefController:
     """The brief for `window`'s document: `Assist ▸ Document brief…`, storage beside `recovery_folder`, and
-    every assistant request carrying it."""
+    every assistant request carrying it (through the assistant's `defaults`)."""
     store = BriefStore(recovery_folder.parent / "briefs")
     store.forget_orphans(recovery_folder, keep=untitled_key(session))
     controller = BriefController(store, session, documents, parent=window)
-    action = QAction("Document &brief…", window)
-    action.setObjectName("actionDocumentBrief")
-    action.setStatusTip("A note on style, audience, names and facts that every request for this document reads")
+    from app.ui.actions import add_window_action, configure
+
+    action = configure(QAction(window), "actionDocumentBrief")
 
     def open_dialog() -> None:
         dialog = BriefDialog(controller, window)
-        window.brief_dialog = dialog  # type: ignore[attr-defined]
+        controller.dialog = dialog
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    from app.ui.actions import add_window_action
-
-    add_window_action(window, action, "menuAssist", "&Assist")
-    assistant = getattr(window, "assistant", None)
-    if assistant is not None:
-        assistant.brief_provider = lambda: controller.text
-        assistant.document_provider = controller.document_id
-    window.brief = controller  # type: ignore[attr-defined]
+    add_window_action(window, action, title="&Assist")
+    if defaults is not None:
+        defaults.use_brief(controller)
     return controller

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
 from app.platform.atomic import (
@@ -50,6 +50,7 @@ from app.documents.external_change import (
 from app.documents.line_endings import dominant, normalise, restore_endings, split_lines
 from app.platform.locks import FileLock
 from app.documents.one_editor import EditorClaim, Elsewhere
+from app.ui import actions
 
 log = logging.getLogger(__name__)
 
@@ -826,31 +827,26 @@ class DocumentController(QObject):
         existing_quit = next((a for a in menu.actions() if a.objectName() == "actionQuit"), None)
         first = menu.actions()[0] if menu.actions() else None
 
-        def make(name: str, text: str, slot: Callable[[], object], key: QKeySequence.StandardKey) -> QAction:
-            action = QAction(text, self.window)
-            action.setObjectName(name)
-            action.setShortcut(QKeySequence(key))
+        def make(name: str, slot: Callable[[], object]) -> QAction:
+            action = actions.configure(QAction(self.window), name)  # label and keys from the command table
             action.triggered.connect(lambda *_: slot())
             menu.insertAction(first, action) if first else menu.addAction(action)
             return action
 
-        self.action_new = make("actionNew", "&New", self.new, QKeySequence.StandardKey.New)
-        self.action_open = make("actionOpen", "&Open…", self.open, QKeySequence.StandardKey.Open)
+        self.action_new = make("actionNew", self.new)
+        self.action_open = make("actionOpen", self.open)
         self.recent_menu = QMenu("Open &Recent", self.window)
         self.recent_menu.setObjectName("menuRecent")
         menu.insertMenu(first, self.recent_menu) if first else menu.addMenu(self.recent_menu)
-        self.action_save = make("actionSave", "&Save", self.save, QKeySequence.StandardKey.Save)
-        self.action_save_as = make("actionSaveAs", "Save &As…", self.save_as, QKeySequence.StandardKey.SaveAs)
+        self.action_save = make("actionSave", self.save)
+        self.action_save_as = make("actionSaveAs", self.save_as)
         if first:
             menu.insertSeparator(first)
         if existing_quit is not None:
             self.action_quit = existing_quit
         else:
             menu.addSeparator()
-            self.action_quit = QAction("&Quit", self.window)
-            self.action_quit.setObjectName("actionQuit")
-            self.action_quit.setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
-            self.action_quit.setMenuRole(QAction.MenuRole.QuitRole)
+            self.action_quit = actions.configure(QAction(self.window), "actionQuit")
             self.action_quit.triggered.connect(lambda *_: self.quit())
             menu.addAction(self.action_quit)
         self._rebuild_recent_menu()

@@ -7,38 +7,23 @@ the keypad's Enter beside Return).
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 
-# setting -> the window's action (objectName)
-ACTIONS: dict[str, str] = {
-    "keys.accept": "actionAcceptSuggestion",
-    "keys.accept_word": "actionAcceptWord",
-    "keys.accept_line": "actionAcceptLine",
-    "keys.dismiss": "actionDismissSuggestion",
-    "keys.next_alternative": "actionNextAlternative",
-    "keys.previous_alternative": "actionPreviousAlternative",
-    "keys.draft": "actionDraft",
-    "keys.rewrite": "actionRewrite",
-    "keys.infill": "actionInfill",
-    "keys.reroll_uncertain": "actionRerollUncertain",
-    "keys.reroll_around_pins": "actionRerollAroundPins",
-    "keys.pin_next_word": "actionPinNextWord",
-    "keys.unpin_last_word": "actionUnpinLastWord",
-}
-_TWINS = {"Shift+Tab": ["Shift+Backtab"], "Ctrl+Return": ["Ctrl+Enter"], "Return": ["Enter"]}
+from app.config.commands import command, rebindable, with_twins
+from app.config.settings import Settings
+from app.ui.actions import tip_with_key
+
+# setting -> the window's action (objectName), from the command table
+ACTIONS: dict[str, str] = {c.setting: c.id for c in rebindable()}
 
 
 def sequences(key: str) -> list[QKeySequence]:
     """The key sequences one binding stands for ([] for no key)."""
-    if not key:
-        return []
-    return [QKeySequence.fromString(k, QKeySequence.SequenceFormat.PortableText) for k in [key, *_TWINS.get(key, [])]]
+    return [QKeySequence.fromString(k, QKeySequence.SequenceFormat.PortableText) for k in with_twins(key)]
 
 
-def apply(window: QWidget, settings: Any) -> None:
+def apply(window: QWidget, settings: Settings) -> None:
     """Give every assistant action the key its setting names."""
     for setting, name in ACTIONS.items():
         action = window.findChild(QAction, name)
@@ -46,13 +31,13 @@ def apply(window: QWidget, settings: Any) -> None:
             continue
         key = str(settings[setting])
         action.setShortcuts(sequences(key))
-        tip = action.statusTip().split(" (")[0]
+        tip = tip_with_key(command(name), key)
         if tip:
-            action.setStatusTip(f"{tip} ({key})" if key else tip)
-            action.setToolTip(action.statusTip())
+            action.setStatusTip(tip)
+            action.setToolTip(tip)
 
 
-def follow(window: QWidget, settings: Any) -> None:
+def follow(window: QWidget, settings: Settings) -> None:
     """Apply the keys now and whenever a `keys.*` setting changes."""
     apply(window, settings)
 

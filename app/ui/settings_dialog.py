@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.config.commands import canonical
 from app.config.settings import BY_KEY, SETTINGS, Setting, Settings, defaults, key_clash, key_problem
 
 SECTION_TITLES = {
@@ -312,7 +313,7 @@ def _set_widget(s: Setting, w: QWidget, value: Any) -> None:
 def _get_widget(s: Setting, w: QWidget) -> Any:
     if isinstance(w, QKeySequenceEdit):
         text = w.keySequence().toString(QKeySequence.SequenceFormat.PortableText)
-        return {"Backtab": "Shift+Tab", "Shift+Backtab": "Shift+Tab"}.get(text, text)
+        return canonical(text)
     if isinstance(w, QCheckBox):
         return w.isChecked()
     if isinstance(w, (QSpinBox, QDoubleSpinBox)):

@@ -372,7 +372,7 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
     model = session.model
     canvas = info.canvas_length
     cuda = info.device == "cuda"
-    pad = session._pad
+    pad = session.pad_id
     cases = cases if cases is not None else default_cases(canvas)
     settings_base = DenoiseSettings(max_steps=max_steps)
     recorder = ForwardRecorder(model, cuda, enabled=not fastpath)
@@ -487,7 +487,9 @@ def _pct(value: float | None, width: int) -> str:
 def _max_new(session: Any, case: Case, settings: DenoiseSettings, canvas: int) -> int:
     import math
 
-    wanted = session._max_new_tokens(case.build(settings), canvas)
+    from engine.plan import max_new_tokens
+
+    wanted = max_new_tokens(case.build(settings), session.model_facts)
     return math.ceil(wanted / canvas) * canvas
 
 

@@ -59,7 +59,7 @@ def _states(session: Any, prompt: str, seed: int, steps: int) -> list[tuple[Any,
         model.forward = forward
         try:
             denoise(model, ids, DenoiseSettings(max_steps=steps), max_new_tokens=session.info.canvas_length,
-                    eos_token_ids=session._eos, pad_token_id=session._pad, seed=seed, max_blocks=1,
+                    eos_token_ids=session.eos_ids, pad_token_id=session.pad_id, seed=seed, max_blocks=1,
                     on_decoder_input=on_input)
         finally:
             del model.forward

@@ -9,6 +9,8 @@ import sys
 
 from pathlib import Path
 
+import pytest
+
 from app.platform import privacy
 from app.platform.privacy import DocumentText
 
@@ -66,3 +68,35 @@ c = socket.create_connection(srv.getsockname(), timeout=1); print("loopback ok")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=ROOT)
     assert out.stdout.split("\n")[:3] == ["blocked", "blocked", "loopback ok"], out.stderr
+
+
+@pytest.mark.usefixtures("user_dirs")
+def test_a_requests_text_reaches_the_log_only_while_the_setting_is_on(qtbot, tmp_path, settings):
+    from engine.fake import FakeEngine
+    from tests.helpers.gui import build_window, set_text
+
+    path = privacy.setup_logging(tmp_path / "logs")
+    try:
+        window = build_window(qtbot, FakeEngine(), settings=settings)
+        privacy.follow_settings(settings)
+        set_text(window, "Dear diary, the rain kept falling on my secret garden.", select=(12, 52))
+        window.actionRewrite.trigger()
+        settings.set("privacy.log_document_text", True)
+        set_text(window, "A sentence the writer chose to share with the log.", select=(0, 10))
+        window.actionRewrite.trigger()
+        settings.set("privacy.log_document_text", False)
+        set_text(window, "Another private line about the garden.", select=(0, 15))
+        window.actionRewrite.trigger()
+        for h in logging.getLogger().handlers:
+            h.flush()
+        content = path.read_text(encoding="utf-8")
+        requests = [line for line in content.splitlines() if "request" in line and "submitted for" in line]
+        assert len(requests) == 3
+        assert "secret garden" not in content and "Another private" not in content
+        assert "<40 characters of document text hidden>" in requests[0]
+        assert "A sentence" in requests[1]
+        assert "<15 characters of document text hidden>" in requests[2]
+    finally:
+        privacy.set_log_document_text(False)
+        root = logging.getLogger()
+        root.removeHandler(next(h for h in root.handlers if h.get_name() == "letterpress"))

@@ -39,6 +39,38 @@ def test_every_default_round_trips_through_the_writer(tmp_path):
     assert problems == [] and values == defaults()
 
 
+def test_a_change_keeps_the_writers_comments_and_unknown_sections(tmp_path):
+    (tmp_path / "settings.toml").write_text(
+        "# My settings: the big GPU at work\n"
+        "[appearance]\n"
+        "# 14 is easier on the eyes\n"
+        "font_size = 14  # not smaller\n"
+        "\n"
+        "[rewrite.presets]\n"
+        "# my own\n"
+        'pirate = "Say it like a pirate."\n'
+        "\n"
+        "[sync]  # for a tool of mine\n"
+        'server = "127.0.0.1"\n',
+        encoding="utf-8",
+    )
+    s = Settings(tmp_path)
+    assert s["appearance.font_size"] == 14
+    presets = {"pirate": "Say it like a pirate.", "short": "Cut."}
+    s.update({"appearance.theme": "dark", "rewrite.presets": presets})
+    text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
+    for kept in ("# My settings: the big GPU at work", "# 14 is easier on the eyes",
+                 "font_size = 14  # not smaller", "# my own", "[sync]  # for a tool of mine", 'server = "127.0.0.1"'):
+        assert kept in text
+    again = Settings(tmp_path)
+    assert again["appearance.theme"] == "dark" and again["appearance.font_size"] == 14
+    assert again.rewrite_presets() == {"pirate": "Say it like a pirate.", "short": "Cut."}
+    assert again.problems == ["Unknown section [sync] was ignored."]
+    s.set("appearance.font_size", 16)
+    text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
+    assert "font_size = 16  # not smaller" in text and "[sync]" in text
+
+
 def test_changed_signal_fires_once_per_changed_key(tmp_path, qtbot):
     s = Settings(tmp_path)
     seen = []

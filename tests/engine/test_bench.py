@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from engine.api import DenoiseSettings
-from engine.denoise import denoise, sample_one, temperature_schedule
+from engine.denoise import denoise, temperature_schedule
+from engine.tools.reference_sampling import draw_step, sample_one, sample_with
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -114,14 +115,14 @@ def test_sampling_without_host_checks_draws_what_multinomial_draws(shape: tuple[
 
 @pytest.mark.parametrize("chunk", [1 << 20, 1000])
 def test_cpu_exponential_draws_are_torchs_own_value_for_value(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine.denoise as denoise_mod
+    import engine.sampling as sampling_mod
 
-    monkeypatch.setattr(denoise_mod, "_EXP_CHUNK", chunk)
+    monkeypatch.setattr(sampling_mod, "_EXP_CHUNK", chunk)
     for shape in [(32, 512), (3, 7), (37, 311), (256, 4096)]:
         for seed in range(4):
             g1, g2 = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
             expected = torch.empty(shape).exponential_(1, generator=g1)
-            got = denoise_mod.exponential_draws(shape, g2, torch.device("cpu"))
+            got = sampling_mod.exponential_draws(shape, g2, torch.device("cpu"))
             assert got.dtype == torch.float32 and torch.equal(got, expected), (shape, seed)
             assert torch.equal(g1.get_state(), g2.get_state())
 
@@ -130,7 +131,7 @@ def test_cpu_exponential_draws_are_torchs_own_value_for_value(chunk: int, monkey
 def test_sampling_only_the_accepted_slots_gives_the_full_samplers_canvas(rows: int) -> None:
     """The CPU loop turns only the accepted rows' uniforms into Exp(1) variates and samples them; the canvas and
     the generators must end exactly as with every row sampled (ties between probabilities included)."""
-    import engine.denoise as denoise_mod
+    import engine.sampling as sampling_mod
 
     cpu, shape = torch.device("cpu"), (rows, 16, 64)
     for seed in range(20):
@@ -140,10 +141,10 @@ def test_sampling_only_the_accepted_slots_gives_the_full_samplers_canvas(rows: i
         accepted = torch.rand(rows, 16) < (seed % 5) / 4  # from none to all
         g1 = [torch.Generator().manual_seed(seed + k) for k in range(rows)]
         g2 = [torch.Generator().manual_seed(seed + k) for k in range(rows)]
-        qs, noise = denoise_mod._draw_step(g1, shape, cpu)
-        expected = denoise_mod.renoise(denoise_mod.sample_with(probs, qs), accepted, noise)
-        uniforms = denoise_mod.uniform_draws(g2, shape)
-        got = denoise_mod.sample_accepted(probs, uniforms, accepted, denoise_mod._randint(64, (rows, 16), g2, cpu))
+        qs, noise = draw_step(g1, shape, cpu)
+        expected = sampling_mod.renoise(sample_with(probs, qs), accepted, noise)
+        uniforms = sampling_mod.uniform_draws(g2, shape)
+        got = sampling_mod.sample_accepted(probs, uniforms, accepted, sampling_mod.noise_ids(64, (rows, 16), g2, cpu))
         assert torch.equal(got, expected), seed
         assert all(torch.equal(a.get_state(), b.get_state()) for a, b in zip(g1, g2))
 

@@ -196,7 +196,7 @@ def test_tiny_checkpoint_has_a_small_vision_tower(tiny_dir: Path) -> None:
 
 def test_alternatives_skip_empty_and_repeated_rows() -> None:
     from engine.api import Candidate
-    from engine.session import _distinct_nonempty
+    from engine.candidates import distinct_nonempty as _distinct_nonempty
 
     rows = [Candidate("", (5,), 0.9), Candidate(" a", (1,), 0.5), Candidate(" a", (1,), 0.4), Candidate(" b", (2,), 0.3)]
     assert [c.text for c in _distinct_nonempty(rows)] == [" a", " b"]

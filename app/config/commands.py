@@ -1,0 +1,365 @@
+"""Every command of the app in one declarative table: id (objectName), label, default keys, and placement.
+
+Frescobaldi's action collection is the model. This table is the ONE place a command's default key lives:
+the `keys.*` settings (and so Settings ▸ Assistant keys and the settings file), the keys the app keeps for
+itself (`reserved_keys`, which a rebinding may not take), the window's actions (`app.ui.actions.create`),
+the command palette and the menus all read it. The four factories that build actions (main window, documents,
+diffusion editing, wiring) only attach a slot to an id.
+
+It is plain data (no Qt import), so it sits in the config layer where the settings can read it; the ui layer
+turns entries into `QAction`s. Keys are written in Qt's portable text ("Ctrl+Return"). Where the platform has
+its own convention (Undo, Save, Preferences…), `standard` names the `QKeySequence.StandardKey` whose bindings
+win on each platform; `keys` is then what it is on Linux and Windows, used where the platform has none and for
+the clash check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# Where a key works: "window" (anywhere in the window), "suggestion" (only while a suggestion is shown or
+# running; disabled otherwise), "editor" (only while the editor has focus: it keeps its own undo keys).
+CONTEXTS = ("window", "suggestion", "editor")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command: what the writer sees (label, tip, icon text), its default keys and where it is placed."""
+
+    id: str  # the QAction's objectName; scripts and tests find actions by it, never rename
+    label: str  # menu text with its mnemonic ("&Draft at cursor")
+    menu: str  # objectName of the menu it sits in (the palette lists it under that menu's path)
+    keys: tuple[str, ...] = ()  # default keys, the first is the one hints name
+    standard: str = ""  # QKeySequence.StandardKey name whose per-platform bindings win where there are any
+    setting: str = ""  # "keys.<name>": the writer can rebind it (only one key, so `keys` has one entry)
+    help: str = ""  # the settings dialog's line under a rebindable key
+    tip: str = ""  # status tip / tool tip (the bound key is added in brackets for rebindable commands)
+    toolbar: str = ""  # objectName of the toolbar it is on ("" for none)
+    icon_text: str = ""  # the toolbar's short text
+    context: str = "window"
+    checkable: bool = False
+    role: str = ""  # QAction.MenuRole name for macOS's application menu ("PreferencesRole", "QuitRole")
+    palette: bool = True  # listed in the command palette (the palette itself is not)
+
+    @property
+    def name(self) -> str:
+        """The label without mnemonics or the trailing ellipsis ("Draft at cursor")."""
+        return self.label.replace("&&", "\0").replace("&", "").replace("\0", "&").rstrip("…").strip()
+
+    @property
+    def key(self) -> str:
+        """The default key hints name ("" for none)."""
+        return self.keys[0] if self.keys else ""
+
+
+_SHOWN = "Only while a suggestion is shown."
+_SETTLED = "Only while a settled suggestion is shown."
+
+# The rebindable assistant commands first, in the order Settings ▸ Assistant keys lists them.
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "actionAcceptSuggestion",
+        "&Accept suggestion",
+        "menuAssist",
+        ("Tab",),
+        setting="keys.accept",
+        help="Only while a suggestion is shown; otherwise the key types.",
+        tip="Insert the whole suggestion",
+        toolbar="toolbarAssist",
+        icon_text="Accept",
+        context="suggestion",
+    ),
+    Command(
+        "actionAcceptWord",
+        "Accept next &word",
+        "menuAssist",
+        ("Ctrl+Right",),
+        setting="keys.accept_word",
+        help=_SHOWN,
+        context="suggestion",
+    ),
+    Command(
+        "actionAcceptLine",
+        "Accept next &line",
+        "menuAssist",
+        ("Shift+Tab",),
+        setting="keys.accept_line",
+        help=_SHOWN,
+        context="suggestion",
+    ),
+    Command(
+        "actionDismissSuggestion",
+        "D&ismiss suggestion",
+        "menuAssist",
+        ("Esc",),
+        setting="keys.dismiss",
+        help="Only while a suggestion is shown or running.",
+        tip="Hide the suggestion and stop generating",
+        toolbar="toolbarAssist",
+        icon_text="Dismiss",
+        context="suggestion",
+    ),
+    Command(
+        "actionNextAlternative",
+        "&Next alternative",
+        "menuAssist",
+        ("Alt+]",),
+        setting="keys.next_alternative",
+        help=_SHOWN,
+        context="suggestion",
+    ),
+    Command(
+        "actionPreviousAlternative",
+        "&Previous alternative",
+        "menuAssist",
+        ("Alt+[",),
+        setting="keys.previous_alternative",
+        help=_SHOWN,
+        context="suggestion",
+    ),
+    Command(
+        "actionDraft",
+        "&Draft at cursor",
+        "menuAssist",
+        ("Ctrl+Return",),
+        setting="keys.draft",
+        tip="Write new text at the cursor",
+        toolbar="toolbarAssist",
+        icon_text="Draft",
+    ),
+    Command(
+        "actionRewrite",
+        "&Rewrite selection",
+        "menuAssist",
+        ("Ctrl+R",),
+        setting="keys.rewrite",
+        tip="Rewrite the selected text",
+        toolbar="toolbarAssist",
+        icon_text="Rewrite",
+    ),
+    Command(
+        "actionInfill",
+        "&Infill selection or gap",
+        "menuAssist",
+        ("Ctrl+Shift+I",),
+        setting="keys.infill",
+        tip="Fill the selection or the gap at the cursor so it joins the text around it",
+        toolbar="toolbarAssist",
+        icon_text="Infill",
+    ),
+    Command(
+        "actionRerollUncertain",
+        "Re-roll &uncertain words",
+        "menuAssist",
+        ("Alt+R",),
+        setting="keys.reroll_uncertain",
+        help=_SHOWN,
+        tip="Keep the words the model is sure of and redraw the rest, live",
+        toolbar="toolbarEditing",
+        icon_text="Re-roll uncertain",
+        context="suggestion",
+    ),
+    Command(
+        "actionRerollAroundPins",
+        "Re-roll around &pinned words",
+        "menuAssist",
+        ("Alt+Shift+R",),
+        setting="keys.reroll_around_pins",
+        help=_SHOWN,
+        tip="Keep the words you pinned and redraw everything else",
+        toolbar="toolbarEditing",
+        icon_text="Re-roll around pins",
+        context="suggestion",
+    ),
+    Command(
+        "actionPinNextWord",
+        "&Pin next word",
+        "menuAssist",
+        ("Ctrl+Alt+Right",),
+        setting="keys.pin_next_word",
+        help=_SETTLED,
+        tip="Extend the pinned words by one, or click a word of the suggestion",
+        context="suggestion",
+    ),
+    Command(
+        "actionUnpinLastWord",
+        "Unpin &last word",
+        "menuAssist",
+        ("Ctrl+Alt+Left",),
+        setting="keys.unpin_last_word",
+        help=_SETTLED,
+        context="suggestion",
+    ),
+    # The assistant's other commands.
+    Command(
+        "actionCustomInstruction",
+        "Custom &instruction…",
+        "menuAssist",
+        ("Ctrl+Shift+R",),
+        tip="Rewrite the selection (or draft) following your own instruction",
+        toolbar="toolbarAssist",
+        icon_text="Custom…",
+    ),
+    Command(
+        "actionClearPins",
+        "&Clear pins",
+        "menuAssist",
+        toolbar="toolbarEditing",
+        icon_text="Clear pins",
+        context="suggestion",
+    ),
+    Command(
+        "actionDocumentBrief",
+        "Document &brief…",
+        "menuAssist",
+        tip="A note on style, audience, names and facts that every request for this document reads",
+    ),
+    # File (the documents controller).
+    Command("actionNew", "&New", "menuFile", ("Ctrl+N",), standard="New"),
+    Command("actionOpen", "&Open…", "menuFile", ("Ctrl+O",), standard="Open"),
+    Command("actionSave", "&Save", "menuFile", ("Ctrl+S",), standard="Save"),
+    Command("actionSaveAs", "Save &As…", "menuFile", ("Ctrl+Shift+S",), standard="SaveAs"),
+    Command("actionQuit", "&Quit", "menuFile", ("Ctrl+Q",), standard="Quit", role="QuitRole"),
+    # Edit.
+    Command("actionUndo", "&Undo", "menuEdit", ("Ctrl+Z",), standard="Undo", context="editor"),
+    Command("actionRedo", "&Redo", "menuEdit", ("Ctrl+Shift+Z", "Ctrl+Y"), standard="Redo", context="editor"),
+    Command("actionFind", "&Find…", "menuEdit", ("Ctrl+F",), standard="Find"),
+    Command("actionReplace", "Find and &replace…", "menuEdit", ("Ctrl+H",)),
+    Command(
+        "actionSettings",
+        "&Settings…",
+        "menuEdit",
+        ("Ctrl+,",),
+        standard="Preferences",
+        role="PreferencesRole",
+    ),
+    # View.
+    Command("actionZoomIn", "Zoom &in", "menuView", ("Ctrl++", "Ctrl+=")),
+    Command("actionZoomOut", "Zoom &out", "menuView", ("Ctrl+-",)),
+    Command("actionZoomReset", "&Actual size", "menuView", ("Ctrl+0",)),
+    Command("actionTheme_system", "&System", "menuTheme", tip="Follow the system", checkable=True),
+    Command("actionTheme_light", "&Light", "menuTheme", tip="Use the light colour theme", checkable=True),
+    Command("actionTheme_dark", "&Dark", "menuTheme", tip="Use the dark colour theme", checkable=True),
+    Command("actionCommandPalette", "Command &palette…", "menuView", ("Ctrl+Shift+P",), palette=False),
+    Command(
+        "actionToggleDiffView",
+        "Show rewrites as a word &diff",
+        "menuView",
+        ("Ctrl+Shift+D",),
+        tip=(
+            "Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below"
+        ),
+        toolbar="toolbarEditing",
+        icon_text="Word diff",
+        checkable=True,
+    ),
+    Command(
+        "actionShowAlternatives",
+        "&Alternatives panel",
+        "menuView",
+        ("Ctrl+Shift+A",),
+        toolbar="toolbarEditing",
+        icon_text="Alternatives",
+        checkable=True,
+    ),
+    # Model.
+    Command(
+        "actionModelManager",
+        "&Model manager…",
+        "menuModel",
+        tip="Choose, check and load a DiffusionGemma model",
+    ),
+    Command("actionLoadModel", "&Load model folder…", "menuModel"),
+    Command("actionCancelLoad", "&Cancel loading", "menuModel"),
+)
+
+# Commands made at run time from other data, one action per item, all placed in one menu: the rewrite presets
+# (from the settings), the strength levels (app.assist.strength.LEVELS) and the recent files.
+FAMILIES: dict[str, str] = {
+    "actionPreset_": "menuRewritePresets",
+    "actionRewriteStrength_": "menuRewriteStrength",
+}
+
+# Keys the editor itself answers (not commands): no command may take them.
+EDITOR_KEYS: dict[str, str] = {
+    "Ctrl+A": "Select all",
+    "Ctrl+C": "Copy",
+    "Ctrl+V": "Paste",
+    "Ctrl+X": "Cut",
+    "Return": "New line",
+    "Enter": "New line",
+    "Backspace": "Delete",
+    "Del": "Delete",
+}
+
+# Other spellings Qt may deliver for the same press: Shift+Tab arrives as Backtab (with or without Shift),
+# the keypad's Enter beside Return. A binding gets its twins as extra shortcuts; clashes compare canonical
+# keys.
+TWINS: dict[str, tuple[str, ...]] = {
+    "Shift+Tab": ("Shift+Backtab", "Backtab"),
+    "Ctrl+Return": ("Ctrl+Enter",),
+    "Return": ("Enter",),
+}
+_CANONICAL: dict[str, str] = {twin: key for key, twins in TWINS.items() for twin in twins}
+
+BY_ID: dict[str, Command] = {c.id: c for c in COMMANDS}
+
+
+def command(command_id: str) -> Command:
+    """The table entry for `command_id` (KeyError names an id missing from the table)."""
+    return BY_ID[command_id]
+
+
+def rebindable() -> Iterator[Command]:
+    """The commands the writer can rebind, in settings order."""
+    return (c for c in COMMANDS if c.setting)
+
+
+def by_setting(setting: str) -> Command:
+    return next(c for c in COMMANDS if c.setting == setting)
+
+
+def canonical(key: str) -> str:
+    """One spelling per key press ("Shift+Backtab", "Backtab" -> "Shift+Tab"; "Ctrl+Enter" -> "Ctrl+Return")."""
+    return _CANONICAL.get(key, key)
+
+
+def with_twins(key: str) -> list[str]:
+    """`key` and the other spellings of the same press, as shortcuts to bind ([] for no key)."""
+    return [key, *TWINS.get(key, ())] if key else []
+
+
+def default_key(setting_name: str) -> str:
+    """The default key of assistant command `keys.<setting_name>` (hints fall back to it without settings)."""
+    return by_setting(f"keys.{setting_name}").key
+
+
+def reserved_keys() -> dict[str, str]:
+    """Keys the app keeps for commands the writer cannot rebind, and the editor's own: key -> what it does."""
+    owned: dict[str, str] = {}
+    for c in COMMANDS:
+        if not c.setting:
+            for key in c.keys:
+                owned.setdefault(canonical(key), c.name)
+    for key, what in EDITOR_KEYS.items():
+        owned.setdefault(key, what)
+    return owned
+
+
+__all__ = [
+    "BY_ID",
+    "COMMANDS",
+    "CONTEXTS",
+    "EDITOR_KEYS",
+    "FAMILIES",
+    "TWINS",
+    "Command",
+    "by_setting",
+    "canonical",
+    "command",
+    "default_key",
+    "rebindable",
+    "reserved_keys",
+    "with_twins",
+]
