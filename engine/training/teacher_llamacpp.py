@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.training.teacher import Sampling
+from engine.training.decoding import Sampling
 
 DEFAULT_SRC = Path(os.environ.get("LETTERPRESS_LLAMACPP_SRC", "/work/venvs/lcpp-src"))
 
