@@ -120,7 +120,7 @@ def figures(
         "rewrite_length_ok": round(
             sum(r["ok"] for r in result["rewrites"]) / max(1, len(result["rewrites"])), 4
         ),
-        "rewrite_ratio_median": statistics.median([r["ratio"] for r in result["rewrites"]])
+        "rewrite_ratio_median": round(statistics.median([r["ratio"] for r in result["rewrites"]]), 2)
         if result["rewrites"]
         else None,
         "draft_seconds_mean": result["draft_seconds_mean"],
@@ -177,6 +177,39 @@ def judge(
     return report
 
 
+def markdown(entry: dict[str, Any], count: int = 10) -> str:
+    """A model's figures and `count` verbatim drafts, Fix grammar passes and full-strength rewrites, for a README."""
+    f = entry["figures"]
+    lines = ["| measure | value | target |", "| --- | --- | --- |"]
+    if "ppl_ratio" in f:
+        lines.append(
+            f"| teacher perplexity of drafts / of held-out corpus text | {f['teacher_ppl_drafts']} / "
+            f"{f['teacher_ppl_heldout_corpus']} = {f['ppl_ratio']}x | <= 3x |"
+        )
+    lines += [
+        f"| real English words in drafts (wamerican) | {f['english_word_share']:.1%} of {f['words']} | >= 97% |",
+        f"| Fix grammar at 0.2 returns a correct sentence unchanged | {f['grammar_unchanged']:.0%} | >= 80% |",
+        f"| full-strength rewrites 0.5-2x the selection's words | {f['rewrite_length_ok']:.0%} "
+        f"(median {f['rewrite_ratio_median']}x) | >= 90% |",
+        f"| seconds per 64-token draft here, mean / max | {f['draft_seconds_mean']} / {f['draft_seconds_max']} "
+        "| <= 1 s |",
+        "",
+        "Drafts (the opening, then **the model's continuation**):",
+        "",
+    ]
+    for d in entry["drafts"][:count]:
+        lines.append(f"- {d['opening']} **{' '.join(d['draft'].split())}**")
+    lines += ["", "Fix grammar at strength 0.2 on correct sentences (unchanged = kept):", ""]
+    for g in entry["grammar"][:count]:
+        lines.append(
+            f"- {g['sentence']} -> {' '.join(g['fixed'].split())}" + (" (kept)" if g["unchanged"] else "")
+        )
+    lines += ["", "Full-strength rewrites (preset, word ratio):", ""]
+    for r in entry["rewrites"][:count]:
+        lines.append(f"- {r['preset']}, {r['ratio']}x: {r['selection']} -> {' '.join(r['rewrite'].split())}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, action="append", default=[])
@@ -192,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentences", type=int, default=len(CORRECT_SENTENCES))
     parser.add_argument("--curve", type=Path, help="a training run folder: judge each of its exports/step-*")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--markdown", type=Path, help="also write each model's figures and samples as Markdown"
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -223,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
+    if args.markdown:
+        args.markdown.write_text(
+            "".join(f"### {m}\n\n{markdown(r)}\n" for m, r in report["models"].items()), encoding="utf-8"
+        )
     summary = {m: r["figures"] for m, r in report["models"].items()}
     print(json.dumps({"heldout_corpus": report.get("heldout_corpus"), "figures": summary}, indent=2))
     return 0
