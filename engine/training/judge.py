@@ -189,10 +189,14 @@ def markdown(entry: dict[str, Any], count: int = 10) -> str:
     lines += [
         f"| real English words in drafts (wamerican) | {f['english_word_share']:.1%} of {f['words']} | >= 97% |",
         f"| Fix grammar at 0.2 returns a correct sentence unchanged | {f['grammar_unchanged']:.0%} | >= 80% |",
-        f"| full-strength rewrites 0.5-2x the selection's words | {f['rewrite_length_ok']:.0%} "
-        f"(median {f['rewrite_ratio_median']}x) | >= 90% |",
-        f"| seconds per 64-token draft here, mean / max | {f['draft_seconds_mean']} / {f['draft_seconds_max']} "
-        "| <= 1 s |",
+        (
+            f"| full-strength rewrites 0.5-2x the selection's words | {f['rewrite_length_ok']:.0%} "
+            f"(median {f['rewrite_ratio_median']}x) | >= 90% |"
+        ),
+        (
+            f"| seconds per 64-token draft here, mean / max | {f['draft_seconds_mean']} / "
+            f"{f['draft_seconds_max']} | <= 1 s |"
+        ),
         "",
         "Drafts (the opening, then **the model's continuation**):",
         "",
