@@ -74,17 +74,17 @@ def generate_chunk(
                     "batch_seed": bs,
                 }
             )
-    rewrites = []
+    rewrites: list[recipes.RewriteRecipe] = []
     for rec in records:
         if wants_rewrite(seed, rec["index"]):
-            rr = recipes.rewrite_recipe(seed, rec["index"], rec["output"])
-            if rr is not None:
-                rewrites.append(rr)
+            wanted = recipes.rewrite_recipe(seed, rec["index"], rec["output"])
+            if wanted is not None:
+                rewrites.append(wanted)
     for b in range(0, len(rewrites), batch_size):
-        group = rewrites[b : b + batch_size]
+        rgroup = rewrites[b : b + batch_size]
         bs = batch_seed(seed, chunk, "rewrite", b // batch_size)
-        outputs = teacher.generate([r.message for r in group], REWRITE_SAMPLING, bs)
-        for rr, output in zip(group, outputs, strict=True):
+        outputs = teacher.generate([r.message for r in rgroup], REWRITE_SAMPLING, bs)
+        for rr, output in zip(rgroup, outputs, strict=True):
             records.append(
                 {
                     "kind": "rewrite",

@@ -117,12 +117,9 @@ class HFTeacher:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = (
-            AutoModelForCausalLM.from_pretrained(
-                str(path.parent), gguf_file=path.name, dtype=getattr(torch, dtype)
-            )
-            .to(device)
-            .eval()
+        loader: Any = AutoModelForCausalLM.from_pretrained
+        self.model: Any = (
+            loader(str(path.parent), gguf_file=path.name, dtype=getattr(torch, dtype)).to(device).eval()
         )
 
     def _chat(self, message: str) -> str:
@@ -150,7 +147,7 @@ class HFTeacher:
                 pad_token_id=self.tokenizer.pad_token_id,
             )
         new = out[:, enc["input_ids"].shape[1] :]
-        return [self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in new]
+        return [str(self.tokenizer.decode(row, skip_special_tokens=True)).strip() for row in new]
 
     def score(self, pairs: list[tuple[str, str]]) -> list[tuple[float, int]]:
         torch = self._torch

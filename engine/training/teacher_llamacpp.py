@@ -103,7 +103,7 @@ class LlamaCppTeacher:
         self.batch = ll.llama_batch_init(2048, 0, max_batch)
 
     def _chat_ids(self, message: str) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(
+        ids: Any = self.tokenizer.apply_chat_template(
             [{"role": "user", "content": message}], tokenize=True, add_generation_prompt=True
         )
         if hasattr(ids, "keys"):
@@ -161,7 +161,7 @@ class LlamaCppTeacher:
             if not live:
                 break
             logits = self._decode(step_entries)
-        return [self.tokenizer.decode(a, skip_special_tokens=True).strip() for a in answers]
+        return [str(self.tokenizer.decode(a, skip_special_tokens=True)).strip() for a in answers]
 
     def score(self, pairs: list[tuple[str, str]]) -> list[tuple[float, int]]:
         results = []
