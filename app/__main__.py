@@ -58,7 +58,10 @@ def _log_level(text: str, lenient: bool = False) -> str:
     environment, replaced by WARNING) instead of a traceback from logging."""
     level = str(text).strip().upper()
     if level not in LOG_LEVELS:
-        if lenient:
+        if lenient:  # from the environment: say so (logging is not set up yet), then use the default
+            if level:
+                print(f"LETTERPRESS_LOG_LEVEL={str(text)[:24]} is ignored: use one of {', '.join(LOG_LEVELS)}; "
+                      "using the default (WARNING).", file=sys.stderr)
             return "WARNING"
         raise argparse.ArgumentTypeError(f"'{text}' is not a log level; use one of {', '.join(LOG_LEVELS)}")
     return level
@@ -156,10 +159,33 @@ def build_window(args: argparse.Namespace) -> MainWindow:
         no_model_reason=reason,
     )
     _install_services(window, settings, list(args.files))
-    if settings is not None:
-        for problem in getattr(settings, "problems", []):
-            window.show_message(problem, 0)
+    if settings is not None and getattr(settings, "problems", []):
+        _add_settings_warning(window, settings)
     return window
+
+
+def _add_settings_warning(window: Any, settings: Any) -> None:
+    """What was wrong with the settings file stays in the status bar (objectName `settingsWarning`, every
+    problem
+    in its tooltip) until the settings are saved again: as a passing message the next status ("Loading
+    model…")
+    replaced it at once, before anyone could read it."""
+    from PySide6.QtWidgets import QLabel
+
+    problems = list(settings.problems)
+    label = QLabel(window)
+    label.setObjectName("settingsWarning")
+    label.setStyleSheet("QLabel { color: #b00020; }")
+    more = f" (+{len(problems) - 1} more: see the tooltip)" if len(problems) > 1 else ""
+    label.setText(f"⚠ Settings: {problems[0][:160]}{more}")
+    label.setToolTip("\n".join(problems))
+    window.statusBar().addPermanentWidget(label)
+
+    def on_changed(*_: object) -> None:
+        if not getattr(settings, "save_failure", ""):
+            label.hide()
+
+    settings.changed.connect(on_changed)
 
 
 def _qt_platform_blocked(*, json_line: bool) -> int:

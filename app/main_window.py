@@ -34,6 +34,8 @@ from app.assist.controller import Assistant
 from app.assist.request_defaults import RequestDefaults
 from app.documents.brief import BriefController
 from app.ui import actions
+from app.platform.folders import data_dir
+from app.ui import help as help_ui
 from app.ui.editor import Editor, FindBar
 from app.assist.engine_host import EngineHost
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
@@ -83,6 +85,12 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
+        self.firstRunHint = QLabel(central, objectName="firstRunHint")  # shown once, above the page
+        self.firstRunHint.setWordWrap(True)
+        self.firstRunHint.setContentsMargins(10, 6, 10, 6)
+        self.firstRunHint.setToolTip("Shown on the first start only; Help ▸ Getting started shows it again.")
+        self.firstRunHint.hide()
+        column.addWidget(self.firstRunHint)
         column.addWidget(self.editor)
         column.addWidget(self.find_bar)
         self.setCentralWidget(central)
@@ -102,6 +110,9 @@ class MainWindow(QMainWindow):
             assist_menu=self.menuAssist, view_menu=self.menuView, show_message=self.show_message,
             context_menu_hooks=self.context_menu_hooks,
         )
+        from app.assist.server_mode import ServerMode  # Model ▸ Use a server…, "Server: host · model"
+
+        self.server_mode = ServerMode(self)
         self.editor.keyUnavailable.connect(self._on_key_unavailable)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
@@ -121,6 +132,9 @@ class MainWindow(QMainWindow):
 
             keys.follow(self, settings)  # the assistant's keys as the writer bound them in Settings
         self._update_actions()
+        if settings is not None and help_ui.first_run(data_dir()):  # shown once, remembered in the data folder
+            self.show_first_run_hint()
+        self.assistant.changed.connect(self._hide_hint_once_used)
         if self.model_dir:
             self.load_model(self.model_dir)
         else:
@@ -130,7 +144,7 @@ class MainWindow(QMainWindow):
             )
         self.editor.setFocus()
 
-    # -- actions -----------------------------------------------------------------------------------------------------
+    # -- actions ---------------------------------------------------------------------------------------------
 
     def _action(self, name: str, slot: Callable[[], object]) -> QAction:
         """The window's action for command-table entry `name` (label, keys, tips: app.config.commands)."""
@@ -166,6 +180,13 @@ class MainWindow(QMainWindow):
         e = self.editor
         self.actionUndo = self._action("actionUndo", e.undo)
         self.actionRedo = self._action("actionRedo", e.redo)
+        self.actionRedo.setShortcuts(help_ui.redo_keys())  # Ctrl+Y too on Linux (Qt's binding lacks it)
+        self.actionCut = self._action("actionCut", e.cut)
+        self.actionCopy = self._action("actionCopy", e.copy)
+        self.actionPaste = self._action("actionPaste", e.paste)
+        self.actionSelectAll = self._action("actionSelectAll", e.selectAll)
+        self.actionShortcuts = self._action("actionShortcuts", self.show_shortcuts)
+        self.actionGettingStarted = self._action("actionGettingStarted", self.show_first_run_hint)
         self.actionFind = self._action("actionFind", lambda: self.find_bar.open(replace=False))
         self.actionReplace = self._action("actionReplace", lambda: self.find_bar.open(replace=True))
         self.actionZoomIn = self._action("actionZoomIn", e.zoom_in)
@@ -197,6 +218,8 @@ class MainWindow(QMainWindow):
         self.menuEdit.setObjectName("menuEdit")
         self.menuEdit.addActions([self.actionUndo, self.actionRedo])
         self.menuEdit.addSeparator()
+        self.menuEdit.addActions([self.actionCut, self.actionCopy, self.actionPaste, self.actionSelectAll])
+        self.menuEdit.addSeparator()
         self.menuEdit.addActions([self.actionFind, self.actionReplace])
         self.menuView = bar.addMenu("&View")
         self.menuView.setObjectName("menuView")
@@ -220,6 +243,9 @@ class MainWindow(QMainWindow):
         self.menuModel = bar.addMenu("&Model")
         self.menuModel.setObjectName("menuModel")
         self.menuModel.addActions([self.actionLoadModel, self.actionCancelLoad])
+        self.menuHelp = bar.addMenu("&Help")
+        self.menuHelp.setObjectName("menuHelp")
+        self.menuHelp.addActions([self.actionShortcuts, self.actionGettingStarted])
 
     def _build_toolbar(self) -> None:
         tools = self.addToolBar("Assist")
@@ -282,7 +308,7 @@ class MainWindow(QMainWindow):
         self.actionNextAlternative.setEnabled(a.active)
         self.actionPreviousAlternative.setEnabled(a.active)
 
-    # -- commands ----------------------------------------------------------------------------------------------------
+    # -- commands --------------------------------------------------------------------------------------------
 
     def custom_instruction(self) -> None:
         has_selection = self.editor.textCursor().hasSelection()
@@ -356,6 +382,22 @@ class MainWindow(QMainWindow):
         needs = "a suggestion on screen" if action in self.suggestion_actions else "the model to be ready"
         self.show_message(f"{name} needs {needs}.")
 
+    def show_first_run_hint(self) -> None:
+        """The short hint above the page (first start, or Help ▸ Getting started); the first suggestion hides it."""
+        self.firstRunHint.setText(help_ui.hint_text(self))
+        self.firstRunHint.show()
+
+    def _hide_hint_once_used(self) -> None:
+        if self.firstRunHint.isVisible() and self.assistant.suggestion_visible:
+            self.firstRunHint.hide()
+
+    def show_shortcuts(self) -> None:
+        """Help ▸ Keyboard shortcuts: every command and its keys, as bound now, with a search field."""
+        sheet = help_ui.ShortcutSheet(self)
+        self.shortcut_sheet = sheet
+        sheet.show()
+        sheet.filter.setFocus()
+
     def show_message(self, text: str, ms: int = 8000) -> None:
         self.statusBar().showMessage(text, ms)
 
@@ -377,6 +419,9 @@ class MainWindow(QMainWindow):
         text = self._activity
         if self.model_state == "loading":
             text = f"{text.rstrip('…')}… waits for the model to finish loading."
+        elif getattr(self.host, "backend", "local") == "server":  # says where it waits, from the first moment
+            where = self.host.capabilities.where.removeprefix("Server: ")
+            text = f"{text.rstrip('…')}… waiting on the server ({where})."
         self._activity_shown = text
         return text
 
@@ -388,7 +433,7 @@ class MainWindow(QMainWindow):
         else:
             self.show_message(loaded)
 
-    # -- status ----------------------------------------------------------------------------------------------------
+    # -- status ----------------------------------------------------------------------------------------------
 
     def _set_model_state(self, state: str, label: str, tip: str = "") -> None:
         self.model_state = state
@@ -507,7 +552,7 @@ class MainWindow(QMainWindow):
         menu.exec(self.editor.viewport().mapToGlobal(pos))
         menu.deleteLater()
 
-    # -- lifetime --------------------------------------------------------------------------------------------------
+    # -- lifetime --------------------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
         for guard in self.close_guards:

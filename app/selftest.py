@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import sys
@@ -180,6 +181,7 @@ def _run(args: argparse.Namespace, model: Path, report: _Report,
     window_argv = ["--device", args.device]
     window_argv += ["--fake-engine"] if args.fake_engine else ["--model", str(model)]
     app = QApplication.instance() or QApplication(["letterpress"])
+    _quiet_platform_notes()
     try:
         window = create_window(window_argv)
     except SystemExit as exc:
@@ -191,6 +193,24 @@ def _run(args: argparse.Namespace, model: Path, report: _Report,
             report.data["tasks"][name] = task()
     finally:
         driver.close()
+
+
+# What a headless platform plugin says about requests it cannot honour (window size hints, icons); they are the
+# plugin's limits, not the installation's, and printed before the JSON they read as failures.
+PLATFORM_NOTES = ("does not support propagateSizeHints", "This plugin does not support")
+
+
+def _quiet_platform_notes() -> None:
+    """Drop the offscreen/minimal plugin's notes; every other Qt message still goes to the log."""
+    from PySide6.QtCore import QtMsgType, qInstallMessageHandler
+
+    def handler(kind: QtMsgType, _context: object, message: str) -> None:
+        if any(note in message for note in PLATFORM_NOTES):
+            return
+        level = logging.WARNING if kind != QtMsgType.QtDebugMsg else logging.DEBUG
+        logging.getLogger("qt").log(level, "%s", message)
+
+    qInstallMessageHandler(handler)
 
 
 class _WindowDriver:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
+import os
 import re
 import sys
 import time
@@ -17,6 +19,7 @@ from typing import Any
 from engine.api import (
     DenoiseSettings,
     DraftRequest,
+    EmptyRequestError,
     EngineError,
     MAX_STRENGTH,
     MIN_STRENGTH,
@@ -24,8 +27,10 @@ from engine.api import (
     Request,
     RewriteRequest,
     StepEvent,
+    UnsupportedModelError,
     WarmStart,
 )
+from engine.declared import REFERENCE_STEPS, default_steps
 from engine.resources import demo_model_dir
 
 MAX_NEW_TOKENS = 1_048_576  # far beyond any context; the session refuses what does not fit with a sentence
@@ -40,6 +45,12 @@ def default_model_dir() -> Path:
 
 
 MAX_INPUT_BYTES = 64 * 1024**2  # an input file larger than this is not a prompt (the context is ~128K tokens)
+
+
+class OutputClosedError(EngineError):
+    """Whoever reads standard output closed it (`| head -c 1`): the command stops quietly (exit 141)."""
+
+    kind = "output_closed"
 
 
 class InputFileError(EngineError):
@@ -123,24 +134,25 @@ def cmd_make_tiny(args: argparse.Namespace) -> int:
 
 
 def build_request(args: argparse.Namespace) -> Request:
+    check_combination(args)
     settings = DenoiseSettings(
-        max_steps=args.steps, candidates=args.candidates, seed=args.seed if args.seed is not None else 0
+        max_steps=args.steps if args.steps is not None else DenoiseSettings().max_steps,
+        candidates=args.candidates, seed=args.seed if args.seed is not None else 0,
     )
     warm = warm_start_from_args(args)
     strength = getattr(args, "strength", None)
-    if strength is not None and args.task != "rewrite":
-        raise EngineError("--strength works with --task rewrite only (it is the share of the selection re-noised).")
     if args.task == "draft":
         return DraftRequest(
             before=_read(args.before_file), instruction=args.instruction or "",
             max_new_tokens=args.max_new_tokens or 128, settings=settings, canvas=warm,
         )
     if args.task == "rewrite":
-        if strength is not None and not MIN_STRENGTH <= strength <= MAX_STRENGTH:
-            raise EngineError(f"--strength must be between {MIN_STRENGTH} and {MAX_STRENGTH} (1.0 rewrites from "
-                              "pure noise).")
+        selection = _read(args.selection_file)
+        if not selection.strip():
+            raise EmptyRequestError(f"The selection file {args.selection_file} holds no text; --task rewrite "
+                                    "rewrites the text in --selection-file.")
         return RewriteRequest(
-            selection=_read(args.selection_file), instruction=args.instruction or "Rewrite it.",
+            selection=selection, instruction=args.instruction or "Rewrite it.",
             before=_read(args.before_file), after=_read(args.after_file),
             max_new_tokens=args.max_new_tokens, settings=settings,
             strength=strength if strength is not None else MAX_STRENGTH, canvas=warm,
@@ -149,6 +161,45 @@ def build_request(args: argparse.Namespace) -> Request:
         before=_read(args.before_file), after=_read(args.after_file), instruction=args.instruction or "",
         middle_tokens=args.max_new_tokens, settings=settings, canvas=warm,
     )
+
+
+def check_combination(args: argparse.Namespace) -> None:
+    """Refuse, with a sentence, every combination of options that cannot do what was asked, before any file or
+    model is read (an option that would be silently ignored is such a combination)."""
+    task = args.task
+    strength = getattr(args, "strength", None)
+    if strength is not None:
+        if task != "rewrite":
+            raise EngineError("--strength works with --task rewrite only (it is the share of the selection "
+                              "re-noised).")
+        if getattr(args, "init_file", None):
+            raise EngineError("--strength and --init-file both set the starting canvas, so one would be ignored; "
+                              "use --strength alone, or --init-file with --noise (the share of it re-noised).")
+        if not MIN_STRENGTH <= strength <= MAX_STRENGTH:
+            raise EngineError(f"--strength must be between {MIN_STRENGTH} and {MAX_STRENGTH} (1.0 rewrites from "
+                              "pure noise).")
+    if task == "rewrite" and not args.selection_file:
+        raise EmptyRequestError("--task rewrite needs --selection-file (the text to rewrite).")
+    if task != "rewrite" and args.selection_file:
+        raise EngineError(f"--selection-file works with --task rewrite only; --task {task} would ignore it.")
+    if task == "infill" and not args.after_file:
+        raise EngineError("--task infill needs --after-file (the text after the gap, kept as it is); to continue "
+                          "a text with no fixed ending, use --task draft.")
+    if task == "draft" and args.after_file:
+        raise EngineError("--after-file works with --task infill or rewrite; a draft continues --before-file and "
+                          "would ignore it (use --task infill to fill the gap before it).")
+
+
+def check_device(device: str) -> None:
+    """`--device cuda` on a machine without a CUDA GPU is refused with the option that works, before the model
+    loads (imports torch, which the load does anyway)."""
+    if device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UnsupportedModelError("No CUDA GPU is available on this machine; run with --device cpu (slow for the "
+                                    "full model, fine for the demo) or --device auto.")
 
 
 def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
@@ -161,36 +212,72 @@ def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
         if pin_file or noise is not None or pin_end:
             raise EngineError("--pin-file, --noise and --pin-end need --init-file (the canvas text they refer to).")
         return None
-    text = _read(init)
-    pins = parse_pins(_read(pin_file), len(text)) if pin_file else ()
     share = 1.0 if noise is None else noise
     if not 0.0 <= share <= 1.0:
         raise EngineError("--noise must be between 0 and 1 (the share of unpinned positions that start as noise).")
+    text = _read(init)
+    pins = parse_pins(_read(pin_file), len(text)) if pin_file else ()
     return WarmStart(text, pins=pins, noise=share, pin_end=pin_end)
 
 
+_PIN_LINE = re.compile(r"(\d+)(?:\s*[,:]\s*|\s+|-)(\d+)")
+MAX_PIN_JSON_DEPTH = 2  # a list of [start, end] pairs
+
+
 def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
-    """Character ranges to pin, end exclusive: a JSON list of [start, end] pairs, or one range per line written
-    `start end`, `start-end`, `start:end` or `start,end` (blank lines and lines starting with # are skipped)."""
+    """Character ranges to pin, end exclusive: a JSON list of [start, end] pairs of whole numbers, or one range
+    per line written `start end`, `start-end`, `start:end` or `start,end` (blank lines and lines starting with #
+    are skipped). Anything else is refused with a sentence naming it: a negative or fractional number, Infinity,
+    a number too large to be a position, a nested list; nothing is guessed (`3 -5` is not read as 3..5)."""
     spec = spec.strip()
+    how = "write one 'start end' per line, end exclusive, or a JSON list such as [[4, 10]]"
     pairs: list[tuple[int, int]] = []
-    try:
-        if spec.startswith("["):
-            pairs = [(int(a), int(b)) for a, b in json.loads(spec)]
-        else:
-            for line in spec.splitlines():
-                line = line.strip()
-                if not line or line.startswith("#"):
-                    continue
-                a, b = re.split(r"[\s,:-]+", line, maxsplit=1)
-                pairs.append((int(a), int(b)))
-    except (ValueError, TypeError) as exc:
-        raise EngineError(f"The pin file is not a list of character ranges ({exc}); write one 'start end' per "
-                          "line, end exclusive.") from exc
+    if spec.startswith("["):
+        pairs = _json_pins(spec, how)
+    else:
+        for number, raw in enumerate(spec.splitlines(), 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            found = _PIN_LINE.fullmatch(line)
+            if not found:
+                raise EngineError(f"Line {number} of the pin file, '{line[:40]}', is not two whole numbers from 0 "
+                                  f"up; {how}.")
+            if max(len(found.group(1)), len(found.group(2))) > 12:
+                raise EngineError(f"Line {number} of the pin file holds a number too large to be a character "
+                                  f"position; {how}.")
+            pairs.append((int(found.group(1)), int(found.group(2))))
     for a, b in pairs:
+        if max(a, b) > 10**12:
+            raise EngineError(f"The pin file holds a number too large to be a character position; {how}.")
         if not 0 <= a < b <= length:
             raise EngineError(f"The pin {a}..{b} is outside the canvas text (0..{length} characters).")
     return tuple(pairs)
+
+
+def _json_pins(spec: str, how: str) -> list[tuple[int, int]]:
+    depth = 0
+    for char in spec:  # json.loads recurses once per '[': bound the nesting before parsing
+        depth += (char == "[") - (char == "]")
+        if depth > MAX_PIN_JSON_DEPTH:
+            raise EngineError(f"The pin file nests lists more than two deep; {how}.")
+
+    def no_constant(name: str) -> Any:
+        raise EngineError(f"The pin file holds {name}, which is not a character position; {how}.")
+
+    try:
+        data = json.loads(spec, parse_constant=no_constant, parse_float=lambda text: no_constant(text))
+    except ValueError as exc:
+        raise EngineError(f"The pin file is not valid JSON ({exc}); {how}.") from None
+    if not isinstance(data, list):
+        raise EngineError(f"The pin file is not a list of ranges; {how}.")
+    pairs = []
+    for item in data:
+        ok = isinstance(item, list) and len(item) == 2 and all(type(v) is int for v in item)
+        if not ok:
+            raise EngineError(f"The pin {json.dumps(item)[:40]} is not a pair of whole numbers; {how}.")
+        pairs.append((item[0], item[1]))
+    return pairs
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -208,17 +295,27 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
         request = None if args.raw_prompt_file else build_request(args)  # input files are checked before loading
         if args.raw_prompt_file:
             _read(args.raw_prompt_file)
-        validate_folder(args.model or default_model_dir())  # a broken folder is refused before torch is imported
-        if isinstance(emit, _LivePrinter):
-            emit.status("starting the engine (importing torch)")
-        from engine.session import Session
+        if getattr(args, "server", None):
+            if request is None:
+                raise EngineError("--raw-prompt-file works with a local model only (a server's prompt always "
+                                  "goes through the chat template).")
+            session: Any = _connect_server(args, emit)
+        else:
+            # a broken folder is refused before torch is imported
+            validate_folder(args.model or default_model_dir())
+            check_device(args.device)
+            if isinstance(emit, _LivePrinter):
+                emit.status("starting the engine (importing torch)")
+            from engine.session import Session
 
-        session = Session()
-        session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize,
-                     on_progress=emit.on_load if isinstance(emit, _LivePrinter) else None)
+            session = Session()
+            session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize,
+                         on_progress=emit.on_load if isinstance(emit, _LivePrinter) else None)
         if request is None:
             result = _raw_draft(session, args, emit)
         else:
+            if isinstance(emit, _LivePrinter) and getattr(args, "server", None):
+                emit.status(f"waiting on the server ({session.capabilities.where})")
             result = session.run(request, on_step=emit)
             result = {
                 "candidates": [
@@ -230,13 +327,19 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
                 "seconds": round(result.stats.seconds, 4),
                 "notice": result.notice,
             }
+    except OutputClosedError:
+        raise
     except EngineError as exc:
         if args.jsonl:
             print(json.dumps({"event": "error", "kind": exc.kind, "message": exc.message}), flush=True)
         else:
             print(f"error: {exc.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: not an input problem (see main)
     except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.ENOSPC, errno.EIO) and not exc.filename:
+            raise  # writing the output failed (see main), not reading an input file
         message = f"Cannot read an input file: {exc}"
         if args.jsonl:
             print(json.dumps({"event": "error", "kind": "input_error", "message": message}), flush=True)
@@ -258,6 +361,29 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
     return 0
 
 
+def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
+    """`--server URL [--server-model NAME]`: the remote engine, connected and probed; the API key comes from
+    LETTERPRESS_API_KEY (never a command-line argument, which other users of the machine can read)."""
+    import os
+
+    from engine.remote import RemoteEngine, ServerConfig
+    from engine.remote.client import Timeouts, is_plain_http_to_another_machine
+
+    if is_plain_http_to_another_machine(args.server):
+        print(f"warning: {args.server} is plain http:// to another machine: your text crosses the network "
+              "unencrypted.", file=sys.stderr)
+    if args.seed is not None:
+        print("note: a DiffusionGemma server takes no seed (vLLM refuses one), so --seed is not sent.",
+              file=sys.stderr)
+    if isinstance(emit, _LivePrinter):
+        emit.status(f"connecting to {args.server}")
+    timeouts = Timeouts(read=float(args.server_timeout))
+    key = os.environ.get("LETTERPRESS_API_KEY") or None
+    engine = RemoteEngine(ServerConfig(args.server, args.server_model, key, timeouts))
+    engine.connect()
+    return engine
+
+
 def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, Any]:
     """A draft from an untemplated prompt (`tokenizer(text)`), the same input `model.generate()` would get."""
     import torch
@@ -266,7 +392,8 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
 
     tok, model = session.tokenizer, session.model
     ids = tok(_read(args.raw_prompt_file), return_tensors="pt").input_ids.to(model.device)
-    settings = DenoiseSettings(max_steps=args.steps, seed=args.seed or 0)
+    settings = DenoiseSettings(max_steps=args.steps or default_steps(args.model or default_model_dir()),
+                               seed=args.seed or 0)
     start = time.perf_counter()
     gen = model.generation_config
     eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
@@ -298,7 +425,10 @@ def _jsonl_printer() -> Any:
         views = [text] if text is not None else [c.text for c in event.candidates]
         for i, view in enumerate(views):
             line = {"event": "step", "candidate": i, "step": event.step, "block": event.block, "text": view}
-            print(json.dumps(line, ensure_ascii=False), flush=True)
+            try:
+                print(json.dumps(line, ensure_ascii=False), flush=True)
+            except BrokenPipeError as exc:  # the reader stopped (`| head`): stop generating, quietly
+                raise OutputClosedError("The reader of the output stopped reading.") from exc
 
     return emit
 
@@ -407,8 +537,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-new-tokens", metavar="N", type=_bounded_int(1, MAX_NEW_TOKENS), default=None,
                      help="at most N new tokens (draft default 128; rewrite: sized to the selection; infill: the "
                           "gap length, searched when not given)")
-    gen.add_argument("--steps", metavar="N", type=_bounded_int(1, MAX_STEPS), default=48,
-                     help="most denoising steps per canvas (default 48)")
+    gen.add_argument("--steps", metavar="N", type=_bounded_int(1, MAX_STEPS), default=None,
+                     help="most denoising steps per canvas (default: the model's own; "
+                          f"{default_steps(DEFAULT_MODEL)} for the demo model, {REFERENCE_STEPS} for a checkpoint "
+                          "that declares none)")
     gen.add_argument("--candidates", metavar="K", type=_bounded_int(1, MAX_CANDIDATES), default=1,
                      help="alternatives generated in one batched run (default 1)")
     gen.add_argument("--seed", metavar="N", type=_bounded_int(0, 2**31 - 1), default=None,
@@ -430,6 +562,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --init-file: share of the unpinned positions that start as noise (default 1.0)")
     gen.add_argument("--pin-end", action="store_true",
                      help="with --init-file: pin the end of the text too, so the result ends exactly where it ends")
+    gen.add_argument("--server", metavar="URL", default=None,
+                     help="send the request to a DiffusionGemma server (vLLM's OpenAI API, e.g. "
+                          "http://gpu-box:8000) instead of a local model; API key from LETTERPRESS_API_KEY")
+    gen.add_argument("--server-model", metavar="NAME", default=None,
+                     help="with --server: the served model to use (default: the first one it lists)")
+    gen.add_argument("--server-timeout", metavar="S", type=_bounded_int(1, 3600), default=120,
+                     help="with --server: give up after S seconds without a byte from the server "
+                          "(default 120)")
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (
@@ -456,19 +596,83 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command; anything unexpected is one line on stderr and exit 1, never a traceback."""
     from engine.threads import prepare_openmp
 
+    closed = _prepare_streams()
+    if closed:
+        print(f"error: {closed}", file=sys.stderr)
+        return 2
     prepare_openmp()  # before any command imports torch: OpenMP threads sleep, not spin, while they wait
     try:
-        return _main(argv)
+        code = _main(argv)
+        _flush_stdout()
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OutputClosedError:
+        return _reader_went_away()
     except EngineError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_went_away()
+    except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            print(f"error: the output could not be written ({exc.strerror or type(exc).__name__}); write it "
+                  "to "
+                  "a file on a disk with space (> out.txt).", file=sys.stderr)
+            return 1
+        return _unexpected(exc)
     except Exception as exc:  # noqa: BLE001 - the command line never prints a traceback
-        print(f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
-              "report it; run with PYTHONDEVMODE=1 for details.", file=sys.stderr)
-        return 1
+        return _unexpected(exc)
+
+
+def _unexpected(exc: BaseException) -> int:
+    print(f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
+          "report it; run with PYTHONDEVMODE=1 for details.", file=sys.stderr)
+    return 1
+
+
+def _prepare_streams() -> str:
+    """Make the outputs unable to fail on a character: a cp1252 pipe or file (Windows), or an ASCII locale,
+    writes what it cannot hold as a \\uXXXX escape (exact JSON with --jsonl, readable in text), so the
+    generated text is never lost to a UnicodeEncodeError after all the work is done. Returns a sentence when
+    standard output is closed (`>&-`): the result would have nowhere to go, so nothing is started."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+    if sys.stdout is None:
+        return ("standard output is closed, so the result would have nowhere to go; send it to a file "
+                "(> out.txt) or to /dev/null.")
+    try:
+        fd = sys.stdout.fileno()
+    except (ValueError, OSError, AttributeError):
+        return ""  # not a real file (a test's capture): nothing to check
+    try:
+        os.fstat(fd)
+    except OSError:
+        return ("standard output is closed, so the result would have nowhere to go; send it to a file "
+                "(> out.txt) or to /dev/null.")
+    return ""
+
+
+def _flush_stdout() -> None:
+    """Flush now, inside the error handling, rather than at interpreter exit (where a closed pipe prints an
+    'Exception ignored' traceback)."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
+def _reader_went_away() -> int:
+    """The reader closed the pipe (`| head -c 1`): what it wanted it has; stop quietly, as Unix tools do (exit
+    141 = killed by SIGPIPE), with stdout pointed at /dev/null so the exit-time flush cannot complain."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def _main(argv: list[str] | None = None) -> int:

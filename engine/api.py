@@ -358,6 +358,29 @@ class ModelInfo:
     notice: str = ""
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What the engine behind the interface can do, so the app enables only what works (and says why not).
+
+    The local engine can do everything; a remote server is probed at connect (see `engine.remote.probe`).
+    `where` is the sentence for the status bar ("this computer", or "Server: host · model"). A `*_reason` is the
+    tooltip of a control that is off because of it.
+    """
+
+    backend: Literal["local", "remote"] = "local"
+    where: str = "this computer"
+    canvas_control: bool = True  # seeded canvases with pinned positions: true infill, strength, pins, re-roll
+    canvas_control_reason: str = ""
+    live_steps: bool = True  # every denoising step is streamed (a server streams committed canvases only)
+    seeds: bool = True  # a seed makes output repeatable
+    max_candidates: int = 8
+    context_length: int = 0  # tokens the model reads at once (0: unknown until loaded)
+    server_version: str = ""
+
+
+LOCAL_CAPABILITIES = Capabilities()
+
+
 StepCallback = Callable[[StepEvent], None]
 ProgressCallback = Callable[[LoadProgress], None]
 Device = Literal["auto", "cpu", "cuda"]
@@ -366,13 +389,19 @@ Quantization = Literal["auto", "nf4", "nf4-mixed", "none"]
 
 @runtime_checkable
 class Engine(Protocol):
-    """What the GUI's engine thread drives; `engine.session.Session` and `engine.fake.FakeEngine` implement it.
+    """What the GUI's engine thread drives: the backend seam. `engine.session.Session` (the local model),
+    `engine.remote.RemoteEngine` (a DiffusionGemma server) and `engine.fake.FakeEngine` implement it.
 
-    All calls are synchronous and made from one thread. `cancel` is checked at every step.
+    All calls are synchronous and made from one thread. `cancel` is checked at every step (a remote backend
+    closes its stream). `capabilities` says what this backend can do; the app reads nothing else about which
+    one it is.
     """
 
     @property
     def info(self) -> ModelInfo | None: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def load(
         self,
@@ -461,3 +490,48 @@ class LoadCancelledError(EngineError):
 
 class GenerationError(EngineError):
     kind = "generation_error"
+
+
+# Errors of a remote backend (a server): each names the host and what the writer can do.
+
+
+class ServerError(EngineError):
+    kind = "server_error"
+
+
+class ServerUnreachableError(ServerError):
+    kind = "server_unreachable"
+
+
+class ServerTLSError(ServerError):
+    kind = "server_tls"
+
+
+class ServerAuthError(ServerError):
+    kind = "server_auth"
+
+
+class ServerModelNotFoundError(ServerError):
+    kind = "server_unknown_model"
+
+
+class ServerRejectedError(ServerError):
+    """HTTP 400: the server refused a field of the request; `field` names it (empty when it did not say)."""
+
+    kind = "server_rejected"
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ServerFailedError(ServerError):
+    kind = "server_failed"
+
+
+class ServerDiedError(ServerError):
+    kind = "server_died"
+
+
+class ServerTimeoutError(ServerError):
+    kind = "server_timeout"

@@ -44,6 +44,7 @@ start cold. An infill middle must fit in its one canvas with at least one token 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 import dataclasses
 from dataclasses import dataclass
@@ -70,6 +71,9 @@ class BlockPlan:
     stop_ids: torch.Tensor  # long [S]
     start_step: int  # the schedule runs cur_step = start_step .. 1
     has_pins: bool = False  # decided on the host, so the loop never reads a device tensor for it
+    # Bans that keep pinned words whole: (rows, cols, ids) right after a pinned word (tokens that would continue
+    # it) and right before one (tokens that end in a letter or digit and would run into it)
+    glue: tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], ...] = ()
 
     def merge_frozen(
         self, fmask: torch.Tensor | None, fids: torch.Tensor | None
@@ -88,10 +92,11 @@ class BlockPlan:
     def suppress_stops(self, processed: torch.Tensor) -> torch.Tensor:
         """Ban end-of-text/padding before the last pin (in place on the step's own tempered logits; the indices
         were found on the host once per canvas, so this adds no synchronisation)."""
-        if self.ban is None:
-            return processed
-        rows, cols = self.ban
-        processed[rows[:, None], cols[:, None], self.stop_ids[None, :]] = torch.finfo(processed.dtype).min / 2
+        if self.ban is not None:
+            rows, cols = self.ban
+            processed[rows[:, None], cols[:, None], self.stop_ids[None, :]] = torch.finfo(processed.dtype).min / 2
+        for rows, cols, ids in self.glue:  # no letters glued onto a pinned word
+            processed[rows[:, None], cols[:, None], ids[None, :]] = torch.finfo(processed.dtype).min / 2
         return processed
 
     def hold(self, new_canvas: torch.Tensor, canvas: torch.Tensor, accepted: torch.Tensor) -> torch.Tensor:
@@ -110,6 +115,15 @@ class WarmCanvas:
     stop_ids: tuple[int, ...]
     canvas_length: int
     text_tokens: int  # tokens of the given text (before its end-of-text)
+    # The length window (`LengthWindow`): end-of-text is banned before `min_tokens`, and the positions from
+    # `tail_from` on are pinned end-of-text/padding (they do not count as a pin the text must reach).
+    min_tokens: int = 0
+    tail_from: int | None = None
+    # Token positions right after / right before a pinned run that ends / starts a word, with the ids banned there.
+    glue_after: tuple[int, ...] = ()
+    glue_before: tuple[int, ...] = ()
+    after_ids: tuple[int, ...] = ()
+    before_ids: tuple[int, ...] = ()
 
     @property
     def blocks(self) -> int:
@@ -130,14 +144,29 @@ class WarmCanvas:
         sl = slice(index * L, (index + 1) * L)
         pinned = self.pinned[:, sl]  # host tensors: every decision below is made before anything moves
         ban = None
-        if bool(self.pinned.any()):
-            positions = torch.arange(self.ids.shape[1])
-            last = int(positions[self.pinned.any(dim=0)].max())
+        positions = torch.arange(self.ids.shape[1])
+        text_pins = self.pinned.any(dim=0)
+        if self.tail_from is not None:
+            text_pins = text_pins & (positions < self.tail_from)
+        last = max(int(positions[text_pins].max()) if bool(text_pins.any()) else 0, self.min_tokens)
+        if last > 0:
             before = (positions < last)[sl].expand_as(pinned) & ~pinned
             if bool(before.any()):
                 rows, cols = before.nonzero(as_tuple=True)
                 ban = (rows.to(device), cols.to(device))
+        glue = []
+        for where, banned in ((self.glue_after, self.after_ids), (self.glue_before, self.before_ids)):
+            local = [p - index * L for p in where if index * L <= p < (index + 1) * L]
+            if not local or not banned:
+                continue
+            cols = torch.tensor(local, dtype=torch.long).repeat(pinned.shape[0])
+            rows = torch.arange(pinned.shape[0]).repeat_interleave(len(local))
+            free = ~pinned[rows, cols]
+            if bool(free.any()):
+                glue.append((rows[free].to(device), cols[free].to(device),
+                             torch.tensor(banned, dtype=torch.long, device=device)))
         return BlockPlan(
+            glue=tuple(glue),
             ids=self.ids[:, sl].to(device),
             pinned=pinned.to(device),
             kept=(~pinned & ~self.noised[:, sl]).to(device),
@@ -204,28 +233,179 @@ def plan(
     seed: int,
     decode: object,
     max_tokens: int | None = None,
+    window: LengthWindow | None = None,
 ) -> WarmCanvas:
-    """Lay `warm` out on whole canvases for `rows` batch rows; row r draws its noised positions from seed + r."""
+    """Lay `warm` out on whole canvases for `rows` batch rows; row r draws its noised positions from seed + r.
+
+    With a `window` the result's length is held inside it (see `LengthWindow`); without one a warm canvas can
+    grow into every noised position after its text, up to whole canvases.
+
+    Pinned words stay whole: right after a pin that ends a word the tokens that would continue it are banned (a
+    re-roll turned a pinned "water" into "watera"), and right before a pin that starts a word the tokens that end
+    in a letter or digit ("andwater"); a pinned run is tokenized on its own, without the space that marks a
+    word start, so only such a ban keeps the model from writing into it."""
     ids, flags = segment_ids(tokenizer, warm.text, warm.pins, decode)
+    after, before = _glue_positions(warm.text, warm.pins, flags)
+    glue = dict(glue_after=tuple(after), glue_before=tuple(before),
+                after_ids=continuation_ids(tokenizer) if after else (),
+                before_ids=word_end_ids(tokenizer) if before else ())
     if max_tokens is not None and len(ids) + 1 > max_tokens:
         raise CanvasError(
             f"The text to start from takes {len(ids) + 1} tokens, more than the {max_tokens} this request can "
             "write; select less text."
         )
     text_tokens = len(ids)
+    if window is not None and not warm.pin_end:
+        windowed = _windowed(ids, flags, warm, window, rows=rows, canvas_length=canvas_length, eos_id=eos_id,
+                             pad_id=pad_id, stop_ids=stop_ids, seed=seed)
+        return dataclasses.replace(windowed, **glue)
     total = max(1, math.ceil((text_tokens + 1) / canvas_length)) * canvas_length
     layout = ids + [eos_id] + [pad_id] * (total - text_tokens - 1)
     pin_row = flags + [warm.pin_end] * (total - text_tokens)
     ids_t = torch.tensor([layout] * rows, dtype=torch.long)
     pinned = torch.tensor([pin_row] * rows, dtype=torch.bool)
-    noised = torch.zeros(rows, total, dtype=torch.bool)
+    noised = _draw_noise(pinned, warm.noise, rows, seed)
+    return WarmCanvas(ids_t, pinned, noised, warm.noise, tuple(stop_ids), canvas_length, text_tokens, **glue)
+
+
+def _glue_positions(text: str, pins: Sequence[tuple[int, int]], flags: list[bool]) -> tuple[list[int], list[int]]:
+    """Token positions right after each pinned run whose text ends a word, and right before each whose text
+    starts one: there a token with a letter or digit at that edge would run into the pinned word."""
+    ends = [i + 1 for i, flag in enumerate(flags) if flag and (i + 1 == len(flags) or not flags[i + 1])]
+    starts = [i - 1 for i, flag in enumerate(flags) if flag and (i == 0 or not flags[i - 1])]
+    merged = merge_ranges(pins, len(text))
+    after, before = [], []
+    for (start, end), end_at, start_at in zip(merged, ends, starts, strict=False):
+        if text[end - 1].isalnum() and (end == len(text) or not text[end].isalnum()):
+            after.append(end_at)
+        if start_at >= 0 and text[start].isalnum() and (start == 0 or not text[start - 1].isalnum()):
+            before.append(start_at)
+    return after, before
+
+
+_CONTINUATIONS: dict[int, tuple[int, ...]] = {}
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def _runs_into_a_word(piece: object, side: int) -> bool:
+    """Whether a vocabulary piece, at its first (side 0) or last (side -1) character, would join the word next
+    to it: a letter or digit there, or a byte-fallback piece (<0x61>) whose byte is a letter or digit, a control
+    byte or part of a multi-byte character (the display drops what it cannot show, and the neighbours then meet:
+    "at" + <0xAD> + "people" was shown as "atpeople")."""
+    if not isinstance(piece, str) or not piece:
+        return False
+    byte = _BYTE_PIECE.fullmatch(piece)
+    if byte:
+        value = int(byte.group(1), 16)
+        return value >= 0x80 or chr(value).isalnum() or (value < 0x20 and not chr(value).isspace()) or value == 0x7F
+    return piece[side].isalnum()
+
+
+def continuation_ids(tokenizer: object) -> tuple[int, ...]:
+    """Ids of the tokens that start with a letter or digit (no leading space marker): the ones that glue onto
+    the word before them. Read from the vocabulary once per tokenizer."""
+    key = id(tokenizer)
+    if key not in _CONTINUATIONS:
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))  # type: ignore[attr-defined]
+        _CONTINUATIONS[key] = tuple(i for i, piece in enumerate(pieces) if _runs_into_a_word(piece, 0))
+    return _CONTINUATIONS[key]
+
+
+_WORD_ENDS: dict[int, tuple[int, ...]] = {}
+
+
+def word_end_ids(tokenizer: object) -> tuple[int, ...]:
+    """Ids of the tokens that end with a letter or digit: the ones that run into a word after them."""
+    key = id(tokenizer)
+    if key not in _WORD_ENDS:
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))  # type: ignore[attr-defined]
+        _WORD_ENDS[key] = tuple(i for i, piece in enumerate(pieces) if _runs_into_a_word(piece, -1))
+    return _WORD_ENDS[key]
+
+
+def _draw_noise(pinned: torch.Tensor, share: float, rows: int, seed: int,
+                forced: torch.Tensor | None = None) -> torch.Tensor:
+    """Which positions start as noise: `share` of the unpinned ones per row (row r from seed + r), plus `forced`."""
+    noised = torch.zeros_like(pinned)
     free = (~pinned[0]).nonzero().squeeze(1)
-    count = round(warm.noise * free.numel())
+    count = round(share * free.numel())
     for r in range(rows):
         g = torch.Generator().manual_seed(seed + r + 0x5EED)
         chosen = free[torch.randperm(free.numel(), generator=g)[:count]]
         noised[r, chosen] = True
-    return WarmCanvas(ids_t, pinned, noised, warm.noise, tuple(stop_ids), canvas_length, text_tokens)
+    if forced is not None:
+        noised |= forced & ~pinned
+    return noised
+
+
+@dataclass(frozen=True)
+class LengthWindow:
+    """How long a rewrite may come out, in tokens: at least `low` (end-of-text is banned before it) and at most
+    `high` (the positions from `high` on are pinned end-of-text and padding).
+
+    Why: a warm canvas at a high strength, or a rewrite from pure noise, re-noises the end-of-text and the padding
+    after the selection, and the model then writes on to the end of its canvas (a 12-word selection came back as
+    55-60 words, a re-roll of 11 words as 56). The window follows the selection and the instruction: "shorter"
+    aims at 0.6x the selection, "longer" at 1.6x, any other at 1x, with room either side."""
+
+    low: int
+    high: int
+
+
+SHORTER, LONGER = 0.6, 1.6
+
+
+def length_factor(instruction: str) -> float:
+    """How long the instruction wants the rewrite, as a share of the selection (Shorter / Longer / the same)."""
+    words = instruction.lower()
+    if any(k in words for k in ("shorter", "shorten", "more concise", "condense", "trim")):
+        return SHORTER
+    if any(k in words for k in ("longer", "lengthen", "expand", "more detail", "elaborate")):
+        return LONGER
+    return 1.0
+
+
+def length_window(selected_tokens: int, instruction: str = "") -> LengthWindow:
+    """The window for a rewrite of `selected_tokens` following `instruction` (a re-roll passes no instruction:
+    it keeps its canvas's length). Shorter stays below the selection and Longer above it."""
+    n = max(1, selected_tokens)
+    factor = length_factor(instruction)
+    target = max(1, round(factor * n))
+    low = max(1, math.floor(target * 0.75))
+    high = max(low + 1, math.ceil(target * 1.3) + 1)
+    if factor < 1:
+        high = min(high, max(1, n - 1))
+        low = min(low, high - 1) if high > 1 else 0
+    elif factor > 1:
+        low = max(low, n + 1)
+        high = max(high, low + 1)
+    return LengthWindow(low, high)
+
+
+def _windowed(
+    ids: list[int], flags: list[bool], warm: WarmStart, window: LengthWindow, *, rows: int, canvas_length: int,
+    eos_id: int, pad_id: int, stop_ids: Sequence[int], seed: int,
+) -> WarmCanvas:
+    """The layout of a warm canvas held to `window`: the text (cut at `high` when it is longer: a shorter
+    rewrite), then noise or padding, end-of-text pinned at `high` and padding after it. Where the text must end
+    earlier (shorter) its last quarter before `high` starts as noise so the model can close the sentence; where
+    it must go on (longer) the positions from the text's end to `low` start as noise."""
+    n = len(ids)
+    pinned_at = [i for i, flag in enumerate(flags) if flag]
+    high = max(window.high, pinned_at[-1] + 2 if pinned_at else 0)  # a pinned word is never cut off
+    total = max(1, math.ceil((high + 1) / canvas_length)) * canvas_length
+    body = (ids + [eos_id] + [pad_id] * max(0, high - n - 1))[:high]
+    layout = body + [eos_id] + [pad_id] * (total - high - 1)
+    pin_row = (flags + [False] * high)[:high] + [True] * (total - high)
+    pinned = torch.tensor([pin_row] * rows, dtype=torch.bool)
+    forced = torch.zeros(total, dtype=torch.bool)
+    if n >= high:  # shorter than the selection: let the model end the sentence before the cut
+        forced[max(0, high - max(2, high // 4)) : high] = True
+    elif n < window.low:  # longer: the old end-of-text and what follows it are noise up to the floor
+        forced[n : window.low] = True
+    noised = _draw_noise(pinned, warm.noise, rows, seed, forced.expand(rows, total))
+    return WarmCanvas(torch.tensor([layout] * rows, dtype=torch.long), pinned, noised, warm.noise, tuple(stop_ids),
+                      canvas_length, min(n, high), min_tokens=window.low, tail_from=high)
 
 
 def infill_plan(

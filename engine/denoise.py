@@ -33,6 +33,7 @@ from transformers.generation import EosTokenCriteria, MaxLengthCriteria, Stoppin
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationMixin
 
 from engine.api import DenoiseSettings
+from engine.kernels import kernels_for
 from engine.lean_step import sample_chunked
 from engine.prefix_cache import PrefillStats, PrefixCache, prefill_prompt
 from engine.sampling import (  # re-exported: the loop's kernels, importable from here as before
@@ -153,8 +154,12 @@ def denoise(model: torch.nn.Module, prompt_ids: torch.Tensor, settings: DenoiseS
     # The device code path (every GPU run, and the CPU under `device_code_path`) uses an experts forward without
     # per-layer host synchronisations; the CPU's host path keeps the per-expert loop, faster there.
     restore = None
-    if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get():
+    if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get() or kernels_for(prompt_ids.device):
         restore = sync_free_experts(model)
+    if kernels_for(prompt_ids.device):
+        from engine.kernels.install import install
+
+        install(model)  # linears and norms use the kernels while the switch is on, their own forward otherwise
     try:
         return _denoise(model, prompt_ids, settings, **kwargs)
     finally:
@@ -320,6 +325,9 @@ class _Run:
     timer: ForwardTimer
     out: DenoiseOutput
     started: float
+    # LETTERPRESS_KERNELS=triton: the vocabulary tail in one kernel (engine.kernels.vocab_tail), fed the lm_head's
+    # raw output (the soft cap fused too) on the plain path
+    tail: bool = False
 
     @classmethod
     def start(
@@ -339,8 +347,9 @@ class _Run:
         embed_dtype = model.model.decoder.embed_tokens.weight.dtype
         timer = ForwardTimer(device)
         path: _HostPath | _DevicePath
+        tail = kernels_for(device)
         if device.type == "cpu" and not _DEVICE_PATH.get():
-            path = _HostPath(selective=batch * canvas_length * vocab <= _SELECTIVE_LIMIT)
+            path = _HostPath(selective=batch * canvas_length * vocab <= _SELECTIVE_LIMIT and not tail)
         else:
             path = _DevicePath()
         if fast is None:
@@ -354,7 +363,7 @@ class _Run:
             confidence=torch.zeros(batch, 0),
         )
         return cls(model, settings, device, batch, canvas_length, vocab, blocks_limit, gens, path, fast, handoff,
-                   embed_dtype, temperatures, timer, out, started)
+                   embed_dtype, temperatures, timer, out, started, tail)
 
     def new_cache(self, prompt_len: int) -> Any:
         if self.fast is not None:
@@ -496,10 +505,16 @@ def _step(
     run.out.forwards += 1
     if on_decoder_input is not None:
         on_decoder_input(canvas.index, cur_step, canvas.canvas)
-    processed = _forward(run, canvas, cur_step, cache, pos)
-    if canvas.plan is not None:
-        processed = canvas.plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
-    new_canvas, new_argmax, entropy, new_conf, accepted_mask = _sample(run, canvas, processed)
+    processed: torch.Tensor | None = None
+    sc_next: torch.Tensor | None = None
+    if run.tail:  # the fused vocabulary tail (engine.kernels.vocab_tail): it also writes the bf16 hand-off
+        new_canvas, new_argmax, entropy, new_conf, accepted_mask, sc_next = _fused_step(run, canvas, cur_step, cache,
+                                                                                        pos)
+    else:
+        processed = _forward(run, canvas, cur_step, cache, pos)
+        if canvas.plan is not None:
+            processed = canvas.plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
+        new_canvas, new_argmax, entropy, new_conf, accepted_mask = _sample(run, canvas, processed)
     if canvas.plan is not None:
         new_canvas = canvas.plan.hold(new_canvas, canvas.canvas, accepted_mask)
     if canvas.any_finished:
@@ -511,11 +526,14 @@ def _step(
         new_canvas = torch.where(keep, canvas.canvas, new_canvas)
         new_conf = torch.where(keep, canvas.conf, new_conf)
     run.path.stop(canvas, new_argmax, entropy)
-    if canvas.fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
-        assert canvas.fids is not None
-        processed = pin_in_place(processed, canvas.fmask, canvas.fids)
-    canvas.sc_logits = processed.to(run.embed_dtype)
-    del processed
+    if processed is None:  # the fused tail wrote the (pinned) bf16 hand-off itself
+        canvas.sc_logits = sc_next
+    else:
+        if canvas.fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
+            assert canvas.fids is not None
+            processed = pin_in_place(processed, canvas.fmask, canvas.fids)
+        canvas.sc_logits = processed.to(run.embed_dtype)
+    del processed, sc_next
     canvas.canvas, canvas.argmax, canvas.conf = new_canvas, new_argmax, new_conf
     host_ids, host_conf = run.path.to_host(canvas)
     run.out.syncs += 1
@@ -545,6 +563,59 @@ def _forward(run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positi
     logits = run.fast.decoder(self_conditioning_logits=canvas.sc_logits, **forward_kwargs).logits
     run.timer.stop()
     return logits / temperature  # a compiled graph's output is its own
+
+
+def _fused_step(
+    run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positions
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The forward and `_sample` with the kernels on: the body, the lm_head's raw logits, then one kernel for the
+    soft cap, temperature, entropy, argmax, confidence, sample and the bf16 hand-off (engine.kernels.vocab_tail);
+    (next canvas, argmax, entropy, confidence, accepted, hand-off)."""
+    run.timer.start()
+    forward_kwargs = {
+        "decoder_input_ids": canvas.canvas, "decoder_attention_mask": canvas.mask_mapping, "past_key_values": cache,
+        "decoder_position_ids": pos.decoder_position_ids,
+    }
+    softcap: float | None = None
+    if run.handoff is not None:
+        run.handoff.put(canvas.sc_logits)
+        canvas.sc_logits = None
+        body = run.model.model(self_conditioning_logits=None, **forward_kwargs)
+        logits = run.model.lm_head(body.last_hidden_state)
+        softcap = float(run.model.final_logit_softcapping)
+    else:  # a compiled graph: its logits come soft-capped
+        logits = run.fast.decoder(self_conditioning_logits=canvas.sc_logits, **forward_kwargs).logits
+    run.timer.stop()
+    sampled, new_argmax, entropy, new_conf, sc = _fused_tail(
+        logits, run.temperatures[cur_step - 1], softcap, canvas.plan, run.gens, canvas.fmask, canvas.fids, run.draw,
+        run.embed_dtype)
+    del logits
+    noise = run.noise()
+    accepted = accept_mask(entropy, run.settings.entropy_bound, canvas.fmask)
+    return renoise(sampled, accepted, noise, canvas.fmask, canvas.fids), new_argmax, entropy, new_conf, accepted, sc
+
+
+def _fused_tail(
+    logits: torch.Tensor, temperature: torch.Tensor, softcap: float | None, plan: Any,
+    gens: Sequence[torch.Generator], fmask: torch.Tensor | None, fids: torch.Tensor | None, draw: Any,
+    sc_dtype: Any,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(sampled, argmax, entropy, confidence, bf16 hand-off) from `engine.kernels.vocab_tail`: on CUDA with the
+    variates drawn in the kernel (one seed per row from its generator), elsewhere (the interpreter) with the
+    reference's own Exp(1) draws. A warm canvas's stop suppression edits the tempered logits, so there the soft cap
+    and the temperature are applied first, as today, and the kernel divides by 1."""
+    from engine.kernels.vocab_tail import row_seeds, tail_chunked, tail_philox
+
+    if plan is not None:
+        if softcap is not None:
+            logits = torch.tanh(logits.float() / softcap) * softcap
+            softcap = None
+        logits = plan.suppress_stops(logits.float().div_(temperature))
+        temperature = torch.ones((), device=logits.device)
+    if logits.device.type == "cuda":
+        seeds = row_seeds(gens, logits.shape[0], logits.device)
+        return tail_philox(logits, temperature, seeds, fmask, fids, sc_dtype=sc_dtype, softcap=softcap)
+    return tail_chunked(logits, temperature, gens, fmask, fids, draw, sc_dtype=sc_dtype, softcap=softcap)
 
 
 def _sample(

@@ -23,8 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.api import (
+    LOCAL_CAPABILITIES,
     Candidate,
     CandidateView,
+    Capabilities,
     Device,
     EmptyRequestError,
     EngineError,
@@ -40,9 +42,9 @@ from engine.api import (
     Result,
     RewriteRequest,
     Span,
+    Stats,
     StepCallback,
     StepEvent,
-    Stats,
     WarmStart,
 )
 
@@ -120,7 +122,12 @@ class FakeEngine:
         self._info: ModelInfo | None = None
         self._scores: list[float] = []
 
-    # -- Engine protocol -----------------------------------------------------------------------------------------
+    # -- Engine protocol -------------------------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The local model can do everything the app offers (see `engine.api.Capabilities`)."""
+        return LOCAL_CAPABILITIES
 
     @property
     def info(self) -> ModelInfo | None:
@@ -214,7 +221,7 @@ class FakeEngine:
                         return self._result(request, finals, start, first_draft, step, cancelled=True)
         return self._result(request, finals, start, first_draft, self.steps - first_step + 1, cancelled=False)
 
-    # -- helpers --------------------------------------------------------------------------------------------------
+    # -- helpers ---------------------------------------------------------------------------------------------
 
     def _finals(self, request: Request) -> tuple[str, ...]:
         script = self.texts if self.texts is not None else default_texts

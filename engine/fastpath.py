@@ -24,7 +24,6 @@ next step, to be chosen by measurement.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import torch
@@ -40,7 +39,10 @@ ENV_SWITCH = "LETTERPRESS_FASTPATH"
 
 def fastpath_requested() -> bool:
     """The switch: `LETTERPRESS_FASTPATH=1` turns the fast path on (CUDA only)."""
-    return os.environ.get(ENV_SWITCH, "0").lower() in ("1", "on", "true", "yes")
+    from engine.env import env_choice
+
+    on_off = {"1": "on", "on": "on", "true": "on", "yes": "on", "0": "off", "off": "off", "false": "off", "no": "off"}
+    return env_choice(ENV_SWITCH, "off", on_off, meaning="off") == "on"
 
 
 def dequantize_stack(weight: NF4Weight) -> torch.Tensor:
@@ -142,6 +144,11 @@ def sync_free_experts(model: nn.Module) -> str | None:
         return None
     nf4 = any(isinstance(m, NF4Weight) and m.count for m in model.modules())
     wanted = SYNC_FREE_IMPLEMENTATION if nf4 else "grouped_mm"
+    if nf4 and _triton_experts(model):  # LETTERPRESS_KERNELS=triton: the fused 4-bit kernel, also sync-free
+        if current == TRITON_IMPLEMENTATION:
+            return None
+        _switch(model, TRITON_IMPLEMENTATION)
+        return current
     if current in (wanted, GROUPED_IMPLEMENTATION):
         return None
     if nf4:
@@ -150,6 +157,28 @@ def sync_free_experts(model: nn.Module) -> str | None:
         ExpertsInterface.register(SYNC_FREE_IMPLEMENTATION, sync_free_nf4_experts_forward)
     model.set_experts_implementation(wanted)
     return current
+
+
+TRITON_IMPLEMENTATION = "letterpress_nf4_triton"
+
+
+def _triton_experts(model: nn.Module) -> bool:
+    """`LETTERPRESS_KERNELS=triton` and the model's NF4 experts can run the fused kernel (engine.kernels.nf4_moe)."""
+    from engine.kernels import kernels_for
+
+    device = next((b.device for b in model.buffers() if not b.is_meta), torch.device("cpu"))
+    if not kernels_for(device):
+        return False
+    from engine.kernels.nf4_moe import supports
+
+    return all(supports(m) for m in model.modules() if type(m).__name__.endswith("TextExperts"))
+
+
+def _switch(model: nn.Module, implementation: str) -> None:
+    from engine.kernels.nf4_moe import register
+
+    register()
+    model.set_experts_implementation(implementation)
 
 
 class _DenseExperts:

@@ -252,13 +252,19 @@ def _warm(
 ) -> warm_canvas.WarmCanvas | None:
     """The warm canvas of a rewrite at strength < 1 or of a request that starts from a given canvas."""
     start: WarmStart | None
+    window = None
     if isinstance(request, RewriteRequest):
         start = request.warm_start()
+        if request.max_new_tokens is None:  # the app's rewrites: the length follows the selection (canvas.py)
+            window = _length_window(model, start.text if request.canvas else request.selection,
+                                    "" if request.canvas else request.instruction)
+            start = start or WarmStart(request.selection, noise=1.0)
     elif isinstance(request, DraftRequest):
         start = request.canvas
+        window = _length_window(model, start.text, "") if start is not None else None  # a re-roll keeps its length
     else:
         start = None
-    if warm_canvas.cold(start):
+    if window is None and warm_canvas.cold(start):
         return None
     assert start is not None
     return warm_canvas.plan(
@@ -271,7 +277,13 @@ def _warm(
         stop_ids=model.stop_ids,
         seed=seed,
         decode=model.decode,
+        window=window,
     )
+
+
+def _length_window(model: ModelFacts, text: str, instruction: str) -> warm_canvas.LengthWindow:
+    tokens = model.tokenizer(text, add_special_tokens=False)["input_ids"]
+    return warm_canvas.length_window(len(tokens), instruction)
 
 
 def _rows(

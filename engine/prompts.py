@@ -66,6 +66,14 @@ def infill_message(before: str, instruction: str = "") -> str:
     return f"{head}\n\n{before}"
 
 
+def infill_by_instruction_message(before: str, after: str, instruction: str = "") -> str:
+    """Infill for an engine that cannot pin the ending into the canvas (a server without canvas control): both
+    sides of the gap go in the prompt, and the model's turn is only the missing middle."""
+    head = f"{INFILL_HEADER} {instruction.strip()}".strip()
+    return (f"{head} Write only the missing text between the two parts.\n\nText before the gap:\n{before}"
+            f"\n\nText after the gap:\n{after}")
+
+
 def chat_ids(tokenizer: Any, message: str) -> list[int]:
     """Token ids of one user turn followed by the opening of the model's turn."""
     encoded = tokenizer.apply_chat_template(
@@ -82,13 +90,23 @@ def with_brief(brief: str, message: str) -> str:
     return f"{BRIEF_HEADER}\n{brief}\n\n{message}" if brief else message
 
 
-def build_prompt(tokenizer: Any, request: Request, budget: int) -> Prompt:
-    """Token ids for `request`, trimming context so the prompt takes at most `budget` tokens."""
+DRAFT_AFTER_NOTE = "A draft reads only the text before the cursor; the text after it is not read."
+
+
+def build_prompt(
+    tokenizer: Any, request: Request, budget: int, *, infill_after_in_prompt: bool = False
+) -> Prompt:
+    """Token ids for `request`, trimming context so the prompt takes at most `budget` tokens.
+
+    `infill_after_in_prompt`: an infill whose ending cannot be pinned in the canvas puts it in the prompt."""
     _check_not_empty(request)
     brief = getattr(request, "brief", "")
     if isinstance(request, DraftRequest):
-        return _fit(tokenizer, budget, request.before, "",
-                    lambda b, a: with_brief(brief, draft_message(b, request.instruction)))
+        prompt = _fit(tokenizer, budget, request.before, "",
+                      lambda b, a: with_brief(brief, draft_message(b, request.instruction)))
+        if prompt.notice and request.after.strip():  # say what the notice leaves out: a draft never reads on
+            prompt = Prompt(prompt.ids, notice=f"{prompt.notice} {DRAFT_AFTER_NOTE}")
+        return prompt
     if isinstance(request, RewriteRequest):
         return _fit(
             tokenizer,
@@ -97,6 +115,9 @@ def build_prompt(tokenizer: Any, request: Request, budget: int) -> Prompt:
             request.after,
             lambda b, a: with_brief(brief, rewrite_message(request.selection, request.instruction, b, a)),
         )
+    if isinstance(request, InfillRequest) and infill_after_in_prompt:
+        return _fit(tokenizer, budget, request.before, request.after,
+                    lambda b, a: with_brief(brief, infill_by_instruction_message(b, a, request.instruction)))
     if isinstance(request, InfillRequest):
         return _fit(tokenizer, budget, request.before, "",
                     lambda b, a: with_brief(brief, infill_message(b, request.instruction)))

@@ -20,8 +20,10 @@ import torch
 from engine import budget as request_budget
 from engine import canvas as warm_canvas
 from engine.api import (
+    LOCAL_CAPABILITIES,
     Candidate,
     CandidateView,
+    Capabilities,
     DenoiseSettings,
     Device,
     DraftRequest,
@@ -84,6 +86,11 @@ class Session:
     # -- Engine protocol ------------------------------------------------------------------------------------
 
     @property
+    def capabilities(self) -> Capabilities:
+        """The local model can do everything the app offers (see `engine.api.Capabilities`)."""
+        return LOCAL_CAPABILITIES
+
+    @property
     def info(self) -> ModelInfo | None:
         return self._loaded.info if self._loaded else None
 
@@ -95,7 +102,7 @@ class Session:
     def tokenizer(self) -> Any:
         return self._require().tokenizer
 
-    # -- what tools and the command line read (never the private fields) ---------------------------------------
+    # -- what tools and the command line read (never the private fields) -------------------------------------
 
     @property
     def token_text(self) -> TokenText:
@@ -365,13 +372,10 @@ class _StepRelay:
 
 def prefix_cache_bytes() -> int:
     """The prefix cache's memory bound: `LETTERPRESS_PREFIX_CACHE_MB` (0 turns reuse off), 1 GiB by default."""
-    import os
+    from engine.env import env_float
 
-    try:
-        mb = float(os.environ.get("LETTERPRESS_PREFIX_CACHE_MB", "1024"))
-    except ValueError:
-        mb = 1024.0
-    return max(0, int(mb * (1 << 20)))
+    mb = env_float("LETTERPRESS_PREFIX_CACHE_MB", 1024.0, low=0.0, high=1024.0 * 1024, meaning="1024 MB")
+    return int(mb * (1 << 20))
 
 
 def _pins(warm: warm_canvas.WarmCanvas | None, row: int, block: int, canvas: int) -> list[bool] | None:

@@ -243,12 +243,15 @@ def plan_threads(
     return ThreadPlan(max(1, threads), usable, busy, size_limit, f"limited by {name}")
 
 
+MAX_FORCED_THREADS = 1024  # far beyond any core count a writer has; torch refuses or stalls on absurd counts
+
+
 def _int_env(name: str) -> int:
-    try:
-        value = int(os.environ.get(name, "").strip() or 0)
-    except ValueError:
-        return 0
-    return max(0, value)
+    """A thread count from the environment; 0 (the policy decides) when unset or unusable, with a notice naming
+    the reason for an unusable one (engine/env.py)."""
+    from engine.env import env_int
+
+    return env_int(name, 0, low=1, high=MAX_FORCED_THREADS, meaning="the thread policy decides")
 
 
 class ThreadPolicy:

@@ -11,6 +11,8 @@ accept) cancels and removes the suggestion; the writer's text is never overwritt
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import re
 import time
@@ -169,6 +171,9 @@ class Assistant(QObject):
         """Draft new text at the cursor (after the selection, if there is one)."""
         pos = self.editor.textCursor().selectionEnd()
         before, after = self._context(pos, pos)
+        if not before.strip() and not instruction.strip():  # said at once, not after waiting for the model
+            self.message.emit("Write a few words first (or give an instruction) so there is something to continue.")
+            return None
         request = DraftRequest(
             before=before, instruction=instruction, after=after, max_new_tokens=self._draft_length(),
             settings=self._denoise(),
@@ -557,11 +562,30 @@ class Assistant(QObject):
             hints = [f"{key} {verb}" for key, verb in ((self._key("accept"), "accept"),
                                                         (self._key("dismiss"), "dismiss")) if key]
             badge = " · ".join(([f"{sug.index + 1}/{count}"] if count > 1 else []) + hints)
-        content = GhostContent(sug.layout, sug.spans, badge, sug.error)
+        content = GhostContent(sug.layout, self._drawn_spans(sug), badge, sug.error)
         for hook in self.view_hooks:
             content = hook(sug, content)
         self.ghost.show(content, sug.region)
         self._publish()
+
+
+    def _drawn_spans(self, sug: _Suggestion) -> tuple[Span, ...]:
+        """The spans as Tab would insert them at the region's leading edge: an inline ghost right after a word
+        or a full stop gets the joining space Tab adds ("ships." + "rey" is drawn "ships. rey", not glued), and
+        loses a leading space Tab would drop after the writer's own space."""
+        spans = sug.spans
+        if sug.layout != "inline" or sug.accepted or not spans:
+            return spans
+        s, e = sug.full()
+        lead = join(self._char_before(s), sug.text, self._char_after(e), original=sug.original).lead
+        first = next((i for i, sp in enumerate(spans) if sp.text), None)
+        if first is None:
+            return spans
+        own = spans[first].text[: len(spans[first].text) - len(spans[first].text.lstrip())]
+        if own == lead:
+            return spans
+        fixed = dataclasses.replace(spans[first], text=lead + spans[first].text[len(own):])
+        return (*spans[:first], fixed, *spans[first + 1:])
 
 
 def _plain(selected: str) -> str:

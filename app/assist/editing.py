@@ -29,7 +29,14 @@ from app.assist.request_defaults import RequestDefaults
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
 from app.config.commands import default_key
 from app.ui import actions
-from engine.api import DraftRequest, InfillRequest, RewriteRequest, new_request_id
+from engine.api import (
+    LOCAL_CAPABILITIES,
+    Capabilities,
+    DraftRequest,
+    InfillRequest,
+    RewriteRequest,
+    new_request_id,
+)
 
 log = logging.getLogger(__name__)
 DEFAULT_THRESHOLD = 0.8
@@ -79,7 +86,7 @@ class DiffusionEditing(QObject):
             self.settings.changed.connect(self._on_setting_changed)
         self._on_changed()
 
-    # -- building -----------------------------------------------------------------------------------------------
+    # -- building --------------------------------------------------------------------------------------------
 
     def _build_actions(self) -> None:
         w = self.window
@@ -141,9 +148,11 @@ class DiffusionEditing(QObject):
         self.context_menu_hooks.append(self._extend_context_menu)
         self._sync_levels()
 
-    # -- strength -----------------------------------------------------------------------------------------------
+    # -- strength --------------------------------------------------------------------------------------------
 
     def _strength_for(self, instruction: str) -> float:
+        if not getattr(self, "caps", LOCAL_CAPABILITIES).canvas_control:
+            return 1.0  # a rewrite from the instruction alone: the engine cannot warm-start a canvas
         self.memory.presets = self.assistant.presets()
         key = self.memory.key_for(instruction)
         self.dial.show_preset(key)
@@ -168,7 +177,7 @@ class DiffusionEditing(QObject):
         for act, (_name, value) in zip(self.strength_actions, LEVELS, strict=True):
             act.setChecked(abs(value - self.dial.value) < 0.05)
 
-    # -- re-roll and pins ---------------------------------------------------------------------------------------
+    # -- re-roll and pins ------------------------------------------------------------------------------------
 
     def reroll_uncertain(self) -> bool:
         """Pin every word at least as confident as the threshold (and the writer's pins); redraw the rest."""
@@ -335,7 +344,7 @@ class DiffusionEditing(QObject):
         cursor.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
         return cursor.selectedText().replace("\u2029", "\n").replace("\u2028", "\n")
 
-    # -- view ---------------------------------------------------------------------------------------------------
+    # -- view ------------------------------------------------------------------------------------------------
 
     def _pin_view(self, sug: Any, content: GhostContent) -> GhostContent:
         """Settled suggestions show the writer's pins (while denoising, the engine's pinned spans show)."""
@@ -363,15 +372,30 @@ class DiffusionEditing(QObject):
         if sug is not None:
             self.assistant.show_alternative(sug.index)
 
+    def apply_capabilities(self, caps: Capabilities) -> None:
+        """The engine in use says what it can do: without canvas control (a server that cannot hold a seeded
+        canvas) strength, pins and re-roll are off, and each control's tooltip says why."""
+        self.caps = caps
+        reason = caps.canvas_control_reason or "The engine in use cannot start from existing text."
+        for act in (*self.edit_actions, *self.strength_actions):
+            tip = act.statusTip() if caps.canvas_control else reason
+            act.setToolTip(tip or act.text().replace("&", ""))
+        self.dial.setEnabled(caps.canvas_control)
+        self.dial.setToolTip("" if caps.canvas_control else reason)
+        for act in self.strength_actions:
+            act.setEnabled(caps.canvas_control)
+        self._on_changed()
+
     def _on_changed(self) -> None:
         a = self.assistant
         sug = a.suggestion
         visible = a.suggestion_visible
-        can_reroll = visible and sug is not None
+        control = getattr(self, "caps", LOCAL_CAPABILITIES).canvas_control
+        can_reroll = control and visible and sug is not None
         self.actionRerollUncertain.setEnabled(bool(can_reroll))
         self.actionRerollAroundPins.setEnabled(bool(can_reroll))
         for act in (self.actionPinNextWord, self.actionUnpinLastWord, self.actionClearPins):
-            act.setEnabled(bool(visible and sug is not None and not sug.running))
+            act.setEnabled(bool(control and visible and sug is not None and not sug.running))
         if self.panel.isVisible():
             self.panel.refresh(sug)
 
@@ -404,7 +428,7 @@ class DiffusionEditing(QObject):
         except Exception:  # noqa: BLE001
             return default
 
-    # -- clicks on ghost words ----------------------------------------------------------------------------------
+    # -- clicks on ghost words -------------------------------------------------------------------------------
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt virtual
         if (

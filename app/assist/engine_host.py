@@ -22,6 +22,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from engine.api import (
+    LOCAL_CAPABILITIES,
+    Capabilities,
     Device,
     Engine,
     EngineError,
@@ -58,6 +60,17 @@ class _Load:
     device: Device
     quantization: Quantization
     cancel: threading.Event
+
+
+@dataclass(frozen=True)
+class _Switch:
+    """Change the backend behind the interface: "local" (the factory's engine) or "server" (`factory`)."""
+
+    kind: str
+    factory: EngineFactory | None
+    model_dir: str | None = None  # local: loaded when no local model is loaded any more
+    device: Device = "auto"
+    quantization: Quantization = "auto"
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,9 @@ class EngineHost(QObject):
         self._load_cancel: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self.engine: Engine | None = None
+        self.backend = "local"  # "local" or "server": which engine requests go to (set on the engine thread)
+        self._wanted = "local"  # the same, as the UI thread last asked for it
+        self._parked: dict[str, Engine] = {}  # the other backend's engine (a loaded local model stays loaded)
         self.model_info: ModelInfo | None = None
         self.running_request: int | None = None
         q = Qt.ConnectionType.QueuedConnection
@@ -117,7 +133,7 @@ class EngineHost(QObject):
         self._loadedX.connect(self._on_loaded, q)
         self._loadFailedX.connect(self.loadFailed, q)
 
-    # -- UI-thread API ----------------------------------------------------------------------------------------------
+    # -- UI-thread API ---------------------------------------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is None:
@@ -129,11 +145,48 @@ class EngineHost(QObject):
 
         The model in use stays loaded (and `model_info` stays set) until the new one has loaded completely: a
         folder that fails its check or its load never takes away a working model."""
+        if self._wanted == "server":  # a model folder while on a server: back to the local engine first
+            self._wanted = "local"
+            self._queue.put(_Switch("local", None))
+        self._queue_load(model_dir, device, quantization)
+
+    def _queue_load(
+        self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto"
+    ) -> None:
         self.cancel()
         if self._load_cancel is not None:
             self._load_cancel.set()
         self._load_cancel = threading.Event()
         self._queue.put(_Load(str(model_dir), device, quantization, self._load_cancel))
+
+    def use_server(self, factory: EngineFactory, url: str) -> None:
+        """Send requests to a server from now on: `factory` makes its engine (`engine.remote.RemoteEngine`),
+        which connects and probes it as its load (`loaded` / `loadFailed` as for a model). The local model, if
+        one is loaded, stays loaded for `use_local`."""
+        self.cancel()
+        self._wanted = "server"
+        self._queue.put(_Switch("server", factory))
+        self._queue_load(url)
+
+    def use_local(self, model_dir: str | Path | None, device: Device = "auto",
+                  quantization: Quantization = "auto") -> None:
+        """Back to the local model: the one still loaded is used at once (`loaded` is emitted again), else
+        `model_dir` is loaded."""
+        self.cancel()
+        self._wanted = "local"
+        self._queue.put(_Switch("local", None, str(model_dir) if model_dir else None, device, quantization))
+
+    @property
+    def wanted_backend(self) -> str:
+        """"local" or "server": where the UI last asked requests to go (the engine thread follows in order)."""
+        return self._wanted
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the engine in use can do (the local model: everything)."""
+        engine = self.engine
+        caps = getattr(engine, "capabilities", None) if engine is not None else None
+        return caps if isinstance(caps, Capabilities) else LOCAL_CAPABILITIES
 
     def cancel_load(self) -> None:
         if self._load_cancel is not None:
@@ -168,7 +221,7 @@ class EngineHost(QObject):
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    # -- UI-thread slots ---------------------------------------------------------------------------------------------
+    # -- UI-thread slots -------------------------------------------------------------------------------------
 
     @Slot()
     def _on_step_ready(self) -> None:
@@ -182,7 +235,7 @@ class EngineHost(QObject):
         self.model_info = info
         self.loaded.emit(info)
 
-    # -- worker thread ----------------------------------------------------------------------------------------------
+    # -- worker thread ---------------------------------------------------------------------------------------
 
     def _work(self) -> None:
         while True:
@@ -190,7 +243,9 @@ class EngineHost(QObject):
             if item is _STOP:
                 return
             try:
-                if isinstance(item, _Load):
+                if isinstance(item, _Switch):
+                    self._do_switch(item)
+                elif isinstance(item, _Load):
                     self._do_load(item)
                 elif isinstance(item, _Run):
                     self._do_run(item)
@@ -201,6 +256,28 @@ class EngineHost(QObject):
         if self.engine is None:
             self.engine = self._factory()
         return self.engine
+
+    def _do_switch(self, item: _Switch) -> None:
+        if item.kind == self.backend == "local":
+            return
+        current = self.engine
+        if self.backend == "local":
+            if current is not None:
+                self._parked["local"] = current  # its model stays loaded for the way back
+        elif current is not None:
+            current.unload()  # a server's connections are closed
+        if item.kind == "server":
+            self.engine = item.factory() if item.factory is not None else None
+        else:
+            self.engine = self._parked.pop("local", None)
+        self.backend = item.kind
+        if item.kind == "local":
+            info = self.engine.info if self.engine is not None else None
+            self.model_info = info
+            if info is not None:
+                self._loadedX.emit(info)  # the local model is still loaded: in use again at once
+            elif item.model_dir is not None:
+                self._do_load(_Load(item.model_dir, item.device, item.quantization, threading.Event()))
 
     def _do_load(self, item: _Load) -> None:
         if item.cancel.is_set():
@@ -221,6 +298,9 @@ class EngineHost(QObject):
                     cancel=item.cancel,
                 )
         except EngineError as exc:
+            if self.backend == "server":  # a server that cannot be used: requests go where they went before
+                self._wanted = "local"
+                self._do_switch(_Switch("local", None))
             self._loadFailedX.emit(exc)
         except Exception as exc:  # noqa: BLE001 - surface anything as a readable failure
             log.exception("model load failed")

@@ -1,6 +1,6 @@
 """Pinned words of a visible suggestion, and the warm-started request that re-rolls around them.
 
-The writer pins ghost words (a click, or Ctrl+Alt+Right / Ctrl+Alt+Left to extend or shrink the pinned run);
+The writer pins ghost words (a click, or Alt+P / Alt+Shift+P to extend or shrink the pinned run);
 "re-roll uncertain words" pins every word at least as confident as a threshold. Either way the engine gets the
 suggestion's text as a warm canvas (`engine.api.WarmStart`) with the pinned words' character ranges pinned
 and every other position as noise, so pinned words come back exactly and the rest is denoised again, live, in

@@ -176,7 +176,7 @@ COMMANDS: tuple[Command, ...] = (
         "actionPinNextWord",
         "&Pin next word",
         "menuAssist",
-        ("Ctrl+Alt+Right",),
+        ("Alt+P",),  # not Ctrl+Alt+Right: GNOME, Xfce and openbox switch workspaces with it
         setting="keys.pin_next_word",
         help=_SETTLED,
         tip="Extend the pinned words by one, or click a word of the suggestion",
@@ -186,7 +186,7 @@ COMMANDS: tuple[Command, ...] = (
         "actionUnpinLastWord",
         "Unpin &last word",
         "menuAssist",
-        ("Ctrl+Alt+Left",),
+        ("Alt+Shift+P",),
         setting="keys.unpin_last_word",
         help=_SETTLED,
         context="suggestion",
@@ -224,6 +224,10 @@ COMMANDS: tuple[Command, ...] = (
     # Edit.
     Command("actionUndo", "&Undo", "menuEdit", ("Ctrl+Z",), standard="Undo", context="editor"),
     Command("actionRedo", "&Redo", "menuEdit", ("Ctrl+Shift+Z", "Ctrl+Y"), standard="Redo", context="editor"),
+    Command("actionCut", "Cu&t", "menuEdit", ("Ctrl+X",), standard="Cut", context="editor"),
+    Command("actionCopy", "&Copy", "menuEdit", ("Ctrl+C",), standard="Copy", context="editor"),
+    Command("actionPaste", "&Paste", "menuEdit", ("Ctrl+V",), standard="Paste", context="editor"),
+    Command("actionSelectAll", "Select &all", "menuEdit", ("Ctrl+A",), standard="SelectAll", context="editor"),
     Command("actionFind", "&Find…", "menuEdit", ("Ctrl+F",), standard="Find"),
     Command("actionReplace", "Find and &replace…", "menuEdit", ("Ctrl+H",)),
     Command(
@@ -272,6 +276,14 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("actionLoadModel", "&Load model folder…", "menuModel"),
     Command("actionCancelLoad", "&Cancel loading", "menuModel"),
+    Command("actionUseServer", "Use a &server…", "menuModel",
+            tip="Write with a DiffusionGemma server (vLLM) instead of the model on this computer"),
+    Command("actionUseLocalModel", "Use the &local model", "menuModel",
+            tip="Stop sending text to the server: write with the model on this computer again"),
+    # Help.
+    Command("actionShortcuts", "&Keyboard shortcuts…", "menuHelp", ("F1",), standard="HelpContents",
+            tip="Every command and its keys, searchable"),
+    Command("actionGettingStarted", "&Getting started", "menuHelp", tip="The short hint shown on the first start"),
 )
 
 # Commands made at run time from other data, one action per item, all placed in one menu: the rewrite presets

@@ -3,7 +3,12 @@
 The file lives in the platformdirs user config folder (`settings.toml`) and is meant to be read and edited by
 people. A value that is missing, of the wrong type or out of bounds is replaced by its default and reported in
 `Settings.problems` (the window shows them); a file that is not valid TOML is kept aside as
-`settings.toml.broken` and defaults are used. Loading settings never raises.
+`settings.toml.broken` (`-2`, `-3`, ... for a later one: never over an earlier kept copy) and defaults are
+used.
+Nothing the writer wrote is dropped by a later save: a file with a value that had to be replaced is first kept
+beside it the same way (and the problem says under which name), unknown sections and keys are written back as
+they were, and a table setting with one bad entry (an empty custom preset) loses only that entry. Loading
+settings never raises.
 
 Tests and portable installs point the folders elsewhere with `LETTERPRESS_CONFIG_DIR`, `LETTERPRESS_DATA_DIR`
 and `LETTERPRESS_LOG_DIR`, or by passing `config_dir=` to `Settings`.
@@ -27,12 +32,14 @@ from PySide6.QtCore import QObject, Signal
 
 from app.config import commands
 from app.platform.atomic import atomic_write_text
+from app.platform.keep_beside import keep_beside, regular_size
 from app.platform.folders import APP_NAME, config_dir, data_dir, log_dir, recovery_dir  # noqa: F401 - re-exported
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "settings.toml"
+MAX_FILE_BYTES = 4 * 1024**2  # a settings file is a few KB; anything larger is not one
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -125,7 +132,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model.folder", str, "", "Model folder", help="A local DiffusionGemma checkpoint folder."),
     Setting("model.device", str, "auto", "Device", choices=("auto", "cpu", "cuda")),
     Setting("model.quantization", str, "auto", "Quantization", choices=("auto", "nf4", "nf4-mixed", "none")),
-    Setting("denoise.steps", int, 48, "Denoising steps", 1, 512, help="Most refinement steps per block."),
+    Setting("server.url", str, "", "Server URL",
+            help="A DiffusionGemma server (vLLM) to write with instead of the local model; empty: the local "
+                 "model. Choose it with Model ▸ Use a server… (its API key is kept in the system keychain, "
+                 "not here)."),
+    Setting("server.model", str, "", "Server model",
+            help="The model of the server to use (empty: the first it lists)."),
+    # 0: the model's own steps (its generation_config's max_denoising_steps: the demo's 12, DiffusionGemma's 48);
+    # Settings shows that number instead of a constant that one model does not run.
+    Setting("denoise.steps", int, 0, "Denoising steps", 0, 512,
+            help="Most refinement steps per block; \"Model's own\" runs what the model declares."),
     Setting("denoise.t_max", float, 0.8, "Start temperature", 0.01, 2.0),
     Setting("denoise.t_min", float, 0.4, "End temperature", 0.0, 2.0),
     Setting("denoise.entropy_bound", float, 0.1, "Entropy bound", 0.001, 10.0,
@@ -176,6 +192,11 @@ class Settings(QObject):
         self.autosave = autosave
         self._values: dict[str, Any] = defaults()
         self.problems: list[str] = []
+        # What the file holds that Letterpress does not know (unknown sections and keys): written back as it
+        # was.
+        self._extra: dict[str, Any] = {}
+        self._unwritable = False  # the file could not be kept aside: never write over it
+        self.save_failure = ""  # why the last save failed ("" after a save that worked): OK stays open on it
         self.load()
 
     # -- reading ---------------------------------------------------------------------------------------------
@@ -193,7 +214,7 @@ class Settings(QObject):
     def denoise_settings(self, *, candidates: int | None = None) -> DenoiseSettings:
         """The sampler settings for the next request (always valid: the values were checked on the way in)."""
         return DenoiseSettings(
-            max_steps=self["denoise.steps"],
+            max_steps=self["denoise.steps"] or DenoiseSettings().max_steps,  # the default follows the checkpoint
             t_max=self["denoise.t_max"],
             t_min=self["denoise.t_min"],
             entropy_bound=self["denoise.entropy_bound"],
@@ -235,18 +256,39 @@ class Settings(QObject):
         base = defaults()
         self.update({k: base[k] for k in (keys or list(base))})
 
-    def save(self) -> None:
-        """Write the TOML file atomically; a failure is logged and reported, never raised into the UI."""
+    def save(self) -> bool:
+        """Write the TOML file atomically; a failure is logged and reported (False), never raised into
+        the UI."""
+        if self._unwritable and os.path.lexists(self.path):
+            msg = (f"Settings were not saved to {self.path}: the file there could not be read or kept aside, "
+                   "so "
+                   "it is not overwritten; they apply until you quit.")
+            self.problems.append(msg)
+            self.save_failure = msg
+            return False
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, to_toml(self._values, self._current_text()))
+            try:
+                text = to_toml(self._values, self._current_text())
+            # a file tomlkit cannot walk: a fresh document (the kept copy has the old one)
+            except RecursionError:
+                text = to_toml(self._values)
+            atomic_write_text(self.path, text)
+            self._unwritable = False
+            self.save_failure = ""
+            return True
         except OSError as exc:
             msg = f"Settings could not be saved to {self.path} ({exc.strerror or exc}); they apply until you quit."
             log.warning(msg)
             self.problems.append(msg)
+            self.save_failure = msg
+            return False
 
     def _current_text(self) -> str:
         """The file as it is now ("" when there is none or it cannot be read): its comments are kept."""
+        size = regular_size(self.path)
+        if size is None or size > MAX_FILE_BYTES:  # never block on a FIFO, never read a huge file
+            return ""
         try:
             return self.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -256,25 +298,55 @@ class Settings(QObject):
         """(Re)read the file; every bad value falls back to its default and is listed in `problems`."""
         self.problems = []
         self._values = defaults()
+        self._extra = {}
+        size = regular_size(self.path)
+        if size is None:
+            if os.path.lexists(self.path):
+                self.problems.append(f"{self.path} is not a regular file (a folder, pipe or device), so it "
+                                     "was not "
+                                     "read; using default settings until it is replaced by a file.")
+                self._unwritable = True
+            return
+        if size > MAX_FILE_BYTES:
+            self.problems.append(f"{self.path} is {size:,} bytes, far more than a settings file; it was not "
+                                 "read "
+                                 "and is left as it is. Using default settings.")
+            self._unwritable = True
+            return
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return
         except OSError as exc:
             self.problems.append(f"{self.path} cannot be read ({exc.strerror or exc}); using default settings.")
+            self._unwritable = True
             return
         try:
             data = tomllib.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            backup = self.path.with_name(FILE_NAME + ".broken")
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
+            reason = "it nests too deeply to read" if isinstance(exc, RecursionError) else str(exc)[:200]
             try:
-                os.replace(self.path, backup)
+                backup = keep_beside(self.path, raw, move=True)
                 kept = f" It was kept as {backup.name}."
             except OSError:
-                kept = ""
-            self.problems.append(f"{self.path} is not valid TOML ({exc}); using default settings.{kept}")
+                kept = (" It is left as it is (it could not be kept aside), and settings are not saved "
+                        "over it.")
+                self._unwritable = True
+            self.problems.append(f"{self.path} is not valid TOML ({reason}); using default settings.{kept}")
             return
-        self._values, self.problems = parse(data)
+        self._values, self.problems, self._extra = parse_all(data)
+        # Unknown sections and keys stay in the file (`to_toml` keeps it); a value replaced by its default
+        # would
+        # not: the file as written is kept first.
+        if any(not p.startswith("Unknown ") for p in self.problems):
+            try:
+                backup = keep_beside(self.path, raw)
+                self.problems.append(f"Your settings file as you wrote it is kept as {backup.name}.")
+            except OSError:
+                self._unwritable = True
+                self.problems.append("Settings are not saved over the file until it is fixed (a copy could "
+                                     "not "
+                                     "be kept).")
         for problem in self.problems:
             log.warning("settings: %s", problem)
 
@@ -337,12 +409,20 @@ def _cross_check(values: Mapping[str, Any], changed: Iterable[str] = ()) -> str:
 
 def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Values from a parsed TOML document: defaults where something is wrong, plus what was wrong."""
+    values, problems, _ = parse_all(data)
+    return values, problems
+
+
+def parse_all(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """`parse`, plus what the document holds that no setting declares (kept and written back by `to_toml`)."""
     values = defaults()
     problems: list[str] = []
+    extra: dict[str, Any] = {}
     known_sections = {s.key.split(".")[0] for s in SETTINGS}
     for section, table in data.items():
         if section not in known_sections:
             problems.append(f"Unknown section [{section}] was ignored.")
+            extra[section] = table
             continue
         if not isinstance(table, Mapping):
             problems.append(f"[{section}] must be a table; its defaults are used.")
@@ -351,11 +431,22 @@ def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             key = f"{section}.{name}"
             setting = BY_KEY.get(key)
             if setting is None:
+                if any(s.key.startswith(key + ".") for s in SETTINGS) and isinstance(value, Mapping):
+                    continue  # a [section.sub] table of a dict setting: handled under its own key below
                 problems.append(f"Unknown setting {key} was ignored.")
+                extra.setdefault(section, {})[name] = value
                 continue
             why = setting.check(value)
+            if why and setting.type is dict and isinstance(value, Mapping):
+                good = {k: v for k, v in value.items() if not setting.check({k: v})}
+                if good and not setting.check(good):  # one bad entry (an empty preset) loses only itself
+                    bad = [str(k) for k in value if k not in good]
+                    problems.append(f"{key}: {', '.join(bad[:5])} {setting.check({bad[0]: value[bad[0]]})}; "
+                                    "that entry is not used, the others are.")
+                    values[key] = setting.coerce(good)
+                    continue
             if why:
-                problems.append(f"{key} = {value!r} {why}; using the default {setting.default!r}.")
+                problems.append(f"{key} = {_shown(value)} {why}; using the default {setting.default!r}.")
                 continue
             values[key] = setting.coerce(value)
     if not values["denoise.t_min"] < values["denoise.t_max"]:
@@ -369,7 +460,15 @@ def parse(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         for s in SETTINGS:
             if s.kind == "key":
                 values[s.key] = s.default
-    return values, problems
+    return values, problems, extra
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = "(deeply nested)"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # ----------------------------------------------------------------------------------------------------------------

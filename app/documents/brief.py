@@ -45,7 +45,8 @@ UNTITLED = "untitled-"
 def path_key(path: str | Path) -> str:
     """The store key of a saved document: its resolved path, hashed (file names cannot hold every path)."""
     resolved = str(Path(path).expanduser().resolve())
-    return "path-" + hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:32]
+    # os.fsencode: the file system's own bytes, so a name that is not valid UTF-8 has a key too (it had none).
+    return "path-" + hashlib.sha256(os.fsencode(resolved)).hexdigest()[:32]
 
 
 def untitled_key(session: str) -> str:
@@ -53,24 +54,57 @@ def untitled_key(session: str) -> str:
     return UNTITLED + session
 
 
+MAX_FILE_BYTES = 1024**2  # a brief file holds at most MAX_CHARS characters; anything far larger is not one
+
+
 class BriefStore:
-    """One small JSON file per document brief; unreadable files read as no brief (and are logged), never fatal."""
+    """One small JSON file per document brief. A file that cannot be read as a brief is never taken for "no
+    brief" silently: it is moved aside as `<key>.json.broken[-N]` (so the next brief cannot overwrite it) and
+    `problem` says so, with whatever text of it could still be read offered as the brief."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.problem = ""  # about the last `load`: "" when it was fine (or there was no brief)
 
     def file(self, key: str) -> Path:
         return self.folder / f"{key}.json"
 
     def load(self, key: str) -> str:
+        from app.platform.keep_beside import keep_beside, regular_size
+
+        self.problem = ""
+        file = self.file(key)
+        size = regular_size(file)
+        if size is None:
+            if os.path.lexists(file):
+                self.problem = (f"The brief of this document ({file}) is not a regular file, so it was not "
+                                "read; "
+                                "it is left as it is. A new brief is saved once it is replaced by a file.")
+            return ""
+        raw = b""
         try:
-            data = json.loads(self.file(key).read_text(encoding="utf-8"))
+            if size > MAX_FILE_BYTES:
+                raise ValueError(f"{size:,} bytes, far more than a brief")
+            raw = file.read_bytes()
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("brief", ""), str):
+                raise ValueError("not a brief record")
             return str(data.get("brief", ""))
         except FileNotFoundError:
             return ""
-        except (OSError, ValueError, AttributeError) as exc:
-            log.warning("ignoring unreadable brief %s: %s", self.file(key).name, exc)
-            return ""
+        except (OSError, ValueError, RecursionError) as exc:
+            log.warning("damaged brief %s: %s", file.name, type(exc).__name__)
+            salvaged = _salvage(raw)
+            try:
+                kept = keep_beside(file, raw if raw else None, move=True)
+                where = f"it was kept as {kept}"
+            except OSError:
+                where = "it could not be moved aside, so it is left as it is"
+            self.problem = (f"The brief of this document was damaged and could not be read; {where}. "
+                            + ("What could be read of it is shown in Assist ▸ Document brief…; accept it to "
+                               "save it again." if salvaged else "Write the brief again in Assist ▸ Document "
+                               "brief…."))
+            return salvaged
 
     def save(self, key: str, text: str, path: str | None = None) -> bool:
         """Write (or, for an empty brief, remove) the brief; False when the disk refused (the caller says so)."""
@@ -80,8 +114,12 @@ class BriefStore:
         record = {"version": FORMAT_VERSION, "path": path, "saved_at": time.time(), "pid": os.getpid(),
                   "brief": text}
         try:
+            body = json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8")
+        except UnicodeEncodeError:  # a path that is not valid UTF-8: JSON escapes read back to the same name
+            body = json.dumps(record, ensure_ascii=True, indent=1).encode("ascii")
+        try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(self.file(key), json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
+            atomic_write_bytes(self.file(key), body)
         except OSError as exc:
             log.warning("could not save the document brief: %s", exc.strerror or exc)
             return False
@@ -111,6 +149,15 @@ class BriefStore:
                     file.unlink()
 
 
+def _salvage(raw: bytes) -> str:
+    """The readable part of a damaged brief record's "brief" text ('' when none)."""
+    from app.documents.recovery import _salvage_text
+
+    body = raw.decode("utf-8", errors="replace")
+    found = _salvage_text(body.replace('"brief"', '"text"', 1)) if '"brief"' in body else None
+    return (found or "")[:MAX_CHARS]
+
+
 def session_alive(recovery_folder: Path, session: str) -> bool:
     """The recovery session's lock is held (app.documents.recovery): true wherever its PID is not visible or reused."""
     return is_locked(recovery_folder / f"{session}.lock")
@@ -134,6 +181,9 @@ class BriefController(QObject):
     """The current document's brief: follows the document controller (open, new, save as, discard, restore)."""
 
     changed = Signal(str)  # the brief text
+    # a damaged brief file was found (and kept aside): what happened; "" when all is well
+    problem = Signal(str)
+    saved_brief = Signal()  # the writer's brief was written to disk
 
     def __init__(self, store: BriefStore, session: str, documents: QObject | None = None,
                  parent: QObject | None = None) -> None:
@@ -167,6 +217,8 @@ class BriefController(QObject):
         self._text = text
         ok = self.store.save(self.key, text, self.path)
         self.changed.emit(text)
+        if ok:
+            self.saved_brief.emit()
         return ok
 
     # -- following the document ---------------------------------------------------------------------------------
@@ -217,6 +269,7 @@ class BriefController(QObject):
             self._text = ""
         else:
             self._text = self.store.load(self.key)
+        self.problem.emit(self.store.problem if path is not None else "")  # "" clears an earlier one
         self.changed.emit(self._text)
 
 
@@ -279,7 +332,27 @@ def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path
     every assistant request carrying it (through the assistant's `defaults`)."""
     store = BriefStore(recovery_folder.parent / "briefs")
     store.forget_orphans(recovery_folder, keep=untitled_key(session))
-    controller = BriefController(store, session, documents, parent=window)
+    controller = BriefController(store, session, parent=window)
+    # A damaged brief stays said in the status bar (objectName `briefWarning`) until a brief is saved or
+    # another document is opened: a passing message would be replaced by "Opened ..." at once.
+    warning = QLabel(window)
+    warning.setObjectName("briefWarning")
+    warning.setStyleSheet("QLabel { color: #b00020; }")
+    warning.setWordWrap(False)
+    warning.hide()
+    window.statusBar().addPermanentWidget(warning)
+
+    def on_problem(text: str) -> None:
+        if not text:
+            warning.hide()
+            return
+        warning.setText("⚠ " + text[:140] + ("…" if len(text) > 140 else ""))
+        warning.setToolTip(text)
+        warning.show()
+
+    controller.problem.connect(on_problem)
+    controller.saved_brief.connect(warning.hide)
+    controller.connect_document(documents)
     from app.ui.actions import add_window_action, configure
 
     action = configure(QAction(window), "actionDocumentBrief")

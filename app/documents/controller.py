@@ -49,6 +49,7 @@ from app.documents.external_change import (
 )
 from app.documents.line_endings import dominant, normalise, restore_endings, split_lines
 from app.platform.locks import FileLock
+from app.platform.privacy import note_document
 from app.documents.one_editor import EditorClaim, Elsewhere
 from app.ui import actions
 
@@ -144,18 +145,47 @@ def _looks_binary(data: bytes) -> bool:
     return bool(head) and controls / len(head) > 0.1
 
 
+def not_a_document(p: Path, st: os.stat_result) -> str:
+    """The sentence for a path that is there but is no regular file ('' when it is one)."""
+    if stat.S_ISREG(st.st_mode):
+        return ""
+    if stat.S_ISDIR(st.st_mode):
+        return f"{p} is a folder, not a document."
+    kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode)
+            else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+    return (f"{p} is {kind}, not a document file; reading it could wait forever or never end, so Letterpress "
+            "does not open it.")
+
+
 def read_text_file(path: str | Path) -> TextFile:
-    """The document at `path`, or a `DocumentError` that says why it cannot be opened."""
+    """The document at `path`, or a `DocumentError` that says why it cannot be opened.
+
+    What the path is is checked before anything is read: a FIFO, a device (`/dev/zero`), a socket or a folder
+    is refused with a sentence, never read (one would block the window, another fill the memory). The file is
+    opened without blocking and checked again on the open descriptor (it may have been swapped since), and at
+    most MAX_BYTES + 1 bytes are ever read (a file growing while it is read is refused too)."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if p.is_dir():
-            raise DocumentError(f"{p} is a folder, not a document.")
-        if size > MAX_BYTES:
+        st = os.stat(p)
+        problem = not_a_document(p, st)
+        if problem:
+            raise DocumentError(problem)
+        if st.st_size > MAX_BYTES:
             raise DocumentError(
-                f"{p.name} is {size / 2**20:.0f} MB; Letterpress opens documents up to {MAX_BYTES // 2**20} MB."
+                f"{p.name} is {st.st_size / 2**20:.0f} MB; Letterpress opens documents up to "
+                f"{MAX_BYTES // 2**20} MB."
             )
-        data = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            problem = not_a_document(p, os.fstat(fh.fileno()))
+            if problem:
+                raise DocumentError(problem)
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise DocumentError(f"{p.name} grew beyond {MAX_BYTES // 2**20} MB while it was read; "
+                                "Letterpress "
+                                "opens documents up to that size.")
     except FileNotFoundError as exc:
         raise DocumentError(f"{p} does not exist (it may have been moved or deleted).") from exc
     except PermissionError as exc:
@@ -196,6 +226,11 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     """
     p = Path(path)
     real = Path(os.path.realpath(p))
+    with contextlib.suppress(OSError):
+        problem = not_a_document(p, os.stat(real))
+        if problem:
+            raise DocumentError(problem.replace("does not open it", "does not save onto it") +
+                                " Use Save As to choose a file.")
     if is_read_only(real):
         raise DocumentError(f"{p.name} is read-only. Use Save As to save a copy somewhere else.")
     raw = restore_endings(doc.text, doc.raw, doc.newline)
@@ -205,7 +240,7 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     except OSError:
         st = None
     try:
-        if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        if st is not None and stat.S_ISREG(st.st_mode) and _needs_in_place(real, st):
             write_in_place_with_backup(real, data, on_temp=on_temp)
         else:
             atomic_write_bytes(real, data, new_mode=default_file_mode(), on_temp=on_temp)
@@ -218,6 +253,18 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     except OSError as exc:
         raise DocumentError(_save_failure(p, exc, real)) from exc
     return TextFile(doc.text, doc.encoding, doc.newline, raw)
+
+
+def _needs_in_place(real: Path, st: os.stat_result) -> bool:
+    """Whether replacing the file by a new one (a rename) would lose something the file has, so it must be
+    rewritten in place (after a verified backup) instead: its other hard links; its owner and group, when we
+    are not root and not its owner (a group member's save, another user's 0666 file in a sticky /tmp-like
+    folder, where a rename is not even allowed); or when its folder cannot be written but the file can."""
+    if st.st_nlink > 1:
+        return True
+    if hasattr(os, "geteuid") and os.geteuid() != 0 and st.st_uid != os.geteuid():
+        return True
+    return not os.access(real.parent, os.W_OK) and os.access(real, os.W_OK)
 
 
 def _save_failure(p: Path, exc: OSError, real: Path | None = None) -> str:
@@ -315,6 +362,10 @@ def _ask_unsaved_box(parent: QWidget, name: str) -> Choice:
     if answer == QMessageBox.StandardButton.Discard:
         return "discard"
     return "cancel"
+
+
+# a file rewritten faster than the writer can answer: give up (cancel) after this many questions
+MAX_REASKS = 20
 
 
 class DocumentController(QObject):
@@ -432,6 +483,7 @@ class DocumentController(QObject):
             if not chosen:
                 return False
             path = chosen
+        note_document(path)
         p = Path(path)
         try:
             doc = read_text_file(p)
@@ -466,6 +518,8 @@ class DocumentController(QObject):
         self.recent.add(p)
         self._rebuild_recent_menu()
         opened = f"Opened {p.name}" + (" read-only" if read_only else "")
+        if lock is None and not read_only and self.claim.problem:
+            opened += f" — not protected against a second window: {self.claim.problem}"
         if doc.raw is not None and self._loaded != doc.text:
             opened += (f". {p.name} contains characters the editor cannot show (such as U+FDD0/U+FDD1 or a "
                        "second byte-order mark); saving without an edit keeps them, but an edit replaces them")
@@ -569,6 +623,7 @@ class DocumentController(QObject):
     # -- internals -------------------------------------------------------------------------------------------
 
     def _write(self, target: Path) -> bool:
+        note_document(target)
         if self.path is not None and (target == self.path or _same_file(target, self.path)):
             if not self._disk_allows_save(target):
                 return False
@@ -590,6 +645,8 @@ class DocumentController(QObject):
         self._disk = disk_state(target)
         self._deleted_reported = False
         self._answered = None
+        if self.claim.holds(target):
+            self.claim.refresh(target)  # a replaced file has a new inode: its lock follows it
         self.watcher.watch(target)
         self.editor.document().setModified(False)
         self.recent.add(target)
@@ -614,6 +671,7 @@ class DocumentController(QObject):
         # What Qt made of the file's text (it can differ: see `_unedited_text`); None when `text` is not the file's.
         self._loaded = self.text() if raw is not None and text == normalise(raw) else None
         self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
+        note_document(path)  # the log hides its name from now on
         self._disk = disk_state(path) if path is not None else None
         self._deleted_reported = False
         self._answered = None
@@ -666,13 +724,38 @@ class DocumentController(QObject):
         if verdict == "deleted":
             self.message.emit(f"{target.name} had been deleted or moved on disk; saving recreated it.")
             return True
-        choice = self._resolve(saving=True)
+        if verdict == "unreadable":
+            text = (f"{target.name} can no longer be read (its permissions changed, or something that is not "
+                    "a "
+                    "file took its place), so Letterpress cannot check whether another program changed it; "
+                    "nothing was saved. Your text is still here: use Save As to save it elsewhere.")
+            self.show_error("Document not saved", text)
+            self.message.emit(text)
+            return False
+        for _ in range(MAX_REASKS):
+            choice = self._resolve(saving=True)
+            if choice == "keep" and not self._changed_since(target, now):
+                break
+            if choice != "keep":
+                break
+            # The file changed again while the question (or the Compare view) was open: the answer was about
+            # another version, so it is asked again about this one.
+            _, now = compare(target, now)
+            self.message.emit(f"{target.name} changed on disk again while you were deciding; asking again.")
+        else:
+            choice = "cancel"
         self.externalChange.emit({"keep": "kept", "reload": "reloaded"}.get(choice, "cancelled"))
         if choice == "keep":
             return True
         if choice == "reload":
             self.reload()
         return False
+
+    @staticmethod
+    def _changed_since(target: Path, seen: DiskState | None) -> bool:
+        """Whether the file is no longer the version `seen` (content, not time), e.g. while a question
+        was open."""
+        return compare(target, seen)[0] != "same"
 
     def _resolve(self, *, saving: bool) -> Resolution:
         choice = self.ask_external_change(self.display_name, saving)
@@ -694,6 +777,14 @@ class DocumentController(QObject):
             return
         self._resolving = True
         try:
+            if verdict == "unreadable":
+                if self._answered is None or self._answered.digest != "unreadable":
+                    self._answered = now
+                    self.message.emit(f"{self.display_name} can no longer be read (permission denied, or it "
+                                      "is no "
+                                      "longer a file). Your text is still here; Save As saves it elsewhere.")
+                    self.externalChange.emit("unreadable")
+                return
             if verdict == "deleted":
                 if not self._deleted_reported:
                     self._deleted_reported = True
@@ -723,6 +814,10 @@ class DocumentController(QObject):
                 self._disk = now  # the writer chose their version over this one: the next save replaces it
                 self.message.emit(f"Keeping your version of {self.display_name}; saving replaces the one on "
                                   "disk.")
+                if self.path is not None and self._changed_since(self.path, now):
+                    # It changed again while the question was open: that newer version was never shown, so
+                    # the question comes again (and a save asks in any case, its hash differs from `now`).
+                    QTimer.singleShot(0, self._on_external_change)
             self.externalChange.emit({"keep": "kept", "reload": "reloaded"}.get(choice, "cancelled"))
         finally:
             self._resolving = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,7 +21,7 @@ from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
-Verdict = Literal["same", "changed", "deleted"]
+Verdict = Literal["same", "changed", "deleted", "unreadable"]
 Resolution = Literal["reload", "keep", "compare", "cancel"]
 
 
@@ -31,33 +32,53 @@ class DiskState:
     digest: str
 
 
+UNREADABLE = "unreadable"  # the digest of a file that is there but cannot be read (permission, not a file)
+POLL_MS = 1000  # how often a file the system watcher cannot watch (a name that is not UTF-8) is looked at
+
+
 def disk_state(path: Path) -> DiskState | None:
-    """The file's state now; None when it does not exist (or cannot be read: treated as gone)."""
+    """The file's state now; None when it does not exist. A file that is there but cannot be read (no
+    permission), or that is no regular file (a FIFO put in its place: reading it would block the window), has
+    the digest UNREADABLE: it is not "deleted or moved", and nothing blocks on it."""
     try:
         st = os.stat(path)
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
     except OSError:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return DiskState(st.st_size, st.st_mtime_ns, UNREADABLE)
+    try:
+        h = hashlib.sha256()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return DiskState(st.st_size, st.st_mtime_ns, UNREADABLE)
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return DiskState(st.st_size, st.st_mtime_ns, UNREADABLE)
     return DiskState(st.st_size, st.st_mtime_ns, h.hexdigest())
 
 
 def compare(path: Path, known: DiskState | None, *, quick: bool = False) -> tuple[Verdict, DiskState | None]:
     """Is the file at `path` still the one we know? ("same" also when only its time changed.) `quick` trusts an
     unchanged size and modification time without reading the file (the watcher, which fires for any change in
-    the folder); the check before a save always compares the content hash."""
+    the folder); the check before a save always compares the content hash. "unreadable": the file is there but
+    cannot be read now (its permissions changed, or something that is no file took its place)."""
     if quick and known is not None:
         try:
             st = os.stat(path)
         except OSError:
             return "deleted", None
-        if st.st_size == known.size and st.st_mtime_ns == known.mtime_ns:
+        if st.st_size == known.size and st.st_mtime_ns == known.mtime_ns and stat.S_ISREG(st.st_mode) and (
+                known.digest == UNREADABLE or os.access(path, os.R_OK)):
             return "same", known
     now = disk_state(path)
     if now is None:
         return ("same" if known is None else "deleted"), None
+    if now.digest == UNREADABLE:
+        return ("same" if known is not None and known.digest == UNREADABLE else "unreadable"), now
     if known is not None and now.size == known.size and now.digest == known.digest:
         return "same", now
     return "changed", now
@@ -85,21 +106,54 @@ class ExternalChangeWatcher(QObject):
         self._settle.setSingleShot(True)
         self._settle.setInterval(250)
         self._settle.timeout.connect(self._fire)
+        self._poll = QTimer(self)
+        self._poll.setInterval(POLL_MS)
+        self._poll.timeout.connect(self._on_poll)
+        self._polled: tuple[int, int, int] | None = (-1, -1, -1)
         self.path: Path | None = None
+
+    @property
+    def polling(self) -> bool:
+        """True when the file is looked at on a timer because the system watcher could not take it."""
+        return self._poll.isActive()
 
     def watch(self, path: Path | None) -> None:
         old = self._watcher.files() + self._watcher.directories()
         if old:
             self._watcher.removePaths(old)
         self.path = Path(os.path.realpath(path)) if path is not None else None
+        self._poll.stop()
+        self._polled = (-1, -1, -1)
         self._rewatch()
+        if self._poll.isActive():
+            self._on_poll()  # the starting point
 
     def _rewatch(self) -> None:
         if self.path is None:
+            self._poll.stop()
             return
         for p in (self.path, self.path.parent):
             if p.exists() and str(p) not in self._watcher.files() + self._watcher.directories():
-                self._watcher.addPath(str(p))
+                if not self._watcher.addPath(str(p)) and p == self.path:
+                    # The system watcher refused it (a name that is not valid UTF-8 cannot cross into Qt, or
+                    # the
+                    # watch limit is reached): look at it every POLL_MS instead, so a change is still noticed.
+                    self._poll.start()
+
+    def _on_poll(self) -> None:
+        if self.path is None:
+            self._poll.stop()
+            return
+        try:
+            st = os.stat(self.path)
+            now: tuple[int, int, int] | None = (st.st_size, st.st_mtime_ns, st.st_mode)
+        except OSError:
+            now = None
+        if now != self._polled:
+            first = self._polled == (-1, -1, -1)
+            self._polled = now
+            if not first:
+                self._poke()
 
     def _poke(self, *_: object) -> None:
         self._settle.start()

@@ -22,6 +22,25 @@ from collections.abc import Callable
 from pathlib import Path
 
 TempHook = Callable[[Path], None]
+
+# Temporary files are named `.<name>.<8 random characters>.lptmp` (`.lpbackup` for the backup of an in-place
+# write): a suffix no other program uses, so a leftover can be told from another program's `.tmp` and only
+# ours
+# are ever removed (see `app.recovery.sweep_stray_temps`).
+TEMP_SUFFIX = ".lptmp"
+BACKUP_SUFFIX = ".lpbackup"
+NAME_MAX = 255  # bytes in one file name on every file system Letterpress runs on
+
+
+def temp_prefix(name: str) -> str:
+    """`.<name>.` cut so that prefix + 8 random characters + the longer suffix fit NAME_MAX bytes: a document
+    with a 250-byte name can still be saved (its temporary name would otherwise be 264 bytes, refused by the
+    system). The cut is in bytes of the file system's encoding; a cut character becomes an escaped byte."""
+    room = NAME_MAX - 2 - 8 - max(len(TEMP_SUFFIX), len(BACKUP_SUFFIX))
+    raw = os.fsencode(name)
+    if len(raw) > room:
+        raw = raw[:room]
+    return "." + os.fsdecode(raw) + "."
 _umask_lock = threading.Lock()
 
 
@@ -59,7 +78,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, keep_mode: bool = True,
             owner = (st.st_uid, st.st_gid)
     if mode is None:
         mode = new_mode
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=folder)
     tmp = Path(tmp_name)
     try:
         if on_temp is not None:
@@ -97,7 +116,20 @@ def write_in_place_with_backup(path: str | Path, data: bytes, *, on_temp: TempHo
     that fails, `BackupKept` says where the old version is."""
     target = Path(path)
     original = target.read_bytes()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".backup", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=BACKUP_SUFFIX,
+                                        dir=target.parent)
+    except PermissionError:
+        # A writable file in a folder we may not write (a shared folder, a read-only parent): no backup file
+        # can
+        # sit beside it, so the old bytes stay in memory and are written back if the rewrite fails.
+        try:
+            _rewrite(target, data)
+        except OSError:
+            with contextlib.suppress(OSError):
+                _rewrite(target, original)
+            raise
+        return
     backup = Path(tmp_name)
     try:
         if on_temp is not None:

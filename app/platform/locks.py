@@ -67,6 +67,18 @@ class FileLock:
             os.close(fd)
         return False
 
+    def still_here(self) -> bool:
+        """True while the lock file at `path` is the very file this lock holds. Someone may delete it (a
+        "clean-up" tool, a person) or put another file there: the lock then protects nothing any more, and a
+        second start would take what it guards for a crash leftover. False also when not held."""
+        if self._fd is None:
+            return False
+        try:
+            held, there = os.fstat(self._fd), os.stat(self.path)
+        except OSError:
+            return False
+        return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
     def write_info(self, info: dict[str, Any]) -> None:
         if self._fd is None:
             return

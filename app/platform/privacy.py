@@ -9,10 +9,12 @@ only wrapped in `DocumentText` and only when the writer turned on "log document 
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import logging.handlers
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,12 +53,48 @@ def _is_local(host: Any) -> bool:
         return False
 
 
+# The one server the writer chose (Model ▸ Use a server…): its host name and the (address, port) pairs it resolves
+# to. Empty unless a server is in use, so without one nothing but loopback is ever reached.
+_allowed_names: set[str] = set()
+_allowed_addresses: set[tuple[str, int]] = set()
+
+
+def allow_server(url: str) -> None:
+    """Let this process reach the host and port of `url` (and nothing else): the server the writer chose."""
+    import socket
+    from urllib.parse import urlsplit
+
+    forbid_servers()
+    parts = urlsplit(url if "://" in url else "http://" + url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if not host or _is_local(host):
+        return
+    _allowed_names.add(host.lower())
+    try:
+        for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+            _allowed_addresses.add((str(info[4][0]), port))
+    except OSError:  # the host does not resolve now: connecting will say so
+        pass
+
+
+def forbid_servers() -> None:
+    """Back to loopback only (the writer switched back to the local model)."""
+    _allowed_names.clear()
+    _allowed_addresses.clear()
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "socket.connect":
         address = args[1]
         if isinstance(address, tuple) and address and not _is_local(address[0]):
+            if (str(address[0]), address[1] if len(address) > 1 else -1) in _allowed_addresses:
+                return
             raise NetworkBlockedError(f"Letterpress works offline; a connection to {address[0]} was blocked.")
     elif event == "socket.getaddrinfo":
+        host = args[0].decode("ascii", "replace") if isinstance(args[0], bytes) else args[0]
+        if isinstance(host, str) and host.lower() in _allowed_names:
+            return
         if not _is_local(args[0]):
             raise NetworkBlockedError(f"Letterpress works offline; a lookup of {args[0]!r} was blocked.")
 
@@ -81,21 +119,74 @@ class DocumentText(str):
     """Marks a log argument as the writer's text: `log.debug("rewrite %s", DocumentText(selection))`."""
 
 
+# Document names are the writer's words too (a title says what they write about): the log never has them
+# unless document logging is on. The documents the app opens, saves or recovers are noted here; any other path
+# that names a text document (by its extension) is hidden as well.
+_DOCUMENT_NAMES: set[str] = set()
+_DOC_PATH = re.compile(
+    r"(?:[A-Za-z]:)?(?:[\\/]?[^\s\\/'\"<>|:]+[\\/])*[^\s\\/'\"<>|:]+"
+    r"\.(?:md|markdown|txt|text|rst|tex|org|adoc|fountain)\b",
+    re.IGNORECASE)
+
+
+def note_document(path: str | os.PathLike[str] | None) -> None:
+    """Remember a document's path and name so that the log hides them (see `_Redactor`)."""
+    if not path:
+        return
+    text = os.fspath(path)
+    _DOCUMENT_NAMES.add(text)
+    name = os.path.basename(text)
+    if len(name) >= 3:
+        _DOCUMENT_NAMES.add(name)
+    real = os.path.realpath(text)
+    _DOCUMENT_NAMES.add(real)
+
+
+def hide_document_names(message: str) -> str:
+    """`message` with every known document path or name, and any path naming a text document, replaced."""
+    for known in sorted(_DOCUMENT_NAMES, key=len, reverse=True):
+        if known in message:
+            message = message.replace(known, "<document>")
+    return _DOC_PATH.sub("<document>", message)
+
+
 class _Redactor(logging.Filter):
-    """Replaces `DocumentText` arguments by their length unless document logging is on."""
+    """Replaces `DocumentText` arguments by their length, and document names by "<document>", unless document
+    logging is on."""
 
     def __init__(self) -> None:
         super().__init__()
         self.allow_text = False
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.allow_text or not record.args:
+        if self.allow_text:
             return True
         if isinstance(record.args, tuple):
             record.args = tuple(_redact(a) for a in record.args)
         elif isinstance(record.args, dict):
             record.args = {k: _redact(v) for k, v in record.args.items()}
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record: leave it to logging's own error handling
+            return True
+        record.msg, record.args = hide_document_names(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = hide_document_names(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = hide_document_names(record.exc_text)
         return True
+
+
+class _PrivateFileHandler(logging.handlers.RotatingFileHandler):
+    """The log file is the writer's alone (0600: it may name what they work on when document logging is on),
+    also when it existed before with a wider mode, and after every rotation."""
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0),
+                     0o600)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o600) if hasattr(os, "fchmod") else None
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
 def _redact(value: Any) -> Any:
@@ -125,8 +216,8 @@ def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_
     path: Path | None = folder / LOG_FILE
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        handler: logging.Handler = _PrivateFileHandler(
+            path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", errors="backslashreplace"
         )
     except OSError as exc:
         print(f"letterpress: cannot write logs to {folder}: {exc}", file=sys.stderr)

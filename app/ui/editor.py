@@ -191,7 +191,7 @@ class Editor(QPlainTextEdit):
                 self.undo()
             e.accept()
             return
-        if e.matches(QKeySequence.StandardKey.Redo):
+        if e.matches(QKeySequence.StandardKey.Redo) or _is_redo_key(e):
             if self.isUndoRedoEnabled() and not self.isReadOnly():
                 self.redo()
             e.accept()
@@ -444,3 +444,15 @@ class FindBar(QWidget):
         if not found and self.find_edit.text():
             self.result.setText("No matches")
         return found
+
+
+def _is_redo_key(e: QKeyEvent) -> bool:
+    """Ctrl+Y and Ctrl+Shift+Z redo on Linux and Windows too (Qt's Linux binding is Ctrl+Shift+Z only)."""
+    import sys
+
+    from app.ui.help import redo_keys
+
+    if sys.platform == "darwin":
+        return False
+    pressed = QKeySequence(e.keyCombination())
+    return any(pressed.matches(k) == QKeySequence.SequenceMatch.ExactMatch for k in redo_keys())

@@ -212,7 +212,12 @@ class SettingsDialog(QDialog):
         except (ValueError, KeyError) as exc:
             self._show_problems([str(exc).strip("'\"")])
             return False
-        self._show_problems(self.settings.problems[-1:] if self.settings.problems else [])
+        failure = getattr(self.settings, "save_failure", "")
+        if failure:  # applied for this session, but not on disk: say so, and OK does not close as if saved
+            self._show_problems([failure + " Fix the folder and press OK again, or Cancel to keep them for "
+                                 "now."])
+            return False
+        self._show_problems([])
         return True
 
     def accept(self) -> None:
@@ -228,6 +233,14 @@ class SettingsDialog(QDialog):
 
     # -- widgets ---------------------------------------------------------------------------------------------
 
+    def _model_steps(self) -> int:
+        """The steps the configured model declares (the demo's when none is configured)."""
+        from engine.declared import default_steps
+        from engine.resources import demo_model_dir
+
+        folder = self.settings["model.folder"] if self.settings is not None else ""
+        return default_steps(folder or demo_model_dir())
+
     def _make_input(self, s: Setting) -> QWidget:
         if s.kind == "key":
             return KeyEdit()
@@ -237,6 +250,8 @@ class SettingsDialog(QDialog):
             w = QSpinBox()
             w.setRange(int(s.minimum if s.minimum is not None else -10**9),
                        int(s.maximum if s.maximum is not None else 10**9))
+            if s.key == "denoise.steps":  # 0 is "the model's own": name the number it runs
+                w.setSpecialValueText(f"Model's own ({self._model_steps()})")
             return w
         if s.type is float:
             d = QDoubleSpinBox()

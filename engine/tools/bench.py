@@ -582,6 +582,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quant-quality", action="store_true",
                         help="NF4 and nf4-mixed vs full precision on --model (default: the demo model): logit KL, "
                              "argmax agreement, steps to finish a draft")
+    parser.add_argument("--traffic", action="store_true", help="bytes, FLOPs and predicted time per op of one "
+                        "forward on named cards, today's path vs the fused kernels (--context, --alternatives)")
+    parser.add_argument("--kernels", action="store_true", help="time the fused Triton kernels on the GPU against "
+                        "today's path (says so when there is no CUDA device)")
     parser.add_argument("--busy", action="store_true", help="the same draft alone and beside a CPU hog on every "
                         "core, per thread configuration (see `python -m engine bench --busy --help`)")
     rs = parser.add_argument_group("real-shape forward benchmark")
@@ -604,6 +608,14 @@ def main_bench(argv: list[str]) -> int:
         from engine.tools.busybench import main_busy
 
         return main_busy([a for a in argv if a != "--busy"])
+    if "--traffic" in argv:  # the per-op traffic model: engine.tools.traffic
+        from engine.tools.traffic import main_traffic
+
+        return main_traffic([a for a in argv if a != "--traffic"])
+    if "--kernels" in argv:  # the fused kernels' GPU timings: engine.tools.kernel_timing
+        from engine.tools.kernel_timing import main_kernels
+
+        return main_kernels([a for a in argv if a != "--kernels"])
     args = build_parser().parse_args(argv)
     from engine.api import EngineError
 

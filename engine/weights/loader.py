@@ -5,6 +5,7 @@ Loading is offline by construction: local folders only, `local_files_only=True`,
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -40,10 +41,10 @@ def checkpoint_problems(model_dir: str | Path) -> list[str]:
     return validate.problems(model_dir)
 
 
-def validate_checkpoint(model_dir: str | Path) -> CheckpointInfo:
+def validate_checkpoint(model_dir: str | Path, cancel: threading.Event | None = None) -> CheckpointInfo:
     """Check the folder is a complete, safe DiffusionGemma checkpoint before spending time loading it (the one
     validation pass shared by the model manager, the loader and the command line)."""
-    return validate.validate_folder(model_dir)
+    return validate.validate_folder(model_dir, cancel=cancel)
 
 
 def resolve_device(device: Device = "auto") -> tuple[str, str]:
@@ -128,7 +129,7 @@ def load_model(
 
     if on_progress:
         on_progress(LoadProgress(0, 0, stage="preparing"))
-    ckpt = validate_checkpoint(model_dir)
+    ckpt = validate_checkpoint(model_dir, cancel)
     dev, notice = resolve_device(device)
     if cancel is not None and cancel.is_set():
         raise LoadCancelledError("Loading was cancelled.")
@@ -236,7 +237,11 @@ def load_weights(
 
     files = list(weight_files)
     if use_cache is None:
-        use_cache = os.environ.get("LETTERPRESS_QCACHE", "on") != "off"
+        switch = os.environ.get("LETTERPRESS_QCACHE", "on").strip().lower() or "on"
+        if switch not in ("on", "off", "1", "0"):  # engine.weights imports only engine.api: said here, not env.py
+            logging.getLogger(__name__).warning(
+                "LETTERPRESS_QCACHE=%s is ignored: use one of on, off; using the default (on).", switch[:24])
+        use_cache = switch not in ("off", "0")
     if not nf4:
         model = build_skeleton(model_dir, dtype, nf4=False)
         stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel)
@@ -246,7 +251,8 @@ def load_weights(
     notice = ""
     if slot is not None and slot.manifest.is_file():
         model = build_skeleton(model_dir, dtype, nf4=scheme)
-        reason = qcache.load_from_cache(slot, model, device, dtype, on_progress=on_progress, cancel=cancel)
+        reason = qcache.load_from_cache(slot, model, device, dtype, on_progress=on_progress, cancel=cancel,
+                                        weight_files=files)
         if not reason:
             return model, ""
         del model
@@ -255,7 +261,7 @@ def load_weights(
     model = build_skeleton(model_dir, dtype, nf4=scheme)
     stream_into(model, files, device, dtype, on_progress=on_progress, cancel=cancel, stage="quantizing")
     if slot is not None:
-        why = qcache.save_to_cache(slot, model, model_dir)
+        why = qcache.save_to_cache(slot, model, model_dir, files)
         if why:
             notice = (notice + " " if notice else "") + f"The 4-bit weights were not cached: {why}."
     return model, notice

@@ -8,7 +8,14 @@ Quantizing 25B weights takes minutes; reading 14 GB back takes seconds. The cach
 
 It is never trusted blindly. The fingerprint hashes config.json and, per shard, its size, its safetensors header and
 16 sampled 64 KiB chunks, so a re-downloaded or changed checkpoint gets a new key (reading all 50 GB to hash it
-would cost more than quantizing). The manifest records the format version, the bitsandbytes version, the
+would cost more than quantizing). Because a sample can miss a change between its regions, the manifest also
+records every shard's full SHA-256 (computed once, when the cache is written) and its file identity (size,
+modification and change times, inode): a load whose shard still has the same identity trusts it (the change
+time
+moves on every write and cannot be set back by tools such as `cp -p` or `touch`), any other shard is hashed
+in full
+and a mismatch rebuilds the cache, so a changed shard is never served stale. The manifest records the format
+version, the bitsandbytes version, the
 fingerprint and a CRC32 of every tensor; a load checks all of them and every tensor's CRC as it streams, and a
 cache that is stale, truncated, corrupted or from another version is deleted and rebuilt from the checkpoint.
 """
@@ -72,6 +79,63 @@ def fingerprint(model_dir: Path, weight_files: tuple[Path, ...] | list[Path]) ->
     return h.hexdigest()[:24]
 
 
+def shard_identity(path: Path) -> dict[str, int]:
+    """What changes whenever the file's bytes may have: size, mtime, ctime (moved by every write, and not
+    settable
+    by user tools), inode and device."""
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino,
+            "dev": st.st_dev}
+
+
+def content_hash(path: Path) -> str:
+    """The full SHA-256 of a shard (read in 8 MiB chunks; ~1-2 GB/s)."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _shard_records(weight_files: tuple[Path, ...] | list[Path]) -> dict[str, dict[str, Any]]:
+    return {shard.name: {**shard_identity(shard), "sha256": content_hash(shard)} for shard in weight_files}
+
+
+def check_shards(
+    slot: CacheSlot, manifest: dict[str, Any], weight_files: tuple[Path, ...] | list[Path]
+) -> str:
+    """'' when every shard is the one the cache was made from, else why not. A shard whose identity changed is
+    hashed in full; when it still matches (a copied or restored folder) the manifest learns its new
+    identity."""
+    records = manifest.get("shards")
+    if not isinstance(records, dict):
+        return "cache was written without the shards' full hashes (an older Letterpress)"
+    if sorted(records) != sorted(shard.name for shard in weight_files):
+        return "the checkpoint's weight files are not the ones the cache was made from"
+    learned = False
+    for shard in weight_files:
+        record = records[shard.name]
+        try:
+            identity = shard_identity(shard)
+        except OSError as exc:
+            return f"{shard.name} cannot be read ({exc.strerror})"
+        if isinstance(record, dict) and all(record.get(k) == v for k, v in identity.items()):
+            continue
+        try:
+            digest = content_hash(shard)
+        except OSError as exc:
+            return f"{shard.name} cannot be read ({exc.strerror})"
+        if not isinstance(record, dict) or record.get("sha256") != digest:
+            return f"{shard.name} changed since the cache was made"
+        record.update(identity)
+        learned = True
+    if learned:
+        try:
+            tmp = slot.folder / (MANIFEST_NAME + ".partial")
+            tmp.write_text(json.dumps(manifest), encoding="utf-8")
+            os.replace(tmp, slot.manifest)
+        except OSError:
+            pass  # the next load hashes again; nothing is served wrong
+    return ""
+
+
 @dataclass(frozen=True)
 class CacheSlot:
     folder: Path
@@ -96,8 +160,12 @@ def slot_for(
     return CacheSlot(cache_root() / f"{safe_name}-{key}-{dtype_name}", key, dtype_name)
 
 
-def read_manifest(slot: CacheSlot) -> tuple[dict[str, Any] | None, str]:
-    """The manifest if the cache looks usable, else None and the reason (for the log and the notice)."""
+def read_manifest(
+    slot: CacheSlot, weight_files: tuple[Path, ...] | list[Path] | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The manifest if the cache looks usable, else None and the reason (for the log and the notice). With
+    `weight_files`, the checkpoint's shards must also be the ones the cache was made from (see
+    check_shards)."""
     if not slot.manifest.is_file():
         return None, "no cache yet" if not slot.folder.exists() else "cache has no manifest (unfinished write)"
     try:
@@ -114,6 +182,10 @@ def read_manifest(slot: CacheSlot) -> tuple[dict[str, Any] | None, str]:
         return None, "cache data file is missing"
     if size != manifest.get("data_bytes"):
         return None, f"cache data file is {size:,} bytes, the manifest says {manifest.get('data_bytes'):,} (truncated)"
+    if weight_files is not None:
+        why = check_shards(slot, manifest, weight_files)
+        if why:
+            return None, why
     return manifest, ""
 
 
@@ -130,12 +202,13 @@ def load_from_cache(
     *,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    weight_files: tuple[Path, ...] | list[Path] | None = None,
 ) -> str:
     """Fill the NF4 skeleton `model` from the cache; returns "" on success, else why the cache was rejected
     (it is then deleted, and the caller quantizes from the checkpoint with a fresh skeleton)."""
     from engine.weights.stream_load import CacheCorruptError, stream_into
 
-    manifest, reason = read_manifest(slot)
+    manifest, reason = read_manifest(slot, weight_files)
     if manifest is None:
         if slot.folder.exists():
             discard(slot, reason)
@@ -158,7 +231,9 @@ def load_from_cache(
     return ""
 
 
-def save_to_cache(slot: CacheSlot, model: nn.Module, model_dir: Path) -> str:
+def save_to_cache(
+    slot: CacheSlot, model: nn.Module, model_dir: Path, weight_files: tuple[Path, ...] | list[Path] = ()
+) -> str:
     """Write the loaded NF4 model to the cache (tensor by tensor); returns "" or why it was not written.
 
     Failure to write (disk full, read-only cache dir) never fails the load: the next load just quantizes again.
@@ -203,6 +278,7 @@ def save_to_cache(slot: CacheSlot, model: nn.Module, model_dir: Path) -> str:
             "checkpoint": str(model_dir.resolve()),
             "data_bytes": slot.data.stat().st_size,
             "crc32": crcs,
+            "shards": _shard_records(weight_files or sorted(model_dir.glob("*.safetensors"))),
         }
         tmp_manifest = slot.folder / (MANIFEST_NAME + ".partial")
         tmp_manifest.write_text(json.dumps(manifest), encoding="utf-8")

@@ -25,12 +25,14 @@ import math
 import os
 import stat
 import struct
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from engine.api import (
     EngineError,
+    LoadCancelledError,
     ModelDamagedError,
     ModelIncompleteError,
     ModelNotFoundError,
@@ -38,6 +40,7 @@ from engine.api import (
     NotAModelFolderError,
     UnsupportedModelError,
 )
+from engine.weights import soundness
 
 MODEL_ID = "google/diffusiongemma-26B-A4B-it"
 DOWNLOAD = f"hf download {MODEL_ID} --local-dir <folder>"
@@ -247,6 +250,7 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
         )
     if "auto_map" in config:
         raise UnsupportedModelError(f"{where} asks to run its own code (auto_map); Letterpress never does that.")
+    soundness.check_config_numbers(config, where)
     text = text_section(config, where)
     if text.get("use_bidirectional_attention") == "all":
         raise UnsupportedModelError(
@@ -562,8 +566,10 @@ def _open_folder(model_dir: str | Path) -> Path:
     return path
 
 
-def validate_folder(model_dir: str | Path) -> CheckpointInfo:
-    """The whole pass: folder, config.json, weights (index, headers, shapes), tokenizer and chat template."""
+def validate_folder(model_dir: str | Path, *, cancel: threading.Event | None = None) -> CheckpointInfo:
+    """The whole pass: folder, config.json and generation_config.json (types, ranges, finite numbers), weights
+    (index, headers, shapes, finite in a sampled check), tokenizer, and the chat template rendered once with a
+    deadline. `cancel` (the load's Cancel) stops it between files and inside the template render."""
     path = _open_folder(model_dir)
     names = _listing(path)
     config_path = path / "config.json"
@@ -585,8 +591,11 @@ def validate_folder(model_dir: str | Path) -> CheckpointInfo:
     sizes["head_dim"] = config_int(text, "head_dim", str(config_path), default=256)
     sizes["layer_types"] = text.get("layer_types")
     sizes["per_layer_config"] = text.get("per_layer_config") or {}
-    weights = _weight_files(path, names, sizes)
-    check_tokenizer(path, sizes["vocab_size"])
+    gen_path = path / "generation_config.json"
+    if _regular(gen_path) is not None:
+        soundness.check_generation_config(read_json(gen_path), gen_path, sizes["vocab_size"])
+    weights = _weight_files(path, names, sizes, cancel)
+    check_tokenizer(path, sizes["vocab_size"], cancel)
     total = 0
     for shard in weights:
         st = _stat(shard, "weight file")
@@ -594,7 +603,20 @@ def validate_folder(model_dir: str | Path) -> CheckpointInfo:
     return CheckpointInfo(path, config, weights, total)
 
 
-def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[Path, ...]:
+def _cancelled(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise LoadCancelledError("Loading was cancelled.")
+
+
+def _finite(header: Header, shard: Path, names: set[str] | None = None) -> None:
+    """The sampled NaN/infinity check of a shard's tensors (those the index assigns to it, when given)."""
+    entries = [(e.name, e.dtype, e.begin, e.end) for e in header.entries.values()
+               if names is None or e.name in names]
+    soundness.check_finite_samples(shard, 8 + header.length, entries)
+
+
+def _weight_files(path: Path, names: list[str], text: dict[str, Any],
+                  cancel: threading.Event | None = None) -> tuple[Path, ...]:
     index = path / "model.safetensors.index.json"
     if _regular(index) is not None:
         data = read_json(index, MAX_INDEX_BYTES)
@@ -614,8 +636,22 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[P
                 f"The download did not finish. {RERUN}"
             )
         for shard in sorted(shards):
+            _cancelled(cancel)
             header = read_header(shard)
             check_header_against_config(header, text, shard)
+            extra = sorted(header.entries.keys() - shards[shard])
+            # the loader reads every tensor of a shard: an unlisted copy would replace the listed one
+            if extra:
+                listed = weight_map.get(extra[0])
+                where = (f"which the index says is in {listed}" if isinstance(listed, str)
+                         else "which the index does not list at all")
+                raise ModelDamagedError(
+                    f"{shard.name} also holds tensor {extra[0][:80]}, {where}; the shards and the index come "
+                    "from "
+                    "different downloads, and Letterpress will not guess which copy is right. Download the "
+                    "model again."
+                )
+            _finite(header, shard)
             absent = sorted(shards[shard] - header.entries.keys())
             if absent:
                 raise ModelDamagedError(
@@ -625,7 +661,10 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[P
         return tuple(sorted(shards))
     single = path / "model.safetensors"
     if _regular(single, "weight file") is not None:
-        check_header_against_config(read_header(single), text, single)
+        header = read_header(single)
+        check_header_against_config(header, text, single)
+        _cancelled(cancel)
+        _finite(header, single)
         return (single,)
     if any(n.endswith((".bin", ".pt", ".pth", ".ckpt")) for n in names):
         raise UnsupportedModelError(
@@ -648,7 +687,7 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any]) -> tuple[P
 # Tokenizer and chat template
 
 
-def check_tokenizer(path: Path, vocab_size: int) -> None:
+def check_tokenizer(path: Path, vocab_size: int, cancel: threading.Event | None = None) -> None:
     """tokenizer.json must parse and fit the vocabulary; a chat template must exist and parse."""
     tok_json = path / "tokenizer.json"
     st = _regular(tok_json)
@@ -686,6 +725,34 @@ def check_tokenizer(path: Path, vocab_size: int) -> None:
             f"The chat template in {path} does not parse ({_first_line(exc)}); download chat_template.jinja "
             "and tokenizer_config.json again."
         ) from exc
+    _cancelled(cancel)
+    key = (template, tuple(sorted(_special_tokens(path).items())))
+    if key not in _RENDERED_TEMPLATES:
+        soundness.render_template_once(path, template, _special_tokens(path), cancel=cancel)
+        if len(_RENDERED_TEMPLATES) >= 64:
+            _RENDERED_TEMPLATES.clear()
+        _RENDERED_TEMPLATES.add(key)
+
+
+# A template that rendered once renders again: the model manager re-checks as the path is typed.
+_RENDERED_TEMPLATES: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+
+
+def _special_tokens(path: Path) -> dict[str, str]:
+    """bos/eos/pad/unk token strings from tokenizer_config.json, as transformers hands them to the
+    template."""
+    file = path / "tokenizer_config.json"
+    if _regular(file) is None:
+        return {}
+    config = read_json(file)
+    out: dict[str, str] = {}
+    for key in ("bos_token", "eos_token", "pad_token", "unk_token"):
+        value = config.get(key)
+        if isinstance(value, dict):
+            value = value.get("content")
+        if isinstance(value, str):
+            out[key] = value
+    return out
 
 
 # A real tokenizer.json (Gemma's: ~33 MB) takes a noticeable fraction of a second to parse; the model manager

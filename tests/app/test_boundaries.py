@@ -46,8 +46,9 @@ def test_engine_never_imports_qt_anywhere():
 RUNTIME_PATH = ("api", "prompts", "plan", "infill", "canvas", "prefix_cache", "denoise", "sampling", "fastpath",
                 "display", "candidates", "session", "threads", "fake", "__main__", "lean_step", "budget",
                 "special_tokens")
-ROOMS = ("weights", "tools", "training")
+ROOMS = ("weights", "kernels", "tools", "training", "remote")
 RUNTIME_PATH += ("resources",)  # where the shipped resources/ live (the app asks the engine)
+RUNTIME_PATH += ("declared", "env")  # a checkpoint's declared steps (torch-free); environment values, validated
 
 
 def engine_imports(path: Path) -> set[str]:
@@ -88,7 +89,7 @@ def test_the_runtime_path_imports_nothing_from_tools_or_training():
             bad = set()  # the command line dispatches to the tools (lazily, by name), by design
         if bad:
             offenders[name] = sorted(bad)
-    for path in (ROOT / "engine" / "weights").rglob("*.py"):
+    for path in [*(ROOT / "engine" / "weights").rglob("*.py"), *(ROOT / "engine" / "kernels").rglob("*.py")]:
         bad = {m for m in engine_imports(path) if m.startswith(("engine.tools", "engine.training"))}
         if bad:
             offenders[str(path.relative_to(ROOT))] = sorted(bad)
@@ -140,6 +141,8 @@ end = time.time() + 20
 while window.model_state != "ready" and time.time() < end:
     qapp.processEvents()
 window.editor.setPlainText("Hello")
+from PySide6.QtGui import QTextCursor
+window.editor.moveCursor(QTextCursor.MoveOperation.End)  # a draft continues the text before the cursor
 window.actionDraft.trigger()
 while window.editor.property("ghostState") != "ready" and time.time() < end:
     qapp.processEvents()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QMainWindow, QPlainTextEdit
 
 import app
@@ -68,6 +69,7 @@ def test_the_brief_is_in_every_request_and_survives_a_restart(qtbot, tmp_path) -
     )
     _set_brief(window, "Audience: children. The captain is Mara.")
     sent = _spy_requests(window)
+    window.editor.moveCursor(QTextCursor.MoveOperation.End)  # a draft continues the text before the cursor
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=10_000)
     window.assistant.dismiss()
@@ -85,6 +87,7 @@ def test_the_brief_is_in_every_request_and_survives_a_restart(qtbot, tmp_path) -
     again = _open_window(qtbot, str(doc))  # a restart: a new window, the same data folder
     assert again.brief.text == "Audience: children. The captain is Mara."
     sent = _spy_requests(again)
+    again.editor.moveCursor(QTextCursor.MoveOperation.End)
     again.actionDraft.trigger()
     qtbot.waitUntil(lambda: ghost_state(again) == "ready", timeout=10_000)
     assert sent[0].brief == "Audience: children. The captain is Mara."

@@ -19,6 +19,9 @@ def test_fake_engine_window_loads_and_drafts(qtbot):
     qtbot.waitUntil(lambda: window.model_state == "ready", timeout=10_000)
     assert window.menuFile.objectName() == "menuFile" and window.editor.objectName() == "editor"
     window.editor.setPlainText("Hi")
+    cursor = window.editor.textCursor()
+    cursor.movePosition(cursor.MoveOperation.End)
+    window.editor.setTextCursor(cursor)  # a draft continues the text before the cursor
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=10_000)
     window.editor.document().setModified(False)

@@ -57,7 +57,7 @@ def start():
         real_fsync = os.fsync
         def fsync(fd):
             where = os.readlink(f"/proc/self/fd/{fd}") if os.path.exists(f"/proc/self/fd/{fd}") else ""
-            if os.path.dirname(where) == folder and where.endswith(".tmp"):
+            if os.path.dirname(where) == folder and where.endswith((".tmp", ".lptmp")):
                 print("IN FSYNC", where, flush=True)
                 time.sleep(600)
             real_fsync(fd)
@@ -302,7 +302,9 @@ def test_a_running_session_s_temp_files_are_left_alone(tmp_path):
 
 
 def test_leftovers_no_journal_knows_are_tidied_when_their_document_is_opened(qtbot, tmp_path):
-    """A temp from an older version or a lost journal: kept as recovery if it holds other text, then removed."""
+    """A temp from an older version or a lost journal: kept as recovery if it holds other text. The `.tmp`
+    name
+    is also another program's, so it is removed only when it holds exactly the document (issue 22)."""
     from app.documents.recovery import find_recovered
 
     doc = tmp_path / "old.md"
@@ -319,7 +321,7 @@ def test_leftovers_no_journal_knows_are_tidied_when_their_document_is_opened(qtb
         os.utime(f, (time.time() - 3600, time.time() - 3600))
     window, docs = _window(qtbot)
     assert docs.open(doc)
-    assert not other.exists() and not same.exists() and fresh.exists() and unrelated.exists()
+    assert other.exists() and not same.exists() and fresh.exists() and unrelated.exists()
     kept = [d for d in find_recovered(window.services.recovery.folder) if d.kind == "interrupted save"]
     assert [(d.text, d.path) for d in kept] == [("newer words that never landed\n", os.path.realpath(doc))]
     assert "interrupted" in window.statusBar().currentMessage()

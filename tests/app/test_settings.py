@@ -11,7 +11,7 @@ from engine.api import REWRITE_PRESETS, DenoiseSettings
 def test_defaults_without_a_file(tmp_path):
     s = Settings(tmp_path)
     assert s.problems == []
-    assert s["denoise.steps"] == 48
+    assert s["denoise.steps"] == 0  # the model's own
     assert s.rewrite_presets() == REWRITE_PRESETS
     assert not (tmp_path / "settings.toml").exists()  # nothing written until something changes
 
@@ -81,7 +81,7 @@ def test_changed_signal_fires_once_per_changed_key(tmp_path, qtbot):
 
 @pytest.mark.parametrize(
     "key, bad",
-    [("denoise.steps", 0), ("denoise.steps", "many"), ("denoise.steps", True), ("model.device", "tpu"),
+    [("denoise.steps", -1), ("denoise.steps", "many"), ("denoise.steps", True), ("model.device", "tpu"),
      ("denoise.entropy_bound", -1.0), ("rewrite.presets", {}), ("rewrite.presets", {"x": ""}),
      ("appearance.font_size", 7.5)],
 )
@@ -109,7 +109,7 @@ def test_bad_values_in_the_file_fall_back_to_defaults_and_are_reported(tmp_path)
         encoding="utf-8",
     )
     s = Settings(tmp_path)
-    assert s["denoise.steps"] == 48
+    assert s["denoise.steps"] == 0  # the model's own
     assert s["model.device"] == "auto"
     assert s["denoise.alternatives"] == 2  # the good value survives
     assert (s["denoise.t_min"], s["denoise.t_max"]) == (0.4, 0.8)
@@ -215,7 +215,7 @@ def test_dialog_shows_problems_found_in_the_file(tmp_path, qtbot):
 
     from app.ui.settings_dialog import SettingsDialog
 
-    (tmp_path / "settings.toml").write_text("[denoise]\nsteps = 0\n", encoding="utf-8")
+    (tmp_path / "settings.toml").write_text("[denoise]\nsteps = -3\n", encoding="utf-8")
     dlg = SettingsDialog(Settings(tmp_path))
     qtbot.addWidget(dlg)
     assert "denoise.steps" in dlg.findChild(QLabel, "settingsProblems").text()

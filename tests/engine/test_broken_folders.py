@@ -173,7 +173,7 @@ def test_a_folder_deleted_after_the_check_says_it_does_not_exist(tiny_dir: Path,
     shutil.copytree(tiny_dir, folder)
     info = loader.validate_checkpoint(folder)
     shutil.rmtree(folder)
-    monkeypatch.setattr(loader, "validate_checkpoint", lambda _d: info)
+    monkeypatch.setattr(loader, "validate_checkpoint", lambda _d, *_a, **_k: info)
     with pytest.raises(ModelNotFoundError, match="does not exist"):
         loader.load_model(folder, device="cpu", quantization="none")
 

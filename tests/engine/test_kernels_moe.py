@@ -1,0 +1,153 @@
+"""The fused NF4 MoE kernel against today's dequantize-then-matmul path, under the Triton interpreter on the CPU.
+
+Tolerance (stated in engine.kernels.nf4_moe and docs/performance.md): fp32 compute, max |err| <= 1e-5 x the output's
+largest magnitude; bf16 compute, <= 2**-6 x it (the same bf16-rounded weights and intermediates, only the order of
+the fp32 accumulation and of the k-way sum differs).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.helpers.kernels import DEVICE, count_syncs
+
+pytest.importorskip("triton")
+
+from transformers.activations import ACT2FN
+
+from engine.kernels.nf4_moe import align, fused_moe, nf4_linear, reference_moe
+from engine.weights.quantize import NF4Weight
+
+GELU = ACT2FN["gelu_pytorch_tanh"]
+TOL = {torch.float32: 1e-5, torch.bfloat16: 2**-6}
+
+
+def stacks(
+    experts: int, hidden: int, inter: int, dtype: torch.dtype, seed: int = 0
+) -> tuple[NF4Weight, NF4Weight]:
+    gen = torch.Generator().manual_seed(seed)
+    gate_up = NF4Weight((2 * inter, hidden), experts, device="cpu", dtype=dtype)
+    down = NF4Weight((hidden, inter), experts, device="cpu", dtype=dtype)
+    for e in range(experts):
+        gate_up.store(torch.randn(2 * inter, hidden, generator=gen) * hidden**-0.5, e)
+        down.store(torch.randn(hidden, inter, generator=gen) * inter**-0.5, e)
+    return gate_up.to(DEVICE), down.to(DEVICE)
+
+
+def routing(
+    tokens: int, experts: int, top_k: int, dtype: torch.dtype, *, only: list[int] | None = None, seed: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    pool = only if only is not None else list(range(experts))
+    picks = torch.stack(
+        [torch.tensor(pool)[torch.randperm(len(pool), generator=gen)[:top_k]] for _ in range(tokens)]
+    )
+    weights = torch.softmax(torch.randn(tokens, top_k, generator=gen), -1).to(dtype)
+    return picks.to(DEVICE), weights.to(DEVICE)
+
+
+def check(
+    hidden: torch.Tensor, index: torch.Tensor, weights: torch.Tensor, gate_up: NF4Weight, down: NF4Weight
+) -> float:
+    ours = fused_moe(hidden, index, weights, gate_up, down, act=1)
+    ref = reference_moe(hidden, index, weights, gate_up, down, GELU)
+    assert ours.shape == ref.shape and ours.dtype == ref.dtype
+    scale = max(1.0, ref.float().abs().max().item())
+    err = (ours.float() - ref.float()).abs().max().item()
+    assert err <= TOL[gate_up.compute_dtype] * scale, (err, scale)
+    return err
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize(
+    ("experts", "tokens", "top_k", "hidden", "inter"),
+    [(1, 5, 1, 64, 32), (3, 7, 2, 64, 48), (8, 33, 4, 128, 64), (5, 1, 2, 64, 32), (6, 19, 3, 40, 24)],
+    ids=["one-expert", "three", "eight", "one-token", "odd-shapes"],
+)
+def test_fused_moe_matches_the_dequantize_path(dtype, experts, tokens, top_k, hidden, inter) -> None:
+    gate_up, down = stacks(experts, hidden, inter, dtype)
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(tokens, hidden, generator=gen).to(dtype).to(DEVICE)
+    index, weights = routing(tokens, experts, top_k, dtype)
+    check(x, index, weights, gate_up, down)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_empty_experts_and_all_tokens_to_one_expert(dtype) -> None:
+    gate_up, down = stacks(6, 64, 32, dtype)
+    x = torch.randn(21, 64, generator=torch.Generator().manual_seed(3)).to(dtype).to(DEVICE)
+    index, weights = routing(21, 6, 2, dtype, only=[1, 4])  # experts 0, 2, 3, 5 get nothing
+    check(x, index, weights, gate_up, down)
+    index, weights = routing(21, 6, 1, dtype, only=[5])  # every token to the last expert
+    check(x, index, weights, gate_up, down)
+
+
+def test_group_larger_than_a_tile_and_odd_group_sizes() -> None:
+    gate_up, down = stacks(3, 64, 32, torch.float32)
+    x = torch.randn(37, 64, generator=torch.Generator().manual_seed(4)).to(DEVICE)
+    index = torch.tensor([[0, 2] if t % 5 else [1, 2] for t in range(37)], device=DEVICE)  # groups 30, 7, 37
+    weights = torch.rand(37, 2, generator=torch.Generator().manual_seed(5)).to(DEVICE)
+    check(x, index, weights, gate_up, down)
+
+
+def test_the_kernel_never_dequantizes_a_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate_up, down = stacks(4, 64, 32, torch.bfloat16)
+    x = torch.randn(9, 64).to(torch.bfloat16).to(DEVICE)
+    index, weights = routing(9, 4, 2, torch.bfloat16)
+    ref = reference_moe(x, index, weights, gate_up, down, GELU)
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the fused kernel made a dense copy of an expert")
+
+    monkeypatch.setattr(NF4Weight, "dequantize", refuse)
+    ours = fused_moe(x, index, weights, gate_up, down, act=1)
+    assert (ours.float() - ref.float()).abs().max().item() <= TOL[torch.bfloat16] * max(
+        1.0, ref.abs().max().item()
+    )
+
+
+def test_grouping_by_expert_reads_nothing_back_to_the_host() -> None:
+    index = torch.tensor([[3, 0], [3, 1], [0, 3], [3, 2]], device=DEVICE)
+    with count_syncs() as seen:
+        sorted_ids, block_expert = align(index, 5, 4)
+    assert seen == []
+    # groups: expert 0 {1, 4}, 1 {3}, 2 {7}, 3 {0, 2, 5, 6}, 4 none; each padded to 4 with -1
+    assert sorted_ids.tolist() == [1, 4, -1, -1, 3, -1, -1, -1, 7, -1, -1, -1, 0, 2, 5, 6] + [-1] * 8
+    assert block_expert.tolist() == [0, 1, 2, 3, 5, 5]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_nf4_dense_linear_matches_dequantize_then_matmul(dtype) -> None:
+    weight = NF4Weight((48, 80), None, device="cpu", dtype=dtype)
+    weight.store(torch.randn(48, 80, generator=torch.Generator().manual_seed(6)))
+    weight = weight.to(DEVICE)
+    x = torch.randn(2, 3, 80, generator=torch.Generator().manual_seed(7)).to(dtype).to(DEVICE)
+    ref = torch.nn.functional.linear(x, weight.dequantize().to(dtype))
+    ours = nf4_linear(x, weight)
+    assert ours.shape == ref.shape
+    assert (ours.float() - ref.float()).abs().max().item() <= TOL[dtype] * max(1.0, ref.abs().max().item())
+
+
+@pytest.mark.slow
+def test_real_expert_shapes_with_fewer_experts() -> None:
+    """The 26B-A4B's hidden 2816 and expert width 704 (3 experts instead of 128, one empty; 8 tokens top-2)."""
+    gate_up, down = stacks(3, 2816, 704, torch.bfloat16)
+    x = torch.randn(8, 2816, generator=torch.Generator().manual_seed(8)).to(torch.bfloat16).to(DEVICE)
+    index, weights = routing(8, 3, 2, torch.bfloat16, only=[0, 2])  # expert 1 empty
+    check(x, index, weights, gate_up, down)
+
+
+@pytest.mark.slow
+def test_every_kernel_compiles_for_a_4090_and_an_h100() -> None:
+    """Triton compiles each kernel variant the wrappers launch down to a cubin without a GPU (a subprocess: the
+    interpreter, on in this one, replaces the kernels by Python functions)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-m", "engine.kernels.compile_check", "89", "90"], check=False, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.stdout.count("ok ") == 16
