@@ -39,6 +39,7 @@ from app.platform.folders import data_dir
 from app.ui import help as help_ui
 from app.ui.editor import Editor, FindBar
 from app.assist.engine_host import EngineHost
+from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
 from app.ui.status import MessageBar, stats_text
 from app.ui.widgets import named
 from engine.api import EngineError, LoadProgress, ModelInfo, Stats
@@ -281,7 +282,10 @@ class MainWindow(QMainWindow):
         self.deviceLabel = named(QLabel(self), "deviceStatus")
         self.statsLabel = named(QLabel(self), "requestStats")
         self.wordsLabel = named(QLabel("0 words", self), "wordCount")
-        for w in (self.modelLabel, self.loadBar, self.deviceLabel, self.statsLabel, self.wordsLabel):
+        self.demoBanner = DemoBanner(self)  # shown while the built-in demo model is the one loaded
+        self.demoBanner.loadRealModel.connect(self._on_demo_load_real)
+        self.demoBanner.useServer.connect(self._on_demo_use_server)
+        for w in (self.demoBanner, self.modelLabel, self.loadBar, self.deviceLabel, self.statsLabel, self.wordsLabel):
             bar.addPermanentWidget(w)
 
     def _sync_undo_actions(self, *_args: object) -> None:
@@ -465,18 +469,51 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_loaded(self, info: ModelInfo) -> None:
-        self._set_model_state("ready", f"Ready: {info.name}", f"{info.path} ({info.parameters:,} parameters)")
+        demo = self._show_demo_banner(info.path)
+        name = demo_wording().name if demo else info.name
+        self._set_model_state("ready", f"Ready: {name}", f"{info.path} ({info.parameters:,} parameters)")
         quant = "" if info.quantization in ("", "none") else f", {info.quantization}"
         self.deviceLabel.setText(f"{info.device.upper()} ({info.dtype}{quant})")
-        self._resume_activity(info.notice or f"Model {info.name} loaded.")
+        self._resume_activity(info.notice or (demo_wording().summary if demo else f"Model {info.name} loaded."))
+
+    def _show_demo_banner(self, path: str | None) -> bool:
+        """The demo banner is visible exactly while the built-in demo model is the loaded one."""
+        demo = is_demo_model(path)
+        self.demoBanner.set_server_available(self._server_action() is not None)
+        self.demoBanner.setVisible(demo)
+        return demo
+
+    def _server_action(self) -> QAction | None:
+        """The app's "use a server" action when it has one (found by name: it is added by the remote wiring)."""
+        for action in self.findChildren(QAction):
+            name = action.objectName().lower()
+            if name in ("actionuseserver", "actionserver", "actionconnectserver") or (
+                "server" in action.text().replace("&", "").lower() and "stop" not in action.text().lower()
+            ):
+                return action
+        return None
+
+    def _on_demo_load_real(self) -> None:
+        manager = self.findChild(QAction, "actionModelManager")
+        if manager is not None:
+            manager.trigger()
+        else:
+            self.choose_model_folder()
+
+    def _on_demo_use_server(self) -> None:
+        action = self._server_action()
+        if action is not None:
+            action.trigger()
 
     @Slot(object)
     def _on_load_failed(self, error: EngineError) -> None:
         kept = getattr(self.host, "model_info", None)  # a failed load never takes away the model in use
         if kept is not None:
             self.model_dir = kept.path
-            self._set_model_state("ready", f"Ready: {kept.name}", f"{kept.path} ({kept.parameters:,} parameters)")
-            self._resume_activity(f"{getattr(error, 'message', str(error))} Still using {kept.name}.")
+            demo = self._show_demo_banner(kept.path)
+            name = demo_wording().name if demo else kept.name
+            self._set_model_state("ready", f"Ready: {name}", f"{kept.path} ({kept.parameters:,} parameters)")
+            self._resume_activity(f"{getattr(error, 'message', str(error))} Still using {name}.")
             return
         self._set_model_state("error", "Model error", getattr(error, "message", str(error)))
 

@@ -45,6 +45,10 @@ class Batch:
     target: torch.Tensor  # (B, C)
     noisable: torch.Tensor  # (B, C) bool
 
+    def to(self, device: str | torch.device) -> Batch:
+        """The same batch on `device` (training on a GPU; the random draws follow the batch's device)."""
+        return Batch(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
+
 
 def collate(examples: list[Example], pad_id: int) -> Batch:
     longest = max(len(e.prefix) for e in examples)
@@ -93,8 +97,9 @@ def decode(model, batch: Batch, canvas: torch.Tensor, cache, sc_logits=None, sc_
 def noise(batch: Batch, t: torch.Tensor, vocab_size: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """Replace each noisable canvas token by a uniform random token with probability t (per example)."""
     shape = batch.target.shape
-    corrupt = (torch.rand(shape, generator=generator) < t[:, None]) & batch.noisable
-    random_ids = torch.randint(0, vocab_size, shape, generator=generator)
+    dev = batch.target.device
+    corrupt = (torch.rand(shape, generator=generator).to(dev) < t[:, None].to(dev)) & batch.noisable
+    random_ids = torch.randint(0, vocab_size, shape, generator=generator).to(dev)
     return torch.where(corrupt, random_ids, batch.target)
 
 
@@ -106,7 +111,7 @@ def diffusion_loss(
     b = batch.target.shape[0]
     cache = encode_prefix(model, batch)
     canvas = noise(batch, torch.rand(b), vocab)
-    sc_mask = torch.rand(b) < self_conditioning_prob
+    sc_mask = (torch.rand(b) < self_conditioning_prob).to(batch.target.device)
     sc_logits = None
     if bool(sc_mask.any()):
         with torch.no_grad():
@@ -132,8 +137,9 @@ def denoising_scores(
     generator = torch.Generator().manual_seed(seed)
     vocab = model.config.get_text_config().vocab_size
     b, c = batch.target.shape
-    corrupt = (torch.rand((b, c), generator=generator) < t) & batch.noisable & (batch.target != pad_id)
-    random_ids = torch.randint(0, vocab, (b, c), generator=generator)
+    dev = batch.target.device
+    corrupt = (torch.rand((b, c), generator=generator) < t).to(dev) & batch.noisable & (batch.target != pad_id)
+    random_ids = torch.randint(0, vocab, (b, c), generator=generator).to(dev)
     canvas = torch.where(corrupt, random_ids, batch.target)
     cache = encode_prefix(model, batch)
     logits = decode(model, batch, canvas, cache).float()
