@@ -156,7 +156,8 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         len(tokenizer), canvas_length=h.canvas_length, hidden_size=h.hidden_size, layers=h.layers,
         experts=h.experts, top_k=h.top_k, max_positions=h.max_positions,
     )
-    model = DiffusionGemmaForBlockDiffusion(config).to(device)
+    # transformers types `to` as the unbound function (mypy reads `device` as `self`)
+    model = DiffusionGemmaForBlockDiffusion(config).to(device)  # type: ignore[arg-type]
     optimizer = torch.optim.AdamW(model.parameters(), lr=h.lr, weight_decay=h.weight_decay, betas=(0.9, 0.98))
     state_path = out / "state.pt"
     step = 0
