@@ -28,25 +28,47 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="letterpress", description="A private, offline writing assistant.")
     parser.add_argument("files", nargs="*", help="documents to open")
     parser.add_argument("--model", metavar="DIR", help="a local DiffusionGemma checkpoint folder")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
-                        help="where to run the model: auto picks the GPU when there is one (default: Settings)")
-    # The same option names as `python -m engine generate` (which keeps --quantize as an alias too).
-    parser.add_argument("--quantization", "--quantize", dest="quantization", choices=("auto", "nf4", "nf4-mixed", "none"),
-                        default=None, help="nf4: 4-bit weights; nf4-mixed: 4-bit experts, 8-bit attention and dense MLP; none: full precision; auto: 4-bit unless full "
-                                           "precision fits comfortably (default: Settings)")
     parser.add_argument(
-        "--fake-engine", nargs="?", const="", default=None, metavar="SPEC",
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default=None,
+        help="where to run the model: auto picks the GPU when there is one (default: Settings)",
+    )
+    # The same option names as `python -m engine generate` (which keeps --quantize as an alias too).
+    parser.add_argument(
+        "--quantization",
+        "--quantize",
+        dest="quantization",
+        choices=("auto", "nf4", "nf4-mixed", "none"),
+        default=None,
+        help="nf4: 4-bit weights; nf4-mixed: 4-bit experts, 8-bit attention and dense MLP; none: full precision; auto: 4-bit unless full "
+        "precision fits comfortably (default: Settings)",
+    )
+    parser.add_argument(
+        "--fake-engine",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SPEC",
         help="use the scripted engine (demos, tests); SPEC like 'steps=12,delay=0.05,fail_at=3,busy=1'",
     )
-    parser.add_argument("--theme", choices=("system", "light", "dark"), default=None,
-                        help="colour theme (default: Settings)")
-    parser.add_argument("--log-level", type=_log_level, default=_log_level(os.environ.get("LETTERPRESS_LOG_LEVEL",
-                                                                                         "WARNING"), lenient=True),
-                        metavar="LEVEL", help="DEBUG, INFO, WARNING (default), ERROR or CRITICAL")
-    parser.add_argument("--self-test", action="store_true",
-                        help="prove this installation works: load the model (the demo, or --model DIR) in an "
-                             "offscreen window, run a draft, a rewrite and an infill, print one JSON line and exit "
-                             "(0 = passed); for installers and CI")
+    parser.add_argument(
+        "--theme", choices=("system", "light", "dark"), default=None, help="colour theme (default: Settings)"
+    )
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        default=_log_level(os.environ.get("LETTERPRESS_LOG_LEVEL", "WARNING"), lenient=True),
+        metavar="LEVEL",
+        help="DEBUG, INFO, WARNING (default), ERROR or CRITICAL",
+    )
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="prove this installation works: load the model (the demo, or --model DIR) in an "
+        "offscreen window, run a draft, a rewrite and an infill, print one JSON line and exit "
+        "(0 = passed); for installers and CI",
+    )
     return parser
 
 
@@ -60,8 +82,11 @@ def _log_level(text: str, lenient: bool = False) -> str:
     if level not in LOG_LEVELS:
         if lenient:  # from the environment: say so (logging is not set up yet), then use the default
             if level:
-                print(f"LETTERPRESS_LOG_LEVEL={str(text)[:24]} is ignored: use one of {', '.join(LOG_LEVELS)}; "
-                      "using the default (WARNING).", file=sys.stderr)
+                print(
+                    f"LETTERPRESS_LOG_LEVEL={str(text)[:24]} is ignored: use one of {', '.join(LOG_LEVELS)}; "
+                    "using the default (WARNING).",
+                    file=sys.stderr,
+                )
             return "WARNING"
         raise argparse.ArgumentTypeError(f"'{text}' is not a log level; use one of {', '.join(LOG_LEVELS)}")
     return level
@@ -77,8 +102,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         try:
             fake_engine_factory(args.fake_engine)
         except ValueError:
-            parser.error(f"argument --fake-engine: '{args.fake_engine}' is not a SPEC like "
-                         "'steps=12,delay=0.05,fail_at=3,busy=1' (numbers after '=')")
+            parser.error(
+                f"argument --fake-engine: '{args.fake_engine}' is not a SPEC like "
+                "'steps=12,delay=0.05,fail_at=3,busy=1' (numbers after '=')"
+            )
     return args
 
 
@@ -155,7 +182,11 @@ def build_window(args: argparse.Namespace) -> MainWindow:
     device = args.device or (settings["model.device"] if settings is not None else "auto")
     quantization = args.quantization or (settings["model.quantization"] if settings is not None else "auto")
     window = MainWindow(
-        host, settings=settings, model_dir=model_dir, device=device, quantization=quantization,
+        host,
+        settings=settings,
+        model_dir=model_dir,
+        device=device,
+        quantization=quantization,
         no_model_reason=reason,
     )
     _install_services(window, settings, list(args.files))
@@ -200,8 +231,16 @@ def _qt_platform_blocked(*, json_line: bool) -> int:
     if json_line:  # the self-test's contract: one JSON summary on stdout
         import json
 
-        print(json.dumps({"ok": False, "exit_code": EXIT_QT_PLATFORM, "error": problem.message(),
-                          "missing_libraries": list(problem.missing)}))
+        print(
+            json.dumps(
+                {
+                    "ok": False,
+                    "exit_code": EXIT_QT_PLATFORM,
+                    "error": problem.message(),
+                    "missing_libraries": list(problem.missing),
+                }
+            )
+        )
     return EXIT_QT_PLATFORM
 
 
@@ -219,10 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     if self_test:  # installers and CI: prove the build works
         from app.selftest import run_self_test
 
-        return run_self_test(sys.argv[1:] if argv is None else argv,
-                             lambda window_argv: build_window(parse_args(window_argv)))
+        return run_self_test(
+            sys.argv[1:] if argv is None else argv, lambda window_argv: build_window(parse_args(window_argv))
+        )
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     for hook in LOGGING_SETUP:
         hook(args)
     from app.platform.privacy import enforce_offline, install_network_guard, setup_logging

@@ -17,12 +17,12 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QLabel
 
-from app.platform import privacy
+from app.config.settings import Settings, data_dir, recovery_dir
 from app.documents.brief import BriefController
 from app.documents.controller import DocumentController
 from app.documents.recovery import RecoveredDocument, RecoveryManager
-from app.config.settings import Settings, data_dir, recovery_dir
 from app.main_window import MainWindow
+from app.platform import privacy
 from app.ui.actions import add_window_action, configure
 
 log = logging.getLogger(__name__)
@@ -40,15 +40,27 @@ class Services:
     autosave_warning: QLabel | None = None
 
 
-def install_services(window: MainWindow, settings: Settings | None = None, *, files: list[str] | None = None,
-                     recovery_folder: Path | None = None, offer_recovery: bool = True) -> Services:
+def install_services(
+    window: MainWindow,
+    settings: Settings | None = None,
+    *,
+    files: list[str] | None = None,
+    recovery_folder: Path | None = None,
+    offer_recovery: bool = True,
+) -> Services:
     existing = window.services
     if isinstance(existing, Services):  # installing twice would double every menu entry and autosave
         return existing
     editor = window.editor
     folder = recovery_folder or recovery_dir()
-    documents = DocumentController(window, editor, settings, recent_path=data_dir() / "recent.json",
-                                   menu=window.menuFile, lock_folder=folder / "locks")
+    documents = DocumentController(
+        window,
+        editor,
+        settings,
+        recent_path=data_dir() / "recent.json",
+        menu=window.menuFile,
+        lock_folder=folder / "locks",
+    )
     recovery = RecoveryManager(folder, documents.recovery_snapshot, parent=window)
     recovery.connect_document(documents)
     if settings is not None:
@@ -62,8 +74,9 @@ def install_services(window: MainWindow, settings: Settings | None = None, *, fi
     from app.documents.brief import install_brief
 
     session = Path(getattr(recovery, "file", "") or "").stem or uuid.uuid4().hex
-    services.brief = window.brief = install_brief(window, documents, Path(recovery.folder), session,
-                                                  window.request_defaults)
+    services.brief = window.brief = install_brief(
+        window, documents, Path(recovery.folder), session, window.request_defaults
+    )
     services.action_model = _add_model_action(window, settings)
     services.action_settings = _add_settings_action(window, settings)
     documents.message.connect(lambda text: _show(window, text))
@@ -90,7 +103,10 @@ def offer(services: Services, window: MainWindow) -> list[RecoveredDocument]:
         here = documents.path
         if documents.is_modified() or (here is not None and str(here) != (doc.path or "")):
             services.kept_for_later.append(doc)
-            _show(window, f"The recovered text of {doc.name} is kept; it will be offered again at the next start.")
+            _show(
+                window,
+                f"The recovered text of {doc.name} is kept; it will be offered again at the next start.",
+            )
             return False
         said: list[str] = []  # what restoring reported (read-only, changed on disk since): kept in view
         documents.message.connect(said.append)

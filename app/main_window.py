@@ -9,37 +9,37 @@ Extension points for the document controller: `menuFile` (insert before `actionQ
 from __future__ import annotations
 
 import logging
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QDialog,
     QFileDialog,
     QInputDialog,
     QLabel,
     QMainWindow,
     QMenu,
-    QApplication,
     QProgressBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from app.assist.presets import PRESET_LABELS
 from app.assist.controller import Assistant
+from app.assist.engine_host import EngineHost
+from app.assist.presets import PRESET_LABELS
 from app.assist.request_defaults import RequestDefaults
 from app.documents.brief import BriefController
-from app.ui import actions
 from app.platform.folders import data_dir
+from app.ui import actions
 from app.ui import help as help_ui
-from app.ui.editor import Editor, FindBar
-from app.assist.engine_host import EngineHost
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
+from app.ui.editor import Editor, FindBar
 from app.ui.status import MessageBar, stats_text
 from app.ui.widgets import named
 from engine.api import EngineError, LoadProgress, ModelInfo, Stats
@@ -105,11 +105,17 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_status_bar()
-        from app.assist.editing import DiffusionEditing  # strength, re-roll, pins, diff view, alternatives panel
+        from app.assist.editing import (
+            DiffusionEditing,
+        )  # strength, re-roll, pins, diff view, alternatives panel
 
         self.editing = DiffusionEditing(
-            self, assistant=self.assistant, request_defaults=self.request_defaults,
-            assist_menu=self.menuAssist, view_menu=self.menuView, show_message=self.show_message,
+            self,
+            assistant=self.assistant,
+            request_defaults=self.request_defaults,
+            assist_menu=self.menuAssist,
+            view_menu=self.menuView,
+            show_message=self.show_message,
             context_menu_hooks=self.context_menu_hooks,
         )
         from app.assist.server_mode import ServerMode  # Model ▸ Use a server…, "Server: host · model"
@@ -134,15 +140,19 @@ class MainWindow(QMainWindow):
 
             keys.follow(self, settings)  # the assistant's keys as the writer bound them in Settings
         self._update_actions()
-        if settings is not None and help_ui.first_run(data_dir()):  # shown once, remembered in the data folder
+        if settings is not None and help_ui.first_run(
+            data_dir()
+        ):  # shown once, remembered in the data folder
             self.show_first_run_hint()
         self.assistant.changed.connect(self._hide_hint_once_used)
         if self.model_dir:
             self.load_model(self.model_dir)
         else:
             self._set_model_state(
-                "not loaded", "No model",
-                no_model_reason or "No model is configured. Choose a model folder with Model ▸ Load model folder…",
+                "not loaded",
+                "No model",
+                no_model_reason
+                or "No model is configured. Choose a model folder with Model ▸ Load model folder…",
             )
         self.editor.setFocus()
 
@@ -165,8 +175,12 @@ class MainWindow(QMainWindow):
         self.actionNextAlternative = self._action("actionNextAlternative", a.next_alternative)
         self.actionPreviousAlternative = self._action("actionPreviousAlternative", a.previous_alternative)
         self.suggestion_actions = [
-            self.actionAcceptSuggestion, self.actionAcceptWord, self.actionAcceptLine,
-            self.actionDismissSuggestion, self.actionNextAlternative, self.actionPreviousAlternative,
+            self.actionAcceptSuggestion,
+            self.actionAcceptWord,
+            self.actionAcceptLine,
+            self.actionDismissSuggestion,
+            self.actionNextAlternative,
+            self.actionPreviousAlternative,
         ]
         self.editor.priority_actions.extend(self.suggestion_actions)
         # The requests too: their keys can be rebound (app.ui.keys) to ones the editor would take for itself (Tab,
@@ -174,9 +188,14 @@ class MainWindow(QMainWindow):
         self.editor.priority_actions.extend([self.actionDraft, self.actionRewrite, self.actionInfill])
         self.preset_actions: list[QAction] = []
         for key, instruction in a.presets().items():
-            act = actions.create_member(self, "actionPreset_", key,
-                                        PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
-                                        partial(a.rewrite, instruction), tip=instruction)
+            act = actions.create_member(
+                self,
+                "actionPreset_",
+                key,
+                PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
+                partial(a.rewrite, instruction),
+                tip=instruction,
+            )
             self.preset_actions.append(act)
 
         e = self.editor
@@ -285,7 +304,14 @@ class MainWindow(QMainWindow):
         self.demoBanner = DemoBanner(self)  # shown while the built-in demo model is the one loaded
         self.demoBanner.loadRealModel.connect(self._on_demo_load_real)
         self.demoBanner.useServer.connect(self._on_demo_use_server)
-        for w in (self.demoBanner, self.modelLabel, self.loadBar, self.deviceLabel, self.statsLabel, self.wordsLabel):
+        for w in (
+            self.demoBanner,
+            self.modelLabel,
+            self.loadBar,
+            self.deviceLabel,
+            self.statsLabel,
+            self.wordsLabel,
+        ):
             bar.addPermanentWidget(w)
 
     def _sync_undo_actions(self, *_args: object) -> None:
@@ -326,7 +352,11 @@ class MainWindow(QMainWindow):
         """Every menu command that can run now, by its menu path (the palette lists the others greyed)."""
         from app.ui.palette import menu_commands
 
-        return {c.label: c.action for c in menu_commands(self.menuBar(), (self.actionCommandPalette,)) if c.enabled}
+        return {
+            c.label: c.action
+            for c in menu_commands(self.menuBar(), (self.actionCommandPalette,))
+            if c.enabled
+        }
 
     def command_palette(self) -> None:
         """Open the filter-as-you-type palette over every menu command (app.ui.palette)."""
@@ -355,7 +385,9 @@ class MainWindow(QMainWindow):
         self.assistant.ghost.flush()
 
     def choose_model_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Choose a DiffusionGemma model folder", self.model_dir or "")
+        folder = QFileDialog.getExistingDirectory(
+            self, "Choose a DiffusionGemma model folder", self.model_dir or ""
+        )
         if folder:
             self.load_model(folder)
 
@@ -364,8 +396,9 @@ class MainWindow(QMainWindow):
         """The document brief's dialog, once opened (Assist ▸ Document brief…)."""
         return self.brief.dialog if self.brief is not None else None
 
-    def load_model(self, model_dir: str | Path, device: str | None = None,
-                   quantization: str | None = None) -> None:
+    def load_model(
+        self, model_dir: str | Path, device: str | None = None, quantization: str | None = None
+    ) -> None:
         """Load `model_dir` (on `device` with `quantization` when given: they are kept for later loads)."""
         if device is not None:
             self.device = device
@@ -474,7 +507,9 @@ class MainWindow(QMainWindow):
         self._set_model_state("ready", f"Ready: {name}", f"{info.path} ({info.parameters:,} parameters)")
         quant = "" if info.quantization in ("", "none") else f", {info.quantization}"
         self.deviceLabel.setText(f"{info.device.upper()} ({info.dtype}{quant})")
-        self._resume_activity(info.notice or (demo_wording().summary if demo else f"Model {info.name} loaded."))
+        self._resume_activity(
+            info.notice or (demo_wording().summary if demo else f"Model {info.name} loaded.")
+        )
 
     def _show_demo_banner(self, path: str | None) -> bool:
         """The demo banner is visible exactly while the built-in demo model is the loaded one."""

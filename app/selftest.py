@@ -53,8 +53,12 @@ class _Report:
     network: list[str] = field(default_factory=list)
 
     def finish(self, ok: bool, error: str = "", code: int = EXIT_OK) -> dict[str, Any]:
-        self.data.update(ok=ok, exit_code=code, seconds=round(time.monotonic() - self.started, 2),
-                         network_attempts=self.network)
+        self.data.update(
+            ok=ok,
+            exit_code=code,
+            seconds=round(time.monotonic() - self.started, 2),
+            network_attempts=self.network,
+        )
         if error:
             self.data["error"] = error
         return self.data
@@ -73,7 +77,9 @@ def default_model_dir() -> Path:
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="letterpress --self-test", description=__doc__.splitlines()[0])
     parser.add_argument("--self-test", action="store_true")
-    parser.add_argument("--model", type=Path, default=None, help="checkpoint folder (default: the demo model)")
+    parser.add_argument(
+        "--model", type=Path, default=None, help="checkpoint folder (default: the demo model)"
+    )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--fake-engine", action="store_true", help="the scripted engine (no model, no torch)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for the whole test")
@@ -121,9 +127,13 @@ def run_self_test(argv: list[str], create_window: Callable[[list[str]], Any]) ->
     _record_network(report)
     model = args.model if args.model is not None else default_model_dir()
     report.data.update(
-        version=_version(), frozen=bool(getattr(sys, "frozen", False)), platform=f"{sys.platform}-{platform.machine()}",
-        python=platform.python_version(), qpa=os.environ.get("QT_QPA_PLATFORM"),
-        model=None if args.fake_engine else str(model), tasks={},
+        version=_version(),
+        frozen=bool(getattr(sys, "frozen", False)),
+        platform=f"{sys.platform}-{platform.machine()}",
+        python=platform.python_version(),
+        qpa=os.environ.get("QT_QPA_PLATFORM"),
+        model=None if args.fake_engine else str(model),
+        tasks={},
     )
     with tempfile.TemporaryDirectory(prefix="letterpress-selftest-") as tmp:
         _isolate_user_folders(Path(tmp))
@@ -170,13 +180,15 @@ def _version() -> str:
 # Driving the window
 
 
-def _run(args: argparse.Namespace, model: Path, report: _Report,
-         create_window: Callable[[list[str]], Any]) -> None:
+def _run(
+    args: argparse.Namespace, model: Path, report: _Report, create_window: Callable[[list[str]], Any]
+) -> None:
     from PySide6.QtWidgets import QApplication
 
     if not args.fake_engine and not model.is_dir():
-        raise SelfTestError(f"No model at {model}; pass --model DIR with a DiffusionGemma checkpoint.",
-                            EXIT_CANNOT_START)
+        raise SelfTestError(
+            f"No model at {model}; pass --model DIR with a DiffusionGemma checkpoint.", EXIT_CANNOT_START
+        )
     deadline = time.monotonic() + args.timeout
     window_argv = ["--device", args.device]
     window_argv += ["--fake-engine"] if args.fake_engine else ["--model", str(model)]
@@ -257,8 +269,11 @@ class _WindowDriver:
         info = self.host.model_info
         return {
             "load_seconds": round(time.monotonic() - started, 2),
-            "device": info.device, "dtype": info.dtype, "quantization": info.quantization,
-            "parameters": info.parameters, "model_name": info.name,
+            "device": info.device,
+            "dtype": info.dtype,
+            "quantization": info.quantization,
+            "parameters": info.parameters,
+            "model_name": info.name,
         }
 
     def ghost_state(self) -> str:
@@ -267,7 +282,9 @@ class _WindowDriver:
 
     # -- tasks ----------------------------------------------------------------------------------------------------
 
-    def _set_text(self, text: str, select: tuple[int, int] | None = None, cursor_at: int | None = None) -> None:
+    def _set_text(
+        self, text: str, select: tuple[int, int] | None = None, cursor_at: int | None = None
+    ) -> None:
         from PySide6.QtGui import QTextCursor
 
         self.editor.setPlainText(text)
@@ -290,8 +307,10 @@ class _WindowDriver:
         if not action.isEnabled():
             raise SelfTestError(f"'{action_name}' is disabled with the model loaded")
         action.trigger()
-        self._wait(lambda: self.ghost_state() == "ready" or self.ghost_state() == "error",
-                   f"the {action_name} suggestion")
+        self._wait(
+            lambda: self.ghost_state() == "ready" or self.ghost_state() == "error",
+            f"the {action_name} suggestion",
+        )
         if self.ghost_state() == "error":
             raise SelfTestError(f"{action_name}: the ghost text shows an error")
         seconds = time.monotonic() - started
@@ -304,7 +323,8 @@ class _WindowDriver:
             "steps": result.stats.steps if result is not None else None,
             "new_tokens": result.stats.new_tokens if result is not None else None,
             "changed": after != before,
-            "chars_before": len(before), "chars_after": len(after),
+            "chars_before": len(before),
+            "chars_after": len(after),
             "_after": after,
         }
 
@@ -339,7 +359,7 @@ class _WindowDriver:
         after = out.pop("_after")
         if not after.startswith(REWRITE_BEFORE):
             raise SelfTestError("rewrite: the text before the selection changed")
-        out["replaced"] = after[len(REWRITE_BEFORE):] != REWRITE_SELECTION
+        out["replaced"] = after[len(REWRITE_BEFORE) :] != REWRITE_SELECTION
         return out
 
     def infill(self) -> dict[str, Any]:

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.api import (
+    MAX_STRENGTH,
+    MIN_STRENGTH,
     DenoiseSettings,
     DraftRequest,
     EmptyRequestError,
     EngineError,
-    MAX_STRENGTH,
-    MIN_STRENGTH,
     InfillRequest,
     Request,
     RewriteRequest,
@@ -79,10 +79,14 @@ def _read(path: str | None) -> str:
     except PermissionError:
         raise InputFileError(f"The input file {file} cannot be read (permission denied).") from None
     except OSError as exc:
-        raise InputFileError(f"The input file {file} cannot be read ({exc.strerror or type(exc).__name__}).") from None
+        raise InputFileError(
+            f"The input file {file} cannot be read ({exc.strerror or type(exc).__name__})."
+        ) from None
     if len(raw) > MAX_INPUT_BYTES:
-        raise InputFileError(f"The input file {file} is larger than {MAX_INPUT_BYTES // 1024**2} MB; give a shorter "
-                             "text (the model reads at most about 128K tokens).")
+        raise InputFileError(
+            f"The input file {file} is larger than {MAX_INPUT_BYTES // 1024**2} MB; give a shorter "
+            "text (the model reads at most about 128K tokens)."
+        )
     try:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
@@ -106,7 +110,11 @@ def _guess_encoding(raw: bytes) -> str:
 
 
 def _iconv_name(raw: bytes) -> str:
-    return "UTF-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or raw.count(b"\0") > len(raw) // 4 else "CP1252"
+    return (
+        "UTF-16"
+        if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or raw.count(b"\0") > len(raw) // 4
+        else "CP1252"
+    )
 
 
 def _bounded_int(low: int, high: int) -> Any:
@@ -137,29 +145,43 @@ def build_request(args: argparse.Namespace) -> Request:
     check_combination(args)
     settings = DenoiseSettings(
         max_steps=args.steps if args.steps is not None else DenoiseSettings().max_steps,
-        candidates=args.candidates, seed=args.seed if args.seed is not None else 0,
+        candidates=args.candidates,
+        seed=args.seed if args.seed is not None else 0,
     )
     warm = warm_start_from_args(args)
     strength = getattr(args, "strength", None)
     if args.task == "draft":
         return DraftRequest(
-            before=_read(args.before_file), instruction=args.instruction or "",
-            max_new_tokens=args.max_new_tokens or 128, settings=settings, canvas=warm,
+            before=_read(args.before_file),
+            instruction=args.instruction or "",
+            max_new_tokens=args.max_new_tokens or 128,
+            settings=settings,
+            canvas=warm,
         )
     if args.task == "rewrite":
         selection = _read(args.selection_file)
         if not selection.strip():
-            raise EmptyRequestError(f"The selection file {args.selection_file} holds no text; --task rewrite "
-                                    "rewrites the text in --selection-file.")
+            raise EmptyRequestError(
+                f"The selection file {args.selection_file} holds no text; --task rewrite "
+                "rewrites the text in --selection-file."
+            )
         return RewriteRequest(
-            selection=selection, instruction=args.instruction or "Rewrite it.",
-            before=_read(args.before_file), after=_read(args.after_file),
-            max_new_tokens=args.max_new_tokens, settings=settings,
-            strength=strength if strength is not None else MAX_STRENGTH, canvas=warm,
+            selection=selection,
+            instruction=args.instruction or "Rewrite it.",
+            before=_read(args.before_file),
+            after=_read(args.after_file),
+            max_new_tokens=args.max_new_tokens,
+            settings=settings,
+            strength=strength if strength is not None else MAX_STRENGTH,
+            canvas=warm,
         )
     return InfillRequest(
-        before=_read(args.before_file), after=_read(args.after_file), instruction=args.instruction or "",
-        middle_tokens=args.max_new_tokens, settings=settings, canvas=warm,
+        before=_read(args.before_file),
+        after=_read(args.after_file),
+        instruction=args.instruction or "",
+        middle_tokens=args.max_new_tokens,
+        settings=settings,
+        canvas=warm,
     )
 
 
@@ -170,24 +192,33 @@ def check_combination(args: argparse.Namespace) -> None:
     strength = getattr(args, "strength", None)
     if strength is not None:
         if task != "rewrite":
-            raise EngineError("--strength works with --task rewrite only (it is the share of the selection "
-                              "re-noised).")
+            raise EngineError(
+                "--strength works with --task rewrite only (it is the share of the selection re-noised)."
+            )
         if getattr(args, "init_file", None):
-            raise EngineError("--strength and --init-file both set the starting canvas, so one would be ignored; "
-                              "use --strength alone, or --init-file with --noise (the share of it re-noised).")
+            raise EngineError(
+                "--strength and --init-file both set the starting canvas, so one would be ignored; "
+                "use --strength alone, or --init-file with --noise (the share of it re-noised)."
+            )
         if not MIN_STRENGTH <= strength <= MAX_STRENGTH:
-            raise EngineError(f"--strength must be between {MIN_STRENGTH} and {MAX_STRENGTH} (1.0 rewrites from "
-                              "pure noise).")
+            raise EngineError(
+                f"--strength must be between {MIN_STRENGTH} and {MAX_STRENGTH} (1.0 rewrites from "
+                "pure noise)."
+            )
     if task == "rewrite" and not args.selection_file:
         raise EmptyRequestError("--task rewrite needs --selection-file (the text to rewrite).")
     if task != "rewrite" and args.selection_file:
         raise EngineError(f"--selection-file works with --task rewrite only; --task {task} would ignore it.")
     if task == "infill" and not args.after_file:
-        raise EngineError("--task infill needs --after-file (the text after the gap, kept as it is); to continue "
-                          "a text with no fixed ending, use --task draft.")
+        raise EngineError(
+            "--task infill needs --after-file (the text after the gap, kept as it is); to continue "
+            "a text with no fixed ending, use --task draft."
+        )
     if task == "draft" and args.after_file:
-        raise EngineError("--after-file works with --task infill or rewrite; a draft continues --before-file and "
-                          "would ignore it (use --task infill to fill the gap before it).")
+        raise EngineError(
+            "--after-file works with --task infill or rewrite; a draft continues --before-file and "
+            "would ignore it (use --task infill to fill the gap before it)."
+        )
 
 
 def check_device(device: str) -> None:
@@ -198,8 +229,10 @@ def check_device(device: str) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise UnsupportedModelError("No CUDA GPU is available on this machine; run with --device cpu (slow for the "
-                                    "full model, fine for the demo) or --device auto.")
+        raise UnsupportedModelError(
+            "No CUDA GPU is available on this machine; run with --device cpu (slow for the "
+            "full model, fine for the demo) or --device auto."
+        )
 
 
 def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
@@ -210,11 +243,15 @@ def warm_start_from_args(args: argparse.Namespace) -> WarmStart | None:
     pin_end = bool(getattr(args, "pin_end", False))
     if not init:
         if pin_file or noise is not None or pin_end:
-            raise EngineError("--pin-file, --noise and --pin-end need --init-file (the canvas text they refer to).")
+            raise EngineError(
+                "--pin-file, --noise and --pin-end need --init-file (the canvas text they refer to)."
+            )
         return None
     share = 1.0 if noise is None else noise
     if not 0.0 <= share <= 1.0:
-        raise EngineError("--noise must be between 0 and 1 (the share of unpinned positions that start as noise).")
+        raise EngineError(
+            "--noise must be between 0 and 1 (the share of unpinned positions that start as noise)."
+        )
     text = _read(init)
     pins = parse_pins(_read(pin_file), len(text)) if pin_file else ()
     return WarmStart(text, pins=pins, noise=share, pin_end=pin_end)
@@ -241,11 +278,15 @@ def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
                 continue
             found = _PIN_LINE.fullmatch(line)
             if not found:
-                raise EngineError(f"Line {number} of the pin file, '{line[:40]}', is not two whole numbers from 0 "
-                                  f"up; {how}.")
+                raise EngineError(
+                    f"Line {number} of the pin file, '{line[:40]}', is not two whole numbers from 0 "
+                    f"up; {how}."
+                )
             if max(len(found.group(1)), len(found.group(2))) > 12:
-                raise EngineError(f"Line {number} of the pin file holds a number too large to be a character "
-                                  f"position; {how}.")
+                raise EngineError(
+                    f"Line {number} of the pin file holds a number too large to be a character "
+                    f"position; {how}."
+                )
             pairs.append((int(found.group(1)), int(found.group(2))))
     for a, b in pairs:
         if max(a, b) > 10**12:
@@ -292,13 +333,17 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
 
         if args.raw_prompt_file and args.task != "draft":
             raise InputFileError("--raw-prompt-file works with --task draft only.")
-        request = None if args.raw_prompt_file else build_request(args)  # input files are checked before loading
+        request = (
+            None if args.raw_prompt_file else build_request(args)
+        )  # input files are checked before loading
         if args.raw_prompt_file:
             _read(args.raw_prompt_file)
         if getattr(args, "server", None):
             if request is None:
-                raise EngineError("--raw-prompt-file works with a local model only (a server's prompt always "
-                                  "goes through the chat template).")
+                raise EngineError(
+                    "--raw-prompt-file works with a local model only (a server's prompt always "
+                    "goes through the chat template)."
+                )
             session: Any = _connect_server(args, emit)
         else:
             # a broken folder is refused before torch is imported
@@ -309,8 +354,12 @@ def _generate(args: argparse.Namespace, emit: Any) -> int:
             from engine.session import Session
 
             session = Session()
-            session.load(args.model or default_model_dir(), device=args.device, quantization=args.quantize,
-                         on_progress=emit.on_load if isinstance(emit, _LivePrinter) else None)
+            session.load(
+                args.model or default_model_dir(),
+                device=args.device,
+                quantization=args.quantize,
+                on_progress=emit.on_load if isinstance(emit, _LivePrinter) else None,
+            )
         if request is None:
             result = _raw_draft(session, args, emit)
         else:
@@ -370,11 +419,16 @@ def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
     from engine.remote.client import Timeouts, is_plain_http_to_another_machine
 
     if is_plain_http_to_another_machine(args.server):
-        print(f"warning: {args.server} is plain http:// to another machine: your text crosses the network "
-              "unencrypted.", file=sys.stderr)
+        print(
+            f"warning: {args.server} is plain http:// to another machine: your text crosses the network "
+            "unencrypted.",
+            file=sys.stderr,
+        )
     if args.seed is not None:
-        print("note: a DiffusionGemma server takes no seed (vLLM refuses one), so --seed is not sent.",
-              file=sys.stderr)
+        print(
+            "note: a DiffusionGemma server takes no seed (vLLM refuses one), so --seed is not sent.",
+            file=sys.stderr,
+        )
     if isinstance(emit, _LivePrinter):
         emit.status(f"connecting to {args.server}")
     timeouts = Timeouts(read=float(args.server_timeout))
@@ -392,8 +446,9 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
 
     tok, model = session.tokenizer, session.model
     ids = tok(_read(args.raw_prompt_file), return_tensors="pt").input_ids.to(model.device)
-    settings = DenoiseSettings(max_steps=args.steps or default_steps(args.model or default_model_dir()),
-                               seed=args.seed or 0)
+    settings = DenoiseSettings(
+        max_steps=args.steps or default_steps(args.model or default_model_dir()), seed=args.seed or 0
+    )
     start = time.perf_counter()
     gen = model.generation_config
     eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
@@ -401,14 +456,25 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
 
     def on_step(state: Any) -> None:
         ids_now = session.token_text.visible_ids(state.argmax[0].tolist())
-        emit(StepEvent(0, state.step, settings.max_steps, state.block, ()), text=session.token_text.text(ids_now))
+        emit(
+            StepEvent(0, state.step, settings.max_steps, state.block, ()),
+            text=session.token_text.text(ids_now),
+        )
 
     with torch.inference_mode():
         out = denoise(
-            model, ids, settings, max_new_tokens=args.max_new_tokens or 256, eos_token_ids=eos, pad_token_id=pad,
-            seed=settings.seed or 0, on_step=on_step,
+            model,
+            ids,
+            settings,
+            max_new_tokens=args.max_new_tokens or 256,
+            eos_token_ids=eos,
+            pad_token_id=pad,
+            seed=settings.seed or 0,
+            on_step=on_step,
         )
-    new = out.sequences[0, out.prompt_length :].tolist()[: args.max_new_tokens or 256]  # what was asked, not a canvas
+    new = out.sequences[0, out.prompt_length :].tolist()[
+        : args.max_new_tokens or 256
+    ]  # what was asked, not a canvas
     while new and new[-1] == pad:
         new.pop()
     text = tok.decode(session.token_text.visible_ids(new), skip_special_tokens=True)
@@ -498,7 +564,9 @@ class _LivePrinter:
         while not self._stop.wait(self.interval):
             with self._lock:
                 line = f"[{time.monotonic() - self._began:6.1f} s] {self._status}"
-                if self.interactive:  # on a terminal the load's status is redrawn in place until the first step
+                if (
+                    self.interactive
+                ):  # on a terminal the load's status is redrawn in place until the first step
                     if not self._drawn:
                         self._redraw("", line)
                     continue
@@ -518,66 +586,159 @@ def build_parser() -> argparse.ArgumentParser:
     tiny = sub.add_parser("make-tiny", help="write a tiny random-weight DiffusionGemma checkpoint")
     tiny.add_argument("dir", help="folder to write the checkpoint into")
     tiny.add_argument("--seed", type=_bounded_int(0, 2**31 - 1), default=0, help="random seed of the weights")
-    tiny.add_argument("--canvas-length", type=_bounded_int(1, 4096), default=32, help="canvas length in tokens")
+    tiny.add_argument(
+        "--canvas-length", type=_bounded_int(1, 4096), default=32, help="canvas length in tokens"
+    )
     tiny.set_defaults(func=cmd_make_tiny)
 
-    gen = sub.add_parser("generate", help="draft, rewrite or infill with a local checkpoint",
-                         description="Draft, rewrite or infill with a local checkpoint. Input files must be UTF-8.")
-    gen.add_argument("--model", metavar="DIR", default=None,
-                     help="checkpoint folder (default: the shipped demo model); checked before anything is loaded")
-    gen.add_argument("--task", choices=["draft", "rewrite", "infill"], default="draft",
-                     help="draft: continue the text; rewrite: rewrite the selection; infill: fill the gap "
-                          "between before and after (default: draft)")
+    gen = sub.add_parser(
+        "generate",
+        help="draft, rewrite or infill with a local checkpoint",
+        description="Draft, rewrite or infill with a local checkpoint. Input files must be UTF-8.",
+    )
+    gen.add_argument(
+        "--model",
+        metavar="DIR",
+        default=None,
+        help="checkpoint folder (default: the shipped demo model); checked before anything is loaded",
+    )
+    gen.add_argument(
+        "--task",
+        choices=["draft", "rewrite", "infill"],
+        default="draft",
+        help="draft: continue the text; rewrite: rewrite the selection; infill: fill the gap "
+        "between before and after (default: draft)",
+    )
     gen.add_argument("--before-file", metavar="FILE", help="UTF-8 text before the cursor, selection or gap")
     gen.add_argument("--selection-file", metavar="FILE", help="UTF-8 text to rewrite (--task rewrite)")
-    gen.add_argument("--after-file", metavar="FILE", help="UTF-8 text after the selection or gap (kept as it is)")
+    gen.add_argument(
+        "--after-file", metavar="FILE", help="UTF-8 text after the selection or gap (kept as it is)"
+    )
     gen.add_argument("--instruction", help="what to do, in words (e.g. 'Make it shorter.')")
-    gen.add_argument("--raw-prompt-file", metavar="FILE",
-                     help="draft from this UTF-8 text without the chat template (--task draft only)")
-    gen.add_argument("--max-new-tokens", metavar="N", type=_bounded_int(1, MAX_NEW_TOKENS), default=None,
-                     help="at most N new tokens (draft default 128; rewrite: sized to the selection; infill: the "
-                          "gap length, searched when not given)")
-    gen.add_argument("--steps", metavar="N", type=_bounded_int(1, MAX_STEPS), default=None,
-                     help="most denoising steps per canvas (default: the model's own; "
-                          f"{default_steps(DEFAULT_MODEL)} for the demo model, {REFERENCE_STEPS} for a checkpoint "
-                          "that declares none)")
-    gen.add_argument("--candidates", metavar="K", type=_bounded_int(1, MAX_CANDIDATES), default=1,
-                     help="alternatives generated in one batched run (default 1)")
-    gen.add_argument("--seed", metavar="N", type=_bounded_int(0, 2**31 - 1), default=None,
-                     help="sampling seed, for repeatable output (default 0)")
-    gen.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                     help="where to run: auto picks the GPU when there is one (default auto)")
-    gen.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "nf4-mixed", "none"],
-                     default="auto", help="nf4: 4-bit weights; none: full precision; auto: 4-bit unless full "
-                                          "precision fits comfortably (default auto; --quantize is the old spelling)")
+    gen.add_argument(
+        "--raw-prompt-file",
+        metavar="FILE",
+        help="draft from this UTF-8 text without the chat template (--task draft only)",
+    )
+    gen.add_argument(
+        "--max-new-tokens",
+        metavar="N",
+        type=_bounded_int(1, MAX_NEW_TOKENS),
+        default=None,
+        help="at most N new tokens (draft default 128; rewrite: sized to the selection; infill: the "
+        "gap length, searched when not given)",
+    )
+    gen.add_argument(
+        "--steps",
+        metavar="N",
+        type=_bounded_int(1, MAX_STEPS),
+        default=None,
+        help="most denoising steps per canvas (default: the model's own; "
+        f"{default_steps(DEFAULT_MODEL)} for the demo model, {REFERENCE_STEPS} for a checkpoint "
+        "that declares none)",
+    )
+    gen.add_argument(
+        "--candidates",
+        metavar="K",
+        type=_bounded_int(1, MAX_CANDIDATES),
+        default=1,
+        help="alternatives generated in one batched run (default 1)",
+    )
+    gen.add_argument(
+        "--seed",
+        metavar="N",
+        type=_bounded_int(0, 2**31 - 1),
+        default=None,
+        help="sampling seed, for repeatable output (default 0)",
+    )
+    gen.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="where to run: auto picks the GPU when there is one (default auto)",
+    )
+    gen.add_argument(
+        "--quantization",
+        "--quantize",
+        dest="quantize",
+        choices=["auto", "nf4", "nf4-mixed", "none"],
+        default="auto",
+        help="nf4: 4-bit weights; none: full precision; auto: 4-bit unless full "
+        "precision fits comfortably (default auto; --quantize is the old spelling)",
+    )
     gen.add_argument("--jsonl", action="store_true", help="print one JSON object per step and a final one")
-    gen.add_argument("--strength", metavar="S", type=float, default=None,
-                     help="rewrite strength 0.1..1.0: the share of the selection re-noised (1.0: from pure noise)")
-    gen.add_argument("--init-file", metavar="FILE",
-                     help="start the canvas from this UTF-8 text (a draft, a rewrite, or the middle of an infill)")
-    gen.add_argument("--pin-file", metavar="FILE",
-                     help="character ranges of the --init-file text to pin, end exclusive (one 'start end' a line, "
-                          "or a JSON list of pairs)")
-    gen.add_argument("--noise", metavar="S", type=float, default=None,
-                     help="with --init-file: share of the unpinned positions that start as noise (default 1.0)")
-    gen.add_argument("--pin-end", action="store_true",
-                     help="with --init-file: pin the end of the text too, so the result ends exactly where it ends")
-    gen.add_argument("--server", metavar="URL", default=None,
-                     help="send the request to a DiffusionGemma server (vLLM's OpenAI API, e.g. "
-                          "http://gpu-box:8000) instead of a local model; API key from LETTERPRESS_API_KEY")
-    gen.add_argument("--server-model", metavar="NAME", default=None,
-                     help="with --server: the served model to use (default: the first one it lists)")
-    gen.add_argument("--server-timeout", metavar="S", type=_bounded_int(1, 3600), default=120,
-                     help="with --server: give up after S seconds without a byte from the server "
-                          "(default 120)")
+    gen.add_argument(
+        "--strength",
+        metavar="S",
+        type=float,
+        default=None,
+        help="rewrite strength 0.1..1.0: the share of the selection re-noised (1.0: from pure noise)",
+    )
+    gen.add_argument(
+        "--init-file",
+        metavar="FILE",
+        help="start the canvas from this UTF-8 text (a draft, a rewrite, or the middle of an infill)",
+    )
+    gen.add_argument(
+        "--pin-file",
+        metavar="FILE",
+        help="character ranges of the --init-file text to pin, end exclusive (one 'start end' a line, "
+        "or a JSON list of pairs)",
+    )
+    gen.add_argument(
+        "--noise",
+        metavar="S",
+        type=float,
+        default=None,
+        help="with --init-file: share of the unpinned positions that start as noise (default 1.0)",
+    )
+    gen.add_argument(
+        "--pin-end",
+        action="store_true",
+        help="with --init-file: pin the end of the text too, so the result ends exactly where it ends",
+    )
+    gen.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="send the request to a DiffusionGemma server (vLLM's OpenAI API, e.g. "
+        "http://gpu-box:8000) instead of a local model; API key from LETTERPRESS_API_KEY",
+    )
+    gen.add_argument(
+        "--server-model",
+        metavar="NAME",
+        default=None,
+        help="with --server: the served model to use (default: the first one it lists)",
+    )
+    gen.add_argument(
+        "--server-timeout",
+        metavar="S",
+        type=_bounded_int(1, 3600),
+        default=120,
+        help="with --server: give up after S seconds without a byte from the server (default 120)",
+    )
     gen.set_defaults(func=cmd_generate)
 
     for name, module, func, help_text in (
-        ("inspect", "engine.tools.inspect_report", "main_inspect", "load a checkpoint as the app would and report memory"),
+        (
+            "inspect",
+            "engine.tools.inspect_report",
+            "main_inspect",
+            "load a checkpoint as the app would and report memory",
+        ),
         ("bench", "engine.tools.bench", "main_bench", "benchmark the engine against model.generate()"),
-        ("make-real-shape", "engine.tools.real_shape", "main_make_real_shape", "write a checkpoint with 26B-A4B shapes"),
-        ("gpu-check", "engine.tools.gpu_check", "main_gpu_check",
-         "the one unattended GPU run (<= 8 minutes): JSON report + summary; --dry-run on the CPU"),
+        (
+            "make-real-shape",
+            "engine.tools.real_shape",
+            "main_make_real_shape",
+            "write a checkpoint with 26B-A4B shapes",
+        ),
+        (
+            "gpu-check",
+            "engine.tools.gpu_check",
+            "main_gpu_check",
+            "the one unattended GPU run (<= 8 minutes): JSON report + summary; --dry-run on the CPU",
+        ),
     ):
         p = sub.add_parser(name, help=help_text, add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
@@ -619,9 +780,12 @@ def main(argv: list[str] | None = None) -> int:
         return _reader_went_away()
     except OSError as exc:
         if exc.errno in (errno.EBADF, errno.ENOSPC, errno.EIO, errno.EDQUOT):
-            print(f"error: the output could not be written ({exc.strerror or type(exc).__name__}); write it "
-                  "to "
-                  "a file on a disk with space (> out.txt).", file=sys.stderr)
+            print(
+                f"error: the output could not be written ({exc.strerror or type(exc).__name__}); write it "
+                "to "
+                "a file on a disk with space (> out.txt).",
+                file=sys.stderr,
+            )
             return 1
         return _unexpected(exc)
     except Exception as exc:  # noqa: BLE001 - the command line never prints a traceback
@@ -629,8 +793,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _unexpected(exc: BaseException) -> int:
-    print(f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
-          "report it; run with PYTHONDEVMODE=1 for details.", file=sys.stderr)
+    print(
+        f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
+        "report it; run with PYTHONDEVMODE=1 for details.",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -647,8 +814,10 @@ def _prepare_streams() -> str:
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
     if sys.stdout is None:
-        return ("standard output is closed, so the result would have nowhere to go; send it to a file "
-                "(> out.txt) or to /dev/null.")
+        return (
+            "standard output is closed, so the result would have nowhere to go; send it to a file "
+            "(> out.txt) or to /dev/null."
+        )
     try:
         fd = sys.stdout.fileno()
     except (ValueError, OSError, AttributeError):
@@ -656,8 +825,10 @@ def _prepare_streams() -> str:
     try:
         os.fstat(fd)
     except OSError:
-        return ("standard output is closed, so the result would have nowhere to go; send it to a file "
-                "(> out.txt) or to /dev/null.")
+        return (
+            "standard output is closed, so the result would have nowhere to go; send it to a file "
+            "(> out.txt) or to /dev/null."
+        )
     return ""
 
 

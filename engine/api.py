@@ -60,7 +60,11 @@ class DenoiseSettings:
         if gen is None:
             return base
         sampler = getattr(gen, "sampler_config", None)
-        bound = sampler.get("entropy_bound") if isinstance(sampler, dict) else getattr(sampler, "entropy_bound", None)
+        bound = (
+            sampler.get("entropy_bound")
+            if isinstance(sampler, dict)
+            else getattr(sampler, "entropy_bound", None)
+        )
         found = {
             "max_steps": getattr(gen, "max_denoising_steps", None),
             "t_min": getattr(gen, "t_min", None),
@@ -79,13 +83,22 @@ class DenoiseSettings:
         """These settings with every sampler knob left at the reference default taken from `checkpoint` (the
         loaded model's own settings): what the writer changed wins, the rest follows the checkpoint."""
         base = DenoiseSettings()
-        knobs = ("max_steps", "t_max", "t_min", "entropy_bound", "stability_threshold", "confidence_threshold")
+        knobs = (
+            "max_steps",
+            "t_max",
+            "t_min",
+            "entropy_bound",
+            "stability_threshold",
+            "confidence_threshold",
+        )
         changed = {k: getattr(checkpoint, k) for k in knobs if getattr(self, k) == getattr(base, k)}
         if not changed:
             return self
         try:
             return DenoiseSettings(**{**self.__dict__, **changed})
-        except ValueError:  # e.g. the writer's t_max below the checkpoint's t_min: keep the writer's settings whole
+        except (
+            ValueError
+        ):  # e.g. the writer's t_max below the checkpoint's t_min: keep the writer's settings whole
             return self
 
 
@@ -106,7 +119,13 @@ REWRITE_PRESETS: dict[str, str] = {
 
 # How much of the selection each preset re-noises by default (1.0 = rewrite from pure noise); see `WarmStart`.
 PRESET_STRENGTHS: dict[str, float] = {
-    "shorter": 0.7, "longer": 0.7, "formal": 0.5, "casual": 0.5, "grammar": 0.2, "simplify": 0.5, "freely": 1.0,
+    "shorter": 0.7,
+    "longer": 0.7,
+    "formal": 0.5,
+    "casual": 0.5,
+    "grammar": 0.2,
+    "simplify": 0.5,
+    "freely": 1.0,
 }
 MIN_STRENGTH = 0.1
 MAX_STRENGTH = 1.0
@@ -146,8 +165,12 @@ class DraftRequest:
     max_new_tokens: int = 128
     settings: DenoiseSettings = field(default_factory=DenoiseSettings)
     request_id: int = field(default_factory=new_request_id)
-    brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
-    document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
+    brief: str = (
+        ""  # the document brief (style, audience, names, facts), part of every prompt for the document
+    )
+    document: str = (
+        ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
+    )
     kind: Literal["draft"] = "draft"
     canvas: WarmStart | None = None  # start from this continuation (re-roll, pins) instead of noise
 
@@ -168,8 +191,12 @@ class RewriteRequest:
     max_new_tokens: int | None = None
     settings: DenoiseSettings = field(default_factory=DenoiseSettings)
     request_id: int = field(default_factory=new_request_id)
-    brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
-    document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
+    brief: str = (
+        ""  # the document brief (style, audience, names, facts), part of every prompt for the document
+    )
+    document: str = (
+        ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
+    )
     kind: Literal["rewrite"] = "rewrite"
     strength: float = 1.0
     canvas: WarmStart | None = None
@@ -200,10 +227,16 @@ class InfillRequest:
     middle_tokens: int | None = None
     settings: DenoiseSettings = field(default_factory=DenoiseSettings)
     request_id: int = field(default_factory=new_request_id)
-    brief: str = ""  # the document brief (style, audience, names, facts), part of every prompt for the document
-    document: str = ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
+    brief: str = (
+        ""  # the document brief (style, audience, names, facts), part of every prompt for the document
+    )
+    document: str = (
+        ""  # which document it comes from: the engine's prefix cache keeps a few prompts per document
+    )
     kind: Literal["infill"] = "infill"
-    canvas: WarmStart | None = None  # start the middle from this text (re-roll, pins); fixes the middle length
+    canvas: WarmStart | None = (
+        None  # start the middle from this text (re-roll, pins); fixes the middle length
+    )
 
 
 Request = DraftRequest | RewriteRequest | InfillRequest
@@ -232,7 +265,9 @@ class CandidateView:
 
     __slots__ = ("_make", "_spans")
 
-    def __init__(self, spans: tuple[Span, ...] | None = None, *, make: Callable[[], tuple[Span, ...]] | None = None):
+    def __init__(
+        self, spans: tuple[Span, ...] | None = None, *, make: Callable[[], tuple[Span, ...]] | None = None
+    ):
         if (spans is None) == (make is None):
             raise ValueError("give either spans or make")
         self._spans = spans

@@ -18,12 +18,19 @@ from typing import Any
 
 import torch
 
-SDPA_GQA_MAX_HEAD_DIM = 256  # transformers' use_gqa_in_sdpa: larger heads (or any mask) fall back to repeat_kv
+SDPA_GQA_MAX_HEAD_DIM = (
+    256  # transformers' use_gqa_in_sdpa: larger heads (or any mask) fall back to repeat_kv
+)
 _installed: dict[str, Any] = {}
 
 
-def needs_grouped_queries(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                          attention_mask: torch.Tensor | None) -> bool:
+def needs_grouped_queries(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+) -> bool:
     """Would transformers copy K/V here (groups > 1, several query rows, and no SDPA GQA)? Only for heads larger
     than SDPA's GQA limit: smaller heads keep transformers' own path."""
     from transformers.integrations.sdpa_attention import use_gqa_in_sdpa
@@ -35,8 +42,13 @@ def needs_grouped_queries(module: Any, query: torch.Tensor, key: torch.Tensor, v
 
 
 def grouped_query_attention(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None,
-    *, scaling: float | None, dropout: float = 0.0,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    *,
+    scaling: float | None,
+    dropout: float = 0.0,
 ) -> torch.Tensor:
     """softmax(q k^T * scaling + mask) v with q [B, Hq, Lq, D] and k, v [B, Hkv, Lk, D] (query head h uses K/V
     head h // (Hq / Hkv), as `repeat_kv` pairs them); returns [B, Lq, Hq, D] like transformers' SDPA function."""
@@ -47,29 +59,57 @@ def grouped_query_attention(
     mask = attention_mask
     if mask is not None and mask.shape[-2] != 1:
         if mask.shape[1] == 1:
-            mask = mask[:, :, None].expand(batch, 1, groups, q_len, mask.shape[-1]).reshape(
-                batch, 1, groups * q_len, mask.shape[-1])
+            mask = (
+                mask[:, :, None]
+                .expand(batch, 1, groups, q_len, mask.shape[-1])
+                .reshape(batch, 1, groups * q_len, mask.shape[-1])
+            )
         else:  # one mask per query head: a view in the same stacked order
             mask = mask.expand(batch, q_heads, q_len, mask.shape[-1]).reshape(
-                batch, kv_heads, groups * q_len, mask.shape[-1])
+                batch, kv_heads, groups * q_len, mask.shape[-1]
+            )
     out = torch.nn.functional.scaled_dot_product_attention(
-        stacked, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling, is_causal=False)
+        stacked, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling, is_causal=False
+    )
     return out.reshape(batch, q_heads, q_len, dim).transpose(1, 2).contiguous()
 
 
-def sdpa_attention_forward(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                           attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                           is_causal: bool | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+def sdpa_attention_forward(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """transformers' SDPA attention, with `grouped_query_attention` where it would have copied K/V."""
     stock = _installed["stock"]
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     # with a mask, transformers' SDPA call is not causal either (the mask says it); without one a causal call would
     # need the stacked rows' causal alignment, which stays with transformers
-    if ((not causal or attention_mask is not None) and kwargs.get("position_bias") is None and kwargs.get("cache") is None
-            and needs_grouped_queries(module, query, key, value, attention_mask)):
-        return grouped_query_attention(query, key, value, attention_mask, scaling=scaling, dropout=dropout), None
-    return stock(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal,
-                 **kwargs)
+    if (
+        (not causal or attention_mask is not None)
+        and kwargs.get("position_bias") is None
+        and kwargs.get("cache") is None
+        and needs_grouped_queries(module, query, key, value, attention_mask)
+    ):
+        return grouped_query_attention(
+            query, key, value, attention_mask, scaling=scaling, dropout=dropout
+        ), None
+    return stock(
+        module,
+        query,
+        key,
+        value,
+        attention_mask,
+        dropout=dropout,
+        scaling=scaling,
+        is_causal=is_causal,
+        **kwargs,
+    )
 
 
 def install() -> None:

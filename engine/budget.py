@@ -34,9 +34,13 @@ class RequestPlan:
     notice: str = ""
 
 
-def request_bytes(config: dict[str, Any], rows: int, context_tokens: int, prefill_rows: int | None = None) -> int:
+def request_bytes(
+    config: dict[str, Any], rows: int, context_tokens: int, prefill_rows: int | None = None
+) -> int:
     """What a request adds on top of the resident weights (KV cache, one step, the prefill), from the fit."""
-    est = fit.estimate(config, "bf16", context_tokens=context_tokens, candidates=rows, prefill_rows=prefill_rows)
+    est = fit.estimate(
+        config, "bf16", context_tokens=context_tokens, candidates=rows, prefill_rows=prefill_rows
+    )
     return est.request_bytes
 
 

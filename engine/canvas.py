@@ -43,10 +43,10 @@ start cold. An infill middle must fit in its one canvas with at least one token 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -96,7 +96,9 @@ class BlockPlan:
         were found on the host once per canvas, so this adds no synchronisation)."""
         if self.ban is not None:
             rows, cols = self.ban
-            processed[rows[:, None], cols[:, None], self.stop_ids[None, :]] = torch.finfo(processed.dtype).min / 2
+            processed[rows[:, None], cols[:, None], self.stop_ids[None, :]] = (
+                torch.finfo(processed.dtype).min / 2
+            )
         for rows, cols, ids in self.glue:  # no letters glued onto a pinned word
             processed[rows[:, None], cols[:, None], ids[None, :]] = torch.finfo(processed.dtype).min / 2
         return processed
@@ -133,7 +135,9 @@ class WarmCanvas:
 
     def first_rows(self, rows: int) -> WarmCanvas:
         """The same warm start for only the first `rows` candidates (when the memory budget runs fewer)."""
-        return dataclasses.replace(self, ids=self.ids[:rows], pinned=self.pinned[:rows], noised=self.noised[:rows])
+        return dataclasses.replace(
+            self, ids=self.ids[:rows], pinned=self.pinned[:rows], noised=self.noised[:rows]
+        )
 
     def start_step(self, max_steps: int) -> int:
         return start_step(self.noise, max_steps)
@@ -171,8 +175,13 @@ class WarmCanvas:
             rows = torch.arange(pinned.shape[0]).repeat_interleave(len(local))
             free = ~pinned[rows, cols]
             if bool(free.any()):
-                glue.append((rows[free].to(device), cols[free].to(device),
-                             torch.tensor(banned, dtype=torch.long, device=device)))
+                glue.append(
+                    (
+                        rows[free].to(device),
+                        cols[free].to(device),
+                        torch.tensor(banned, dtype=torch.long, device=device),
+                    )
+                )
         return BlockPlan(
             glue=tuple(glue),
             ids=self.ids[:, sl].to(device),
@@ -190,9 +199,9 @@ def start_step(noise: float, max_steps: int) -> int:
     return max(1, min(max_steps, math.ceil(noise * max_steps - 1e-9)))
 
 
-def segment_ids(tokenizer: object, text: str, pins: Sequence[tuple[int, int]], decode: object) -> tuple[
-    list[int], list[bool]
-]:
+def segment_ids(
+    tokenizer: object, text: str, pins: Sequence[tuple[int, int]], decode: object
+) -> tuple[list[int], list[bool]]:
     """Token ids of `text` with a pinned flag each: pinned runs are tokenized on their own, so a pin's tokens
     cover exactly its characters. `decode(ids) -> str` is the display decoder, used to check the round trip."""
     merged = merge_ranges(pins, len(text))
@@ -254,9 +263,12 @@ def plan(
     word start, so only such a ban keeps the model from writing into it."""
     ids, flags = segment_ids(tokenizer, warm.text, warm.pins, decode)
     after, before = _glue_positions(warm.text, warm.pins, flags)
-    glue = _Glue(glue_after=tuple(after), glue_before=tuple(before),
-                 after_ids=continuation_ids(tokenizer) if after else (),
-                 before_ids=word_end_ids(tokenizer) if before else ())
+    glue = _Glue(
+        glue_after=tuple(after),
+        glue_before=tuple(before),
+        after_ids=continuation_ids(tokenizer) if after else (),
+        before_ids=word_end_ids(tokenizer) if before else (),
+    )
     if max_tokens is not None and len(ids) + 1 > max_tokens:
         raise CanvasError(
             f"The text to start from takes {len(ids) + 1} tokens, more than the {max_tokens} this request can "
@@ -264,8 +276,18 @@ def plan(
         )
     text_tokens = len(ids)
     if window is not None and not warm.pin_end:
-        windowed = _windowed(ids, flags, warm, window, rows=rows, canvas_length=canvas_length, eos_id=eos_id,
-                             pad_id=pad_id, stop_ids=stop_ids, seed=seed)
+        windowed = _windowed(
+            ids,
+            flags,
+            warm,
+            window,
+            rows=rows,
+            canvas_length=canvas_length,
+            eos_id=eos_id,
+            pad_id=pad_id,
+            stop_ids=stop_ids,
+            seed=seed,
+        )
         return dataclasses.replace(windowed, **glue)
     total = max(1, math.ceil((text_tokens + 1) / canvas_length)) * canvas_length
     layout = ids + [eos_id] + [pad_id] * (total - text_tokens - 1)
@@ -285,7 +307,9 @@ class _Glue(TypedDict):
     before_ids: tuple[int, ...]
 
 
-def _glue_positions(text: str, pins: Sequence[tuple[int, int]], flags: list[bool]) -> tuple[list[int], list[int]]:
+def _glue_positions(
+    text: str, pins: Sequence[tuple[int, int]], flags: list[bool]
+) -> tuple[list[int], list[int]]:
     """Token positions right after each pinned run whose text ends a word, and right before each whose text
     starts one: there a token with a letter or digit at that edge would run into the pinned word."""
     ends = [i + 1 for i, flag in enumerate(flags) if flag and (i + 1 == len(flags) or not flags[i + 1])]
@@ -314,7 +338,12 @@ def _runs_into_a_word(piece: object, side: int) -> bool:
     byte = _BYTE_PIECE.fullmatch(piece)
     if byte:
         value = int(byte.group(1), 16)
-        return value >= 0x80 or chr(value).isalnum() or (value < 0x20 and not chr(value).isspace()) or value == 0x7F
+        return (
+            value >= 0x80
+            or chr(value).isalnum()
+            or (value < 0x20 and not chr(value).isspace())
+            or value == 0x7F
+        )
     return piece[side].isalnum()
 
 
@@ -340,8 +369,9 @@ def word_end_ids(tokenizer: Any) -> tuple[int, ...]:
     return _WORD_ENDS[key]
 
 
-def _draw_noise(pinned: torch.Tensor, share: float, rows: int, seed: int,
-                forced: torch.Tensor | None = None) -> torch.Tensor:
+def _draw_noise(
+    pinned: torch.Tensor, share: float, rows: int, seed: int, forced: torch.Tensor | None = None
+) -> torch.Tensor:
     """Which positions start as noise: `share` of the unpinned ones per row (row r from seed + r), plus `forced`."""
     noised = torch.zeros_like(pinned)
     free = (~pinned[0]).nonzero().squeeze(1)
@@ -400,8 +430,17 @@ def length_window(selected_tokens: int, instruction: str = "") -> LengthWindow:
 
 
 def _windowed(
-    ids: list[int], flags: list[bool], warm: WarmStart, window: LengthWindow, *, rows: int, canvas_length: int,
-    eos_id: int, pad_id: int, stop_ids: Sequence[int], seed: int,
+    ids: list[int],
+    flags: list[bool],
+    warm: WarmStart,
+    window: LengthWindow,
+    *,
+    rows: int,
+    canvas_length: int,
+    eos_id: int,
+    pad_id: int,
+    stop_ids: Sequence[int],
+    seed: int,
 ) -> WarmCanvas:
     """The layout of a warm canvas held to `window`: the text (cut at `high` when it is longer: a shorter
     rewrite), then noise or padding, end-of-text pinned at `high` and padding after it. Where the text must end
@@ -421,8 +460,17 @@ def _windowed(
     elif n < window.low:  # longer: the old end-of-text and what follows it are noise up to the floor
         forced[n : window.low] = True
     noised = _draw_noise(pinned, warm.noise, rows, seed, forced.expand(rows, total))
-    return WarmCanvas(torch.tensor([layout] * rows, dtype=torch.long), pinned, noised, warm.noise, tuple(stop_ids),
-                      canvas_length, min(n, high), min_tokens=window.low, tail_from=high)
+    return WarmCanvas(
+        torch.tensor([layout] * rows, dtype=torch.long),
+        pinned,
+        noised,
+        warm.noise,
+        tuple(stop_ids),
+        canvas_length,
+        min(n, high),
+        min_tokens=window.low,
+        tail_from=high,
+    )
 
 
 def infill_plan(

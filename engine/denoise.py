@@ -88,12 +88,16 @@ class DenoiseOutput:
     confidence: torch.Tensor  # float [B, blocks * L] (cpu), final confidence per generated token
     forward_seconds: float = 0.0  # decoder forwards only (device time on CUDA, measured with events)
     deliver_seconds: float = 0.0  # time spent in `on_step` (display decoding and event delivery)
-    draw_seconds: float = 0.0  # host time drawing the sampler's random numbers (the same draws generate() makes)
+    draw_seconds: float = (
+        0.0  # host time drawing the sampler's random numbers (the same draws generate() makes)
+    )
     total_seconds: float = 0.0
     syncs: int = 0
     first_step_seconds: float = 0.0
     step_log: list[tuple[float, float]] = field(default_factory=list)  # (decoder forward s, whole step s)
-    prefill: PrefillStats = field(default_factory=PrefillStats)  # the prompt's encode: reused / encoded tokens
+    prefill: PrefillStats = field(
+        default_factory=PrefillStats
+    )  # the prompt's encode: reused / encoded tokens
 
 
 StepHook = Callable[[StepState], None]
@@ -165,7 +169,9 @@ def denoise(
     if kernels_for(prompt_ids.device):
         from engine.kernels.install import install
 
-        install(model)  # linears and norms use the kernels while the switch is on, their own forward otherwise
+        install(
+            model
+        )  # linears and norms use the kernels while the switch is on, their own forward otherwise
     try:
         return _denoise(model, prompt_ids, settings, **kwargs)
     finally:
@@ -222,8 +228,15 @@ def _denoise(
     `_new_block` (a canvas's starting noise, pins and warm start), `_canvas_steps` (a generator of the canvas's
     step states, each made by `_step`), and this loop, which delivers the states, stops and finalises canvases.
     """
-    run = _Run.start(model, prompt_ids, settings, seed=seed, fast=fast, max_new_tokens=max_new_tokens,
-                     max_blocks=max_blocks)
+    run = _Run.start(
+        model,
+        prompt_ids,
+        settings,
+        seed=seed,
+        fast=fast,
+        max_new_tokens=max_new_tokens,
+        max_blocks=max_blocks,
+    )
     out, canvas_length, batch = run.out, run.canvas_length, run.batch
     prompt_len = prompt_ids.shape[1]
     stopping = StoppingCriteriaList(
@@ -262,10 +275,13 @@ def _denoise(
         if out.cancelled or canvas.pinned_ending:
             break  # a pinned canvas (infill) is one block, and its pinned tokens must survive EOS padding
         input_ids, finished_sequences = DiffusionGemmaGenerationMixin._finalize_canvas(
-            input_ids=input_ids, finished_sequences=finished_sequences, generation_config=gen_config,
+            input_ids=input_ids,
+            finished_sequences=finished_sequences,
+            generation_config=gen_config,
             # transformers types it StableAndConfidentStoppingCriteria, yet its own generate() passes a list
             stopping_criteria=stopping,  # type: ignore[arg-type]
-            canvas_length=canvas_length, eos_tensor=eos_tensor,
+            canvas_length=canvas_length,
+            eos_tensor=eos_tensor,
         )
         if torch.all(finished_sequences):
             break
@@ -312,7 +328,11 @@ class _DevicePath:
     def to_host(self, canvas: _Canvas) -> tuple[torch.Tensor, torch.Tensor]:
         length = canvas.argmax.shape[1]
         packed = torch.cat(
-            [canvas.argmax.to(torch.float32), canvas.conf.to(torch.float32), canvas.finished[:, None].to(torch.float32)],
+            [
+                canvas.argmax.to(torch.float32),
+                canvas.conf.to(torch.float32),
+                canvas.finished[:, None].to(torch.float32),
+            ],
             1,
         ).cpu()
         canvas.flags = [f != 0.0 for f in packed[:, -1].tolist()]  # plain Python from here
@@ -345,8 +365,15 @@ class _Run:
 
     @classmethod
     def start(
-        cls, model: Any, prompt_ids: torch.Tensor, settings: DenoiseSettings, *, seed: int, fast: Any,
-        max_new_tokens: int, max_blocks: int | None,
+        cls,
+        model: Any,
+        prompt_ids: torch.Tensor,
+        settings: DenoiseSettings,
+        *,
+        seed: int,
+        fast: Any,
+        max_new_tokens: int,
+        max_blocks: int | None,
     ) -> _Run:
         started = time.perf_counter()
         config = model.config
@@ -373,11 +400,33 @@ class _Run:
         temperatures = list(temperature_schedule(settings, device))  # 0-d tensors; list indexing is cheaper
         handoff = _handoff_for(model) if fast is None else None
         out = DenoiseOutput(
-            sequences=prompt_ids, prompt_length=prompt_ids.shape[1], forwards=0, steps=0, blocks=0, cancelled=False,
+            sequences=prompt_ids,
+            prompt_length=prompt_ids.shape[1],
+            forwards=0,
+            steps=0,
+            blocks=0,
+            cancelled=False,
             confidence=torch.zeros(batch, 0),
         )
-        return cls(model, settings, device, batch, canvas_length, vocab, blocks_limit, gens, path, fast, handoff,
-                   embed_dtype, temperatures, timer, out, started, tail)
+        return cls(
+            model,
+            settings,
+            device,
+            batch,
+            canvas_length,
+            vocab,
+            blocks_limit,
+            gens,
+            path,
+            fast,
+            handoff,
+            embed_dtype,
+            temperatures,
+            timer,
+            out,
+            started,
+            tail,
+        )
 
     def new_cache(self, prompt_len: int) -> Any:
         if self.fast is not None:
@@ -417,7 +466,9 @@ class _Positions:
             attention_mask,
             torch.nn.functional.pad(attention_mask, (0, canvas_length), value=True),
             torch.arange(0, prompt_len, dtype=torch.int32, device=device).unsqueeze(0),
-            torch.arange(prompt_len, prompt_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(0),
+            torch.arange(prompt_len, prompt_len + canvas_length, dtype=torch.int32, device=device).unsqueeze(
+                0
+            ),
         )
 
     def advance(self, canvas_length: int, device: torch.device) -> None:
@@ -453,7 +504,13 @@ class _Canvas:
 
 
 def _encode(
-    run: _Run, cache: Any, new_ids: torch.Tensor, pos: _Positions, *, first: bool, prefix: PrefixCache | None,
+    run: _Run,
+    cache: Any,
+    new_ids: torch.Tensor,
+    pos: _Positions,
+    *,
+    first: bool,
+    prefix: PrefixCache | None,
     document: str,
 ) -> Any:
     """The prefill: the prompt first (on the plain path once for the K rows, chunked, reusing a stored prefix),
@@ -466,16 +523,25 @@ def _encode(
     encoder = model.model.encoder
     dummy = torch.empty((run.batch, new_ids.shape[1], 0), dtype=model.dtype, device=run.device)
     encoder_masks = encoder.create_masks_for_generate(
-        config=model.config, inputs_embeds=dummy, attention_mask=pos.attention_mask, past_key_values=cache,
-        position_ids=pos.encoder_position_ids, mm_token_type_ids=None,
+        config=model.config,
+        inputs_embeds=dummy,
+        attention_mask=pos.attention_mask,
+        past_key_values=cache,
+        position_ids=pos.encoder_position_ids,
+        mm_token_type_ids=None,
     )
     encode = run.fast.encoder(first) if run.fast is not None else encoder
     return encode(
-        input_ids=new_ids, attention_mask=encoder_masks, past_key_values=cache, position_ids=pos.encoder_position_ids,
+        input_ids=new_ids,
+        attention_mask=encoder_masks,
+        past_key_values=cache,
+        position_ids=pos.encoder_position_ids,
     ).past_key_values
 
 
-def _new_block(run: _Run, block: int, frozen: Frozen | None, warm: Any, cache: Any, pos: _Positions) -> _Canvas:
+def _new_block(
+    run: _Run, block: int, frozen: Frozen | None, warm: Any, cache: Any, pos: _Positions
+) -> _Canvas:
     """A canvas's start: uniform noise, the frozen slots' known tokens, a warm start's tokens and pins."""
     device, batch = run.device, run.batch
     fmask: torch.Tensor | None = frozen.mask.to(device) if frozen is not None else None
@@ -489,15 +555,25 @@ def _new_block(run: _Run, block: int, frozen: Frozen | None, warm: Any, cache: A
     if plan is not None:
         canvas = plan.start_canvas(canvas)
     mask_mapping = run.model.model.decoder.create_diffusion_decoder_attention_mask(
-        config=run.model.config, inputs_embeds=canvas.unsqueeze(-1), past_key_values=cache,
+        config=run.model.config,
+        inputs_embeds=canvas.unsqueeze(-1),
+        past_key_values=cache,
         decoder_attention_mask=pos.decoder_attention_mask,
     )
     return _Canvas(
-        index=block, canvas=canvas, argmax=canvas, conf=torch.zeros(batch, run.canvas_length, device=device),
-        fmask=fmask, fids=fids, plan=plan, pinned_ending=frozen is not None, mask_mapping=mask_mapping,
+        index=block,
+        canvas=canvas,
+        argmax=canvas,
+        conf=torch.zeros(batch, run.canvas_length, device=device),
+        fmask=fmask,
+        fids=fids,
+        plan=plan,
+        pinned_ending=frozen is not None,
+        mask_mapping=mask_mapping,
         stopper=StableConfident(run.settings.stability_threshold, run.settings.confidence_threshold),
         first_step=plan.start_step if plan is not None else run.settings.max_steps,
-        finished=torch.zeros(batch, dtype=torch.bool, device=device), flags=[False] * batch,
+        finished=torch.zeros(batch, dtype=torch.bool, device=device),
+        flags=[False] * batch,
     )
 
 
@@ -522,8 +598,9 @@ def _step(
     processed: torch.Tensor | None = None
     sc_next: torch.Tensor | None = None
     if run.tail:  # the fused vocabulary tail (engine.kernels.vocab_tail): it also writes the bf16 hand-off
-        new_canvas, new_argmax, entropy, new_conf, accepted_mask, sc_next = _fused_step(run, canvas, cur_step, cache,
-                                                                                        pos)
+        new_canvas, new_argmax, entropy, new_conf, accepted_mask, sc_next = _fused_step(
+            run, canvas, cur_step, cache, pos
+        )
     else:
         processed = _forward(run, canvas, cur_step, cache, pos)
         if canvas.plan is not None:
@@ -543,7 +620,9 @@ def _step(
     if processed is None:  # the fused tail wrote the (pinned) bf16 hand-off itself
         canvas.sc_logits = sc_next
     else:
-        if canvas.fmask is not None:  # the frozen slots' self-conditioning: a one-hot belief in the known token
+        if (
+            canvas.fmask is not None
+        ):  # the frozen slots' self-conditioning: a one-hot belief in the known token
             assert canvas.fids is not None
             processed = pin_in_place(processed, canvas.fmask, canvas.fids)
         canvas.sc_logits = processed.to(run.embed_dtype)
@@ -554,7 +633,12 @@ def _step(
     sampled_at = time.perf_counter()
     run.out.steps += 1
     state = StepState(
-        canvas.index, run.settings.max_steps - cur_step + 1, host_ids, host_conf, canvas.flags, run.timer.seconds(),
+        canvas.index,
+        run.settings.max_steps - cur_step + 1,
+        host_ids,
+        host_conf,
+        canvas.flags,
+        run.timer.seconds(),
         sampled_at - t0,
     )
     return state, t0, sampled_at
@@ -564,7 +648,9 @@ def _forward(run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positi
     """The decoder forward of one step, its logits divided by the step's temperature."""
     run.timer.start()
     forward_kwargs = {
-        "decoder_input_ids": canvas.canvas, "decoder_attention_mask": canvas.mask_mapping, "past_key_values": cache,
+        "decoder_input_ids": canvas.canvas,
+        "decoder_attention_mask": canvas.mask_mapping,
+        "past_key_values": cache,
         "decoder_position_ids": pos.decoder_position_ids,
     }
     temperature = run.temperatures[cur_step - 1]
@@ -587,7 +673,9 @@ def _fused_step(
     (next canvas, argmax, entropy, confidence, accepted, hand-off)."""
     run.timer.start()
     forward_kwargs = {
-        "decoder_input_ids": canvas.canvas, "decoder_attention_mask": canvas.mask_mapping, "past_key_values": cache,
+        "decoder_input_ids": canvas.canvas,
+        "decoder_attention_mask": canvas.mask_mapping,
+        "past_key_values": cache,
         "decoder_position_ids": pos.decoder_position_ids,
     }
     softcap: float | None = None
@@ -601,17 +689,38 @@ def _fused_step(
         logits = run.fast.decoder(self_conditioning_logits=canvas.sc_logits, **forward_kwargs).logits
     run.timer.stop()
     sampled, new_argmax, entropy, new_conf, sc = _fused_tail(
-        logits, run.temperatures[cur_step - 1], softcap, canvas.plan, run.gens, canvas.fmask, canvas.fids, run.draw,
-        run.embed_dtype)
+        logits,
+        run.temperatures[cur_step - 1],
+        softcap,
+        canvas.plan,
+        run.gens,
+        canvas.fmask,
+        canvas.fids,
+        run.draw,
+        run.embed_dtype,
+    )
     del logits
     noise = run.noise()
     accepted = accept_mask(entropy, run.settings.entropy_bound, canvas.fmask)
-    return renoise(sampled, accepted, noise, canvas.fmask, canvas.fids), new_argmax, entropy, new_conf, accepted, sc
+    return (
+        renoise(sampled, accepted, noise, canvas.fmask, canvas.fids),
+        new_argmax,
+        entropy,
+        new_conf,
+        accepted,
+        sc,
+    )
 
 
 def _fused_tail(
-    logits: torch.Tensor, temperature: torch.Tensor, softcap: float | None, plan: Any,
-    gens: Sequence[torch.Generator], fmask: torch.Tensor | None, fids: torch.Tensor | None, draw: Any,
+    logits: torch.Tensor,
+    temperature: torch.Tensor,
+    softcap: float | None,
+    plan: Any,
+    gens: Sequence[torch.Generator],
+    fmask: torch.Tensor | None,
+    fids: torch.Tensor | None,
+    draw: Any,
     sc_dtype: Any,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(sampled, argmax, entropy, confidence, bf16 hand-off) from `engine.kernels.vocab_tail`: on CUDA with the
@@ -638,7 +747,9 @@ def _sample(
     """(next canvas, argmax, entropy, confidence, accepted) of one step's processed logits."""
     fmask, fids = canvas.fmask, canvas.fids
     bound = run.settings.entropy_bound
-    if run.path.selective:  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
+    if (
+        run.path.selective
+    ):  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
         probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
         drawn_at = time.perf_counter()
         # a held row (its stopping rule fired last step) draws nothing: the single run with its seed does not

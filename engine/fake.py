@@ -61,8 +61,26 @@ INFILL_TEXTS = (
 
 TextScript = Sequence[str] | Callable[[Request], Sequence[str]]
 REPLACEMENTS = (
-    "quietly", "harbour", "lantern", "morning", "bright", "slowly", "river", "gentle", "stone", "window",
-    "almost", "silver", "garden", "distant", "careful", "simple", "open", "warm", "little", "clear",
+    "quietly",
+    "harbour",
+    "lantern",
+    "morning",
+    "bright",
+    "slowly",
+    "river",
+    "gentle",
+    "stone",
+    "window",
+    "almost",
+    "silver",
+    "garden",
+    "distant",
+    "careful",
+    "simple",
+    "open",
+    "warm",
+    "little",
+    "clear",
 )
 Piece = tuple[str, bool]  # a word (with its leading whitespace) and whether it is pinned
 
@@ -148,7 +166,9 @@ class FakeEngine:
             if cancel is not None and cancel.is_set():
                 raise LoadCancelledError("Loading was cancelled.")
             if on_progress:
-                on_progress(LoadProgress(done, self.load_steps, done * 1000, self.load_steps * 1000, "loading"))
+                on_progress(
+                    LoadProgress(done, self.load_steps, done * 1000, self.load_steps * 1000, "loading")
+                )
             if done < self.load_steps and self._pause(self.load_delay, cancel):
                 raise LoadCancelledError("Loading was cancelled.")
         if self.load_error is not None:
@@ -183,16 +203,21 @@ class FakeEngine:
         seed = request.settings.seed if request.settings.seed is not None else 0
         warm = _warm_start(request)
         if warm is not None and (warm.pins or self.texts is None):
-            pieces = [_warm_pieces(warm, random.Random(f"{seed}/{i}/{request.request_id}"))
-                      for i in range(request.settings.candidates)]
+            pieces = [
+                _warm_pieces(warm, random.Random(f"{seed}/{i}/{request.request_id}"))
+                for i in range(request.settings.candidates)
+            ]
         else:
             pieces = [[(w, False) for w in _words(t)] for t in self._finals(request)]
         first_step = 1 if warm is None else self.steps - max(1, math.ceil(warm.noise * self.steps - 1e-9)) + 1
         finals = tuple("".join(w for w, _ in p) for p in pieces)
         orders = [_settle_order(len(p), random.Random(seed * 7919 + i)) for i, p in enumerate(pieces)]
         self._scores = [  # the mean confidence of each finished alternative, as the real engine reports it
-            round(sum(1.0 if pin else _final_confidence(o) for (_, pin), o in zip(p, order, strict=True))
-                  / max(1, len(p)), 4)
+            round(
+                sum(1.0 if pin else _final_confidence(o) for (_, pin), o in zip(p, order, strict=True))
+                / max(1, len(p)),
+                4,
+            )
             for p, order in zip(pieces, orders, strict=True)
         ]
         start = time.perf_counter()
@@ -249,16 +274,33 @@ class FakeEngine:
         return False
 
     def _result(
-        self, request: Request, finals: tuple[str, ...], start: float, first: float, steps: int, *, cancelled: bool
+        self,
+        request: Request,
+        finals: tuple[str, ...],
+        start: float,
+        first: float,
+        steps: int,
+        *,
+        cancelled: bool,
     ) -> Result:
         seconds = time.perf_counter() - start
         tokens = sum(len(_words(t)) for t in finals) if steps else 0
         stats = Stats(
-            forwards=steps, new_tokens=tokens, seconds=seconds, first_draft_seconds=first, steps=steps, blocks=1
+            forwards=steps,
+            new_tokens=tokens,
+            seconds=seconds,
+            first_draft_seconds=first,
+            steps=steps,
+            blocks=1,
         )
         scores = self._scores if len(self._scores) == len(finals) else [0.97] * len(finals)
-        candidates = () if cancelled else tuple(
-            Candidate(text, tuple(range(len(_words(text)))), score) for text, score in zip(finals, scores, strict=True)
+        candidates = (
+            ()
+            if cancelled
+            else tuple(
+                Candidate(text, tuple(range(len(_words(text)))), score)
+                for text, score in zip(finals, scores, strict=True)
+            )
         )
         return Result(request.request_id, candidates, stats, cancelled=cancelled)
 
@@ -307,7 +349,7 @@ def _warm_pieces(warm: WarmStart, rng: random.Random) -> list[Piece]:
         for word in _words(warm.text[pos:start]):
             if rng.random() < warm.noise:
                 lead = word[: len(word) - len(word.lstrip())] or (" " if pieces else "")
-                word = lead + rng.choice(REPLACEMENTS) + word[len(word.rstrip()):]
+                word = lead + rng.choice(REPLACEMENTS) + word[len(word.rstrip()) :]
             pieces.append((word, False))
         if end > start:
             pieces.extend((w, True) for w in _words(warm.text[start:end]))
@@ -315,7 +357,9 @@ def _warm_pieces(warm: WarmStart, rng: random.Random) -> list[Piece]:
     return pieces
 
 
-def _view(pieces: list[Piece], order: list[float], step: int, steps: int, rng: random.Random) -> CandidateView:
+def _view(
+    pieces: list[Piece], order: list[float], step: int, steps: int, rng: random.Random
+) -> CandidateView:
     progress = step / steps
     spans: list[Span] = []
     for (word, pinned), settle in zip(pieces, order, strict=True):

@@ -46,7 +46,16 @@ def fastpath_requested() -> bool:
     """The switch: `LETTERPRESS_FASTPATH=1` turns the fast path on (CUDA only)."""
     from engine.env import env_choice
 
-    on_off = {"1": "on", "on": "on", "true": "on", "yes": "on", "0": "off", "off": "off", "false": "off", "no": "off"}
+    on_off = {
+        "1": "on",
+        "on": "on",
+        "true": "on",
+        "yes": "on",
+        "0": "off",
+        "off": "off",
+        "false": "off",
+        "no": "off",
+    }
     return env_choice(ENV_SWITCH, "off", on_off, meaning="off") == "on"
 
 
@@ -70,11 +79,19 @@ def dequantize_stack(weight: NF4Weight) -> torch.Tensor:
     bnb_fixes.install()
 
     scales = functional.dequantize_blockwise(
-        weight.absmax.reshape(-1), absmax=weight.absmax2.reshape(-1), code=weight.code2, blocksize=NESTED_BLOCKSIZE
+        weight.absmax.reshape(-1),
+        absmax=weight.absmax2.reshape(-1),
+        code=weight.code2,
+        blocksize=NESTED_BLOCKSIZE,
     ).view(count, blocks)
     scales = (scales + weight.offset.view(count, 1)).float().reshape(-1)
     dense = torch.ops.bitsandbytes.dequantize_4bit(
-        weight.qweight.reshape(-1, 1), scales, NF4_BLOCKSIZE, "nf4", [count * out_f, in_f], weight.compute_dtype
+        weight.qweight.reshape(-1, 1),
+        scales,
+        NF4_BLOCKSIZE,
+        "nf4",
+        [count * out_f, in_f],
+        weight.compute_dtype,
     )
     return dense.view(count, out_f, in_f)
 
@@ -88,7 +105,9 @@ def reused_stack(weight: NF4Weight, slot: str) -> torch.Tensor:
     run one after another), instead of a new ~1 GB allocation per layer and forward: the fit counts it once
     (`engine.weights.fit.experts_buffer_bytes`). Expert by expert into the buffer when the stack is not one
     contiguous NF4 array; in one kernel per stack when it is (the 26B-A4B's are)."""
-    if torch.compiler.is_compiling():  # traced: inference tensors cannot go through AOT autograd; no autograd here
+    if (
+        torch.compiler.is_compiling()
+    ):  # traced: inference tensors cannot go through AOT autograd; no autograd here
         with torch.no_grad():
             return _fill_stack(weight, slot)
     # A normal tensor (never an inference tensor), written without autograd: an eager prefill and a compiled
@@ -118,11 +137,19 @@ def _fill_stack(weight: NF4Weight, slot: str) -> torch.Tensor:
     bnb_fixes.install()  # the corrected fake kernel (torch.compile) and the CPU kernel of dequantize_4bit.out
 
     scales = functional.dequantize_blockwise(
-        weight.absmax.reshape(-1), absmax=weight.absmax2.reshape(-1), code=weight.code2, blocksize=NESTED_BLOCKSIZE
+        weight.absmax.reshape(-1),
+        absmax=weight.absmax2.reshape(-1),
+        code=weight.code2,
+        blocksize=NESTED_BLOCKSIZE,
     ).view(count, blocks)
     scales = (scales + weight.offset.view(count, 1)).float().reshape(-1)
     torch.ops.bitsandbytes.dequantize_4bit.out(
-        weight.qweight.reshape(-1, 1), scales, NF4_BLOCKSIZE, "nf4", [count * out_f, in_f], weight.compute_dtype,
+        weight.qweight.reshape(-1, 1),
+        scales,
+        NF4_BLOCKSIZE,
+        "nf4",
+        [count * out_f, in_f],
+        weight.compute_dtype,
         out=buf.view(count * out_f, in_f),
     )
     return buf
@@ -133,7 +160,9 @@ def free_stack_buffers() -> None:
     _STACK_BUFFERS.clear()
 
 
-GROUPED_MM_ENV = "LETTERPRESS_GROUPED_MM"  # "torch" | "triton" | "auto" (default): which grouped GEMM the experts use
+GROUPED_MM_ENV = (
+    "LETTERPRESS_GROUPED_MM"  # "torch" | "triton" | "auto" (default): which grouped GEMM the experts use
+)
 
 
 def grouped_mm_kind(device: torch.device) -> str:
@@ -167,7 +196,9 @@ def sync_free_nf4_experts_forward(
     down = reused_stack(self.down_proj, "down")
     view = _DenseExperts(self, gate_up, down)
     if grouped_mm_kind(hidden_states.device) == "triton":
-        return device_offsets_experts_forward(view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights)
+        return device_offsets_experts_forward(
+            view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights
+        )
     return grouped_mm_experts_forward(view, hidden_states.to(gate_up.dtype), top_k_index, top_k_weights)  # type: ignore[arg-type]
 
 
@@ -322,8 +353,11 @@ class FastPath:
 
         config = self.model.config.get_text_config(decoder=True)
         existing = getattr(self.model, "_letterpress_static_cache", None)
-        if (existing is not None and getattr(existing, "_letterpress_batch", None) == batch
-                and existing.get_max_length() >= max_length):
+        if (
+            existing is not None
+            and getattr(existing, "_letterpress_batch", None) == batch
+            and existing.get_max_length() >= max_length
+        ):
             existing.reset()
             return existing
         cache = StaticCache(config=config, max_cache_len=max_length)

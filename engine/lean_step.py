@@ -28,7 +28,9 @@ import torch
 
 from engine.sampling import token_entropy
 
-CHUNK_CELLS = 1 << 23  # cells per sampling chunk: 32 rows of a 262,144 vocabulary, ~140 MB of fp32 temporaries
+CHUNK_CELLS = (
+    1 << 23
+)  # cells per sampling chunk: 32 rows of a 262,144 vocabulary, ~140 MB of fp32 temporaries
 
 
 def chunk_rows(vocab: int) -> int:
@@ -87,5 +89,3 @@ def sample_chunked(
             sampled[b, r0:r1] = torch.argmax(q, dim=-1)
             del q
     return sampled, argmax, entropy, conf
-
-

@@ -257,12 +257,17 @@ def _warm(
     if isinstance(request, RewriteRequest):
         start = request.warm_start()
         if request.max_new_tokens is None:  # the app's rewrites: the length follows the selection (canvas.py)
-            window = _length_window(model, start.text if request.canvas and start else request.selection,
-                                    "" if request.canvas else request.instruction)
+            window = _length_window(
+                model,
+                start.text if request.canvas and start else request.selection,
+                "" if request.canvas else request.instruction,
+            )
             start = start or WarmStart(request.selection, noise=1.0)
     elif isinstance(request, DraftRequest):
         start = request.canvas
-        window = _length_window(model, start.text, "") if start is not None else None  # a re-roll keeps its length
+        window = (
+            _length_window(model, start.text, "") if start is not None else None
+        )  # a re-roll keeps its length
     else:
         start = None
     if window is None and warm_canvas.cold(start):

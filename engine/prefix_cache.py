@@ -41,8 +41,12 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
-PREFILL_CHUNK = 512  # tokens per encoder call: bounds activations and masks; resume points are multiples of it
-DEFAULT_TAIL = 4 * PREFILL_CHUNK  # sliding-layer history kept per entry: edits in the last 2,048 tokens are cheap
+PREFILL_CHUNK = (
+    512  # tokens per encoder call: bounds activations and masks; resume points are multiples of it
+)
+DEFAULT_TAIL = (
+    4 * PREFILL_CHUNK
+)  # sliding-layer history kept per entry: edits in the last 2,048 tokens are cheap
 PER_DOCUMENT = 3  # entries per document (a draft's and a rewrite's prompts differ from their first line)
 
 
@@ -137,8 +141,14 @@ class PrefixCache:
     unload, out of memory).
     """
 
-    def __init__(self, max_bytes: int = 1 << 30, *, per_document: int = PER_DOCUMENT, chunk: int = PREFILL_CHUNK,
-                 tail: int = DEFAULT_TAIL) -> None:
+    def __init__(
+        self,
+        max_bytes: int = 1 << 30,
+        *,
+        per_document: int = PER_DOCUMENT,
+        chunk: int = PREFILL_CHUNK,
+        tail: int = DEFAULT_TAIL,
+    ) -> None:
         if chunk < 1 or tail < 0 or per_document < 1 or max_bytes < 0:
             raise ValueError("chunk and per_document must be at least 1, tail and max_bytes at least 0")
         self.max_bytes = max_bytes
@@ -204,7 +214,9 @@ class PrefixCache:
         need = b - min(b, window - 1) if window else b  # first position a sliding layer holds at b
         return b if need >= entry.sliding_start else 0
 
-    def prefill(self, model: Any, ids: torch.Tensor, *, document: str = "") -> tuple[DynamicCache, PrefillStats]:
+    def prefill(
+        self, model: Any, ids: torch.Tensor, *, document: str = ""
+    ) -> tuple[DynamicCache, PrefillStats]:
         """The encoder cache of `ids` ([1, P]), resumed from the best stored entry, and stored for next time."""
         tokens = ids[0].detach().to("cpu")
         key, common = self.best(tokens, document)
@@ -232,8 +244,9 @@ class PrefixCache:
                 layer.record = None
         return cache, stats
 
-    def _entry(self, cache: DynamicCache, tokens: torch.Tensor, document: str, base: PrefixEntry | None,
-               start: int) -> PrefixEntry:
+    def _entry(
+        self, cache: DynamicCache, tokens: torch.Tensor, document: str, base: PrefixEntry | None, start: int
+    ) -> PrefixEntry:
         n = tokens.numel()
         window = _window_of(cache)
         keep_from = max(0, n - self.tail - (window - 1)) if window else n
@@ -260,7 +273,10 @@ class PrefixCache:
                 sliding_start = lo + cut
             else:
                 assert layer.keys is not None and layer.values is not None
-                full[i] = (layer.keys, layer.values)  # the working cache's own tensors: never written in place
+                full[i] = (
+                    layer.keys,
+                    layer.values,
+                )  # the working cache's own tensors: never written in place
         return PrefixEntry(document, tokens.clone(), full, sliding, sliding_start, window)
 
 
@@ -287,8 +303,14 @@ def _restore(cache: DynamicCache, entry: PrefixEntry, at: int) -> None:
             layer.keys, layer.values = keys[:, :, :at], values[:, :, :at]
 
 
-def encode_chunked(model: Any, ids: torch.Tensor, *, chunk: int = PREFILL_CHUNK, cache: DynamicCache | None = None,
-                   start: int = 0) -> tuple[DynamicCache, PrefillStats]:
+def encode_chunked(
+    model: Any,
+    ids: torch.Tensor,
+    *,
+    chunk: int = PREFILL_CHUNK,
+    cache: DynamicCache | None = None,
+    start: int = 0,
+) -> tuple[DynamicCache, PrefillStats]:
     """Encode `ids[:, start:]` onto `cache` (which holds positions 0..start), `chunk` tokens at a time, with
     chunk boundaries at multiples of `chunk` (so a resumed prefill runs the same shapes as a fresh one)."""
     t0 = time.perf_counter()
@@ -307,11 +329,16 @@ def encode_chunked(model: Any, ids: torch.Tensor, *, chunk: int = PREFILL_CHUNK,
         position_ids = torch.arange(pos, end, dtype=torch.int32, device=device).unsqueeze(0)
         dummy = torch.empty((batch, end - pos, 0), dtype=model.dtype, device=device)
         masks = encoder.create_masks_for_generate(
-            config=config, inputs_embeds=dummy, attention_mask=attention_mask, past_key_values=cache,
-            position_ids=position_ids, mm_token_type_ids=None,
+            config=config,
+            inputs_embeds=dummy,
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            position_ids=position_ids,
+            mm_token_type_ids=None,
         )
-        cache = encoder(input_ids=piece, attention_mask=masks, past_key_values=cache, position_ids=position_ids
-                        ).past_key_values
+        cache = encoder(
+            input_ids=piece, attention_mask=masks, past_key_values=cache, position_ids=position_ids
+        ).past_key_values
         stats.encoder_calls += 1
         stats.encoded_tokens += end - pos
         pos = end
@@ -332,8 +359,14 @@ def expand_cache(cache: DynamicCache, batch: int) -> DynamicCache:
     return cache
 
 
-def prefill_prompt(model: Any, prompt_ids: torch.Tensor, *, prefix: PrefixCache | None = None, document: str = "",
-                   chunk: int = PREFILL_CHUNK) -> tuple[DynamicCache, PrefillStats]:
+def prefill_prompt(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    *,
+    prefix: PrefixCache | None = None,
+    document: str = "",
+    chunk: int = PREFILL_CHUNK,
+) -> tuple[DynamicCache, PrefillStats]:
     """The encoder cache for `prompt_ids` ([B, P]). Identical rows (K candidates of one prompt) are encoded once,
     with batch 1, and shared; rows that differ are encoded together as before. Rows that are one row expanded
     (stride 0, as `engine.plan.Plan.prompt_ids` hands them) are identical by construction: no comparison."""

@@ -71,8 +71,10 @@ def infill_by_instruction_message(before: str, after: str, instruction: str = ""
     """Infill for an engine that cannot pin the ending into the canvas (a server without canvas control): both
     sides of the gap go in the prompt, and the model's turn is only the missing middle."""
     head = f"{INFILL_HEADER} {instruction.strip()}".strip()
-    return (f"{head} Write only the missing text between the two parts.\n\nText before the gap:\n{before}"
-            f"\n\nText after the gap:\n{after}")
+    return (
+        f"{head} Write only the missing text between the two parts.\n\nText before the gap:\n{before}"
+        f"\n\nText after the gap:\n{after}"
+    )
 
 
 _CONTENT_SLOT = "\ue000letterpress-message\ue000"  # a private-use marker no template or document holds
@@ -121,8 +123,13 @@ def build_prompt(
     _check_not_empty(request)
     brief = getattr(request, "brief", "")
     if isinstance(request, DraftRequest):
-        prompt = _fit(tokenizer, budget, request.before, "",
-                      lambda b, a: with_brief(brief, draft_message(b, request.instruction)))
+        prompt = _fit(
+            tokenizer,
+            budget,
+            request.before,
+            "",
+            lambda b, a: with_brief(brief, draft_message(b, request.instruction)),
+        )
         if prompt.notice and request.after.strip():  # say what the notice leaves out: a draft never reads on
             prompt = Prompt(prompt.ids, notice=f"{prompt.notice} {DRAFT_AFTER_NOTE}")
         return prompt
@@ -135,11 +142,21 @@ def build_prompt(
             lambda b, a: with_brief(brief, rewrite_message(request.selection, request.instruction, b, a)),
         )
     if isinstance(request, InfillRequest) and infill_after_in_prompt:
-        return _fit(tokenizer, budget, request.before, request.after,
-                    lambda b, a: with_brief(brief, infill_by_instruction_message(b, a, request.instruction)))
+        return _fit(
+            tokenizer,
+            budget,
+            request.before,
+            request.after,
+            lambda b, a: with_brief(brief, infill_by_instruction_message(b, a, request.instruction)),
+        )
     if isinstance(request, InfillRequest):
-        return _fit(tokenizer, budget, request.before, "",
-                    lambda b, a: with_brief(brief, infill_message(b, request.instruction)))
+        return _fit(
+            tokenizer,
+            budget,
+            request.before,
+            "",
+            lambda b, a: with_brief(brief, infill_message(b, request.instruction)),
+        )
     raise TypeError(f"unknown request type {type(request).__name__}")
 
 
@@ -149,7 +166,9 @@ def _check_not_empty(request: Request) -> None:
     if isinstance(request, RewriteRequest) and not request.instruction.strip():
         raise EmptyRequestError("Choose how to rewrite the selection (a preset or your own instruction).")
     if isinstance(request, DraftRequest) and not (request.before.strip() or request.instruction.strip()):
-        raise EmptyRequestError("Write a few words first (or give an instruction) so there is something to continue.")
+        raise EmptyRequestError(
+            "Write a few words first (or give an instruction) so there is something to continue."
+        )
     if isinstance(request, InfillRequest) and not (request.before.strip() or request.after.strip()):
         raise EmptyRequestError("Infill needs text before or after the gap.")
 
@@ -249,5 +268,7 @@ def _notice(before: str, after: str, head: int, near: int, kept_after: str) -> s
     if kept_after:
         seen.append(f"{len(kept_after.removesuffix(TRIM_MARK)):,} after it")
     what = ", ".join(seen) if seen else "none of the surrounding text"
-    return (f"The document is longer than the model can read at once: it saw {what}; {left_out:,} characters "
-            "farther from the cursor were left out.")
+    return (
+        f"The document is longer than the model can read at once: it saw {what}; {left_out:,} characters "
+        "farther from the cursor were left out."
+    )

@@ -30,7 +30,10 @@ def make_generators(seed: int, count: int, device: torch.device) -> list[torch.G
 
 
 def noise_ids(
-    vocab: int, shape: tuple[int, int], gens: Sequence[torch.Generator], device: torch.device,
+    vocab: int,
+    shape: tuple[int, int],
+    gens: Sequence[torch.Generator],
+    device: torch.device,
     held: Sequence[bool] = (),
 ) -> torch.Tensor:
     """Uniform random token ids [B, L], row b from `gens[b]` (or every row from the one generator).
@@ -39,8 +42,12 @@ def noise_ids(
     row's generator advances exactly as in the single run with its seed, whatever the slower rows still do."""
     if len(gens) == 1:
         return torch.randint(0, vocab, shape, device=device, generator=gens[0])
-    rows = [torch.zeros((1, shape[1]), dtype=torch.long, device=device) if b < len(held) and held[b]
-            else torch.randint(0, vocab, (1, shape[1]), device=device, generator=g) for b, g in enumerate(gens)]
+    rows = [
+        torch.zeros((1, shape[1]), dtype=torch.long, device=device)
+        if b < len(held) and held[b]
+        else torch.randint(0, vocab, (1, shape[1]), device=device, generator=g)
+        for b, g in enumerate(gens)
+    ]
     return torch.cat(rows, dim=0)
 
 
@@ -80,8 +87,9 @@ def exponential_from_uniform(uniform: torch.Tensor) -> torch.Tensor:
     return uniform.neg_().log1p_().neg_().to(torch.float32)
 
 
-def uniform_draws(gens: Sequence[torch.Generator], shape: tuple[int, int, int], held: Sequence[bool] = ()
-                  ) -> torch.Tensor:
+def uniform_draws(
+    gens: Sequence[torch.Generator], shape: tuple[int, int, int], held: Sequence[bool] = ()
+) -> torch.Tensor:
     """The uniforms behind one step's Exp(1) variates ([B x L, V] float64, row block b from generator b): the
     same generator calls, in the same order, as the reference's `exponential_` makes on the CPU."""
     batch, length, vocab = shape

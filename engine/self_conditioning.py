@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 CHUNK_ROWS = 32  # canvas rows per softmax chunk: 32 x 262,144 cells, 64 MB of fp32 (x2 for the kernel's copy)
 
 
-def soft_embeddings(held: list[torch.Tensor], embed: Any, dtype: torch.dtype, chunk_rows: int = CHUNK_ROWS
-                    ) -> torch.Tensor:
+def soft_embeddings(
+    held: list[torch.Tensor], embed: Any, dtype: torch.dtype, chunk_rows: int = CHUNK_ROWS
+) -> torch.Tensor:
     """`matmul(logits.softmax(-1, dtype=float32).to(embed.weight.dtype), embed.weight) * embed.embed_scale.to(dtype)`
     with the softmax computed `chunk_rows` rows at a time. The logits are taken out of `held` (a one-item list),
     so with no other reference they are freed before the matmul."""

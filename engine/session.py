@@ -80,7 +80,9 @@ class Session:
         self.last_plan: request_budget.RequestPlan | None = None  # the memory plan of the latest request
         self.last_request_plan: Plan | None = None  # the whole plan of the latest request (`engine.plan`)
         self._config: dict[str, Any] = {}
-        self.checkpoint_settings = DenoiseSettings()  # the loaded checkpoint's sampler settings (generation_config)
+        self.checkpoint_settings = (
+            DenoiseSettings()
+        )  # the loaded checkpoint's sampler settings (generation_config)
         self.threads: ThreadPolicy | None = None  # the CPU thread policy, re-applied before every request
 
     # -- Engine protocol ------------------------------------------------------------------------------------
@@ -160,8 +162,14 @@ class Session:
                 loaded = self._load_new(model_dir, device, quantization, relay, cancel)
             except EngineError as again:
                 restored = self._restore(previous.info)
-                raise type(again)(again.message + (f" {previous.info.name} was loaded again." if restored else
-                                                   f" {previous.info.name} had to be unloaded to try.")) from exc
+                raise type(again)(
+                    again.message
+                    + (
+                        f" {previous.info.name} was loaded again."
+                        if restored
+                        else f" {previous.info.name} had to be unloaded to try."
+                    )
+                ) from exc
         tok = loaded.tokenizer
         gen = loaded.model.generation_config
         eos = gen.eos_token_id if gen.eos_token_id is not None else tok.eos_token_id
@@ -177,7 +185,9 @@ class Session:
         if previous_model is not None:
             _release_tensors(previous_model)  # its weights go by reference count, now
             del previous_model
-            self._free_memory(collect=False)  # no full collection: it held the GIL 220-330 ms, the window froze
+            self._free_memory(
+                collect=False
+            )  # no full collection: it held the GIL 220-330 ms, the window froze
         self.threads = ThreadPolicy(model_bytes(loaded.model)) if loaded.info.device == "cpu" else None
         if self.threads is not None:
             self.threads.apply()
@@ -188,11 +198,18 @@ class Session:
             on_progress(held[-1] if held else LoadProgress(1, 1, stage="ready"))
         return loaded.info
 
-    def _load_new(self, model_dir: str | Path, device: Device, quantization: Quantization,
-                  on_progress: ProgressCallback | None, cancel: threading.Event | None) -> LoadedModel:
+    def _load_new(
+        self,
+        model_dir: str | Path,
+        device: Device,
+        quantization: Quantization,
+        on_progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> LoadedModel:
         try:
-            return load_model(model_dir, device=device, quantization=quantization, on_progress=on_progress,
-                              cancel=cancel)
+            return load_model(
+                model_dir, device=device, quantization=quantization, on_progress=on_progress, cancel=cancel
+            )
         except torch.cuda.OutOfMemoryError as exc:
             self._free_memory()
             raise OutOfMemoryError(
@@ -204,7 +221,7 @@ class Session:
         """Load the model that was in use before a failed replacement (best effort)."""
         try:
             self.load(info.path, device=info.device, quantization=info.quantization)  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - the writer is told it is gone
+        except Exception:
             log.exception("could not load %s again", info.path)
             return False
         return True
@@ -212,11 +229,13 @@ class Session:
     def _warm_up(self, loaded: LoadedModel) -> None:
         """One tiny request through the whole path (chat template, first forward's allocations, lazy imports), so
         the writer's first suggestion is as fast as every later one. A failure here is only logged."""
-        request = DraftRequest(before="Hello.", max_new_tokens=1, settings=DenoiseSettings(max_steps=1, seed=0))
+        request = DraftRequest(
+            before="Hello.", max_new_tokens=1, settings=DenoiseSettings(max_steps=1, seed=0)
+        )
         try:
             with torch.inference_mode():
                 self._run(loaded, request, None, None)
-        except Exception:  # noqa: BLE001 - the real request will report any real problem
+        except Exception:
             log.warning("warm-up request failed", exc_info=True)
         self.last_output = None
         if self.prefix_cache is not None:
@@ -251,7 +270,9 @@ class Session:
             ) from exc
         except Exception as exc:  # a bug must not take the editor down: report it, keep the session usable
             log.exception("generation failed")
-            raise GenerationError(f"Generation failed unexpectedly ({type(exc).__name__}: {exc}). Try again.") from exc
+            raise GenerationError(
+                f"Generation failed unexpectedly ({type(exc).__name__}: {exc}). Try again."
+            ) from exc
 
     # -- internals ------------------------------------------------------------------------------------------
 
@@ -273,35 +294,60 @@ class Session:
             torch.cuda.empty_cache()
 
     def _run(
-        self, loaded: LoadedModel, request: Request, on_step: StepCallback | None, cancel: threading.Event | None
+        self,
+        loaded: LoadedModel,
+        request: Request,
+        on_step: StepCallback | None,
+        cancel: threading.Event | None,
     ) -> Result:
         start = time.perf_counter()
         return self._execute(loaded, self._plan(loaded, request), on_step, cancel, start)
 
     def _plan(self, loaded: LoadedModel, request: Request) -> Plan:
-        plan = make_plan(request, self._facts(loaded), self.checkpoint_settings, prefix_cache=self.prefix_cache)
+        plan = make_plan(
+            request, self._facts(loaded), self.checkpoint_settings, prefix_cache=self.prefix_cache
+        )
         self.last_request_plan, self.last_plan = plan, plan.memory
         return plan
 
     def _facts(self, loaded: LoadedModel) -> ModelFacts:
         assert self._text is not None
         return ModelFacts(
-            tokenizer=loaded.tokenizer, canvas_length=loaded.info.canvas_length,
-            context_length=loaded.info.context_length, eos_ids=tuple(self._eos), pad_id=self._pad,
-            config=self._config, device=loaded.model.device, decode=self._text.text,
+            tokenizer=loaded.tokenizer,
+            canvas_length=loaded.info.canvas_length,
+            context_length=loaded.info.context_length,
+            eos_ids=tuple(self._eos),
+            pad_id=self._pad,
+            config=self._config,
+            device=loaded.model.device,
+            decode=self._text.text,
         )
 
     def _execute(
-        self, loaded: LoadedModel, plan: Plan, on_step: StepCallback | None, cancel: threading.Event | None,
+        self,
+        loaded: LoadedModel,
+        plan: Plan,
+        on_step: StepCallback | None,
+        cancel: threading.Event | None,
         start: float,
     ) -> Result:
         """Run a plan: the denoising loop over its rows, each step relayed as a `StepEvent`, then the result."""
         relay = _StepRelay(self, plan, on_step, start) if on_step is not None else None
         out = denoise(
-            loaded.model, plan.prompt_ids(loaded.model.device), plan.settings, max_new_tokens=plan.max_new_tokens,
-            eos_token_ids=self._eos, pad_token_id=self._pad, seed=plan.seed, frozen=plan.frozen,
-            max_blocks=plan.max_blocks, on_step=relay, cancel=cancel, prefix=self.prefix_cache,
-            document=plan.document, warm=plan.warm,
+            loaded.model,
+            plan.prompt_ids(loaded.model.device),
+            plan.settings,
+            max_new_tokens=plan.max_new_tokens,
+            eos_token_ids=self._eos,
+            pad_token_id=self._pad,
+            seed=plan.seed,
+            frozen=plan.frozen,
+            max_blocks=plan.max_blocks,
+            on_step=relay,
+            cancel=cancel,
+            prefix=self.prefix_cache,
+            document=plan.document,
+            warm=plan.warm,
         )
         self.last_output = out
         candidates = self._candidates(out, plan.middles, plan.settings.candidates, limit=plan.max_new_tokens)
@@ -319,13 +365,27 @@ class Session:
         return Result(plan.request.request_id, candidates, stats, cancelled=out.cancelled, notice=plan.notice)
 
     def _view(
-        self, ids_t: torch.Tensor, conf_t: torch.Tensor, row: int, earlier: tuple[int, ...], middle: int | None,
-        *, limit: int | None = None, pinned: list[bool] | None = None,
+        self,
+        ids_t: torch.Tensor,
+        conf_t: torch.Tensor,
+        row: int,
+        earlier: tuple[int, ...],
+        middle: int | None,
+        *,
+        limit: int | None = None,
+        pinned: list[bool] | None = None,
     ) -> tuple[Span, ...]:
         """The spans of one row at one step; runs on the consumer's thread, when (and if) it is looked at."""
         assert self._text is not None
-        return row_spans(self._text, ids_t[row].tolist(), conf_t[row].tolist(), earlier=earlier, middle=middle,
-                         limit=limit, pinned=pinned)
+        return row_spans(
+            self._text,
+            ids_t[row].tolist(),
+            conf_t[row].tolist(),
+            earlier=earlier,
+            middle=middle,
+            limit=limit,
+            pinned=pinned,
+        )
 
     def _candidates(
         self, out: DenoiseOutput, middles: Sequence[int] | None, wanted: int, *, limit: int | None = None
@@ -334,7 +394,9 @@ class Session:
         assert self._text is not None
         generated = out.sequences[:, out.prompt_length :]
         rows = [(generated[r].tolist(), out.confidence[r].tolist()) for r in range(generated.shape[0])]
-        return finished_candidates(self._text, rows, pad_id=self._pad, wanted=wanted, middles=middles, limit=limit)
+        return finished_candidates(
+            self._text, rows, pad_id=self._pad, wanted=wanted, middles=middles, limit=limit
+        )
 
 
 class _StepRelay:
@@ -358,16 +420,33 @@ class _StepRelay:
         canvas = int(state.argmax.shape[1])
         # Rows are picked out of the step's tensors only when a view is looked at (most steps are not painted).
         views = tuple(
-            CandidateView(make=partial(self._session._view, state.argmax, state.confidence, r, self._done[r],
-                                       plan.middles[r] if plan.middles is not None else None,
-                                       limit=plan.max_new_tokens, pinned=_pins(plan.warm, r, state.block, canvas)))
+            CandidateView(
+                make=partial(
+                    self._session._view,
+                    state.argmax,
+                    state.confidence,
+                    r,
+                    self._done[r],
+                    plan.middles[r] if plan.middles is not None else None,
+                    limit=plan.max_new_tokens,
+                    pinned=_pins(plan.warm, r, state.block, canvas),
+                )
+            )
             for r in range(plan.rows)
         )
         now = time.perf_counter() - self._start
         if not self.first_draft:
             self.first_draft = now
-        self._on_step(StepEvent(plan.request.request_id, state.step, plan.settings.max_steps, state.block, views,
-                                time.perf_counter() - self._start))
+        self._on_step(
+            StepEvent(
+                plan.request.request_id,
+                state.step,
+                plan.settings.max_steps,
+                state.block,
+                views,
+                time.perf_counter() - self._start,
+            )
+        )
 
 
 def prefix_cache_bytes() -> int:

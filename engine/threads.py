@@ -43,7 +43,9 @@ def prepare_openmp() -> bool:
     """Make OpenMP wait passively (sleep, not spin). Returns False when torch was already imported, in which case
     the runtime has read its settings and this comes too late for this process (the thread count still helps)."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("KMP_BLOCKTIME", "0")  # the Intel OpenMP runtime of MKL builds: sleep at once as well
+    os.environ.setdefault(
+        "KMP_BLOCKTIME", "0"
+    )  # the Intel OpenMP runtime of MKL builds: sleep at once as well
     return "torch" not in sys.modules
 
 
@@ -300,6 +302,15 @@ def limit_interop_threads() -> None:
 
 
 __all__ = [
-    "CpuLoad", "ThreadPlan", "ThreadPolicy", "limit_interop_threads", "model_bytes", "plan_threads",
-    "no_collector_pauses", "prepare_openmp", "preload_torch_libraries", "reserve_ui_core", "usable_cores",
+    "CpuLoad",
+    "ThreadPlan",
+    "ThreadPolicy",
+    "limit_interop_threads",
+    "model_bytes",
+    "no_collector_pauses",
+    "plan_threads",
+    "preload_torch_libraries",
+    "prepare_openmp",
+    "reserve_ui_core",
+    "usable_cores",
 ]

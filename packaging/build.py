@@ -47,8 +47,17 @@ def run_pyinstaller(dist: Path, work: Path, *, clean: bool) -> None:
     if importlib.util.find_spec("PyInstaller") is None:
         raise SystemExit("PyInstaller is not installed: pip install -e '.[packaging]'")
     cmd = [
-        sys.executable, "-m", "PyInstaller", str(HERE / "letterpress.spec"), "--noconfirm",
-        "--distpath", str(dist), "--workpath", str(work), "--log-level", "WARN",
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        str(HERE / "letterpress.spec"),
+        "--noconfirm",
+        "--distpath",
+        str(dist),
+        "--workpath",
+        str(work),
+        "--log-level",
+        "WARN",
     ]
     if clean:
         cmd.append("--clean")
@@ -57,9 +66,15 @@ def run_pyinstaller(dist: Path, work: Path, *, clean: bool) -> None:
 
 def torch_flavour() -> dict[str, str | None]:
     out = subprocess.run(
-        [sys.executable, "-c", "import json, torch; print(json.dumps({'torch': torch.__version__, "
-         "'cuda': torch.version.cuda, 'hip': getattr(torch.version, 'hip', None)}))"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import json, torch; print(json.dumps({'torch': torch.__version__, "
+            "'cuda': torch.version.cuda, 'hip': getattr(torch.version, 'hip', None)}))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout)
 
@@ -69,20 +84,29 @@ def make_installers(bundle: ModuleType, dist: Path, version: str, *, fast: bool)
     if sys.platform.startswith("linux"):
         linux = load_by_path("letterpress_build_linux", ROOT / "installer" / "linux" / "build_linux.py")
         return [
-            linux.build_deb(bundle_dir, dist, version, compression="gzip" if fast else "xz", level=1 if fast else 6),
+            linux.build_deb(
+                bundle_dir, dist, version, compression="gzip" if fast else "xz", level=1 if fast else 6
+            ),
             linux.build_tarball(bundle_dir, dist, version, level=1 if fast else 6),
         ]
     if sys.platform == "darwin":
-        subprocess.run(["sh", str(ROOT / "installer" / "macos" / "make_dmg.sh"), version], check=True, cwd=ROOT)
+        subprocess.run(
+            ["sh", str(ROOT / "installer" / "macos" / "make_dmg.sh"), version], check=True, cwd=ROOT
+        )
         return [dist / f"{bundle.DISPLAY_NAME}-{version}.dmg"]
     if sys.platform == "win32":
         iscc = shutil.which("iscc") or shutil.which("ISCC")
         if not iscc:
-            print("Inno Setup's iscc is not on PATH: install Inno Setup 6, then run\n"
-                  f'  iscc /DAppVersion={version} installer\\windows\\letterpress.iss')
+            print(
+                "Inno Setup's iscc is not on PATH: install Inno Setup 6, then run\n"
+                f"  iscc /DAppVersion={version} installer\\windows\\letterpress.iss"
+            )
             return []
-        subprocess.run([iscc, f"/DAppVersion={version}", str(ROOT / "installer" / "windows" / "letterpress.iss")],
-                       check=True, cwd=ROOT)
+        subprocess.run(
+            [iscc, f"/DAppVersion={version}", str(ROOT / "installer" / "windows" / "letterpress.iss")],
+            check=True,
+            cwd=ROOT,
+        )
         return [dist / f"{bundle.DISPLAY_NAME}-{version}-setup.exe"]
     return []
 
@@ -90,12 +114,19 @@ def make_installers(bundle: ModuleType, dist: Path, version: str, *, fast: bool)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the Letterpress bundle and installers.")
     parser.add_argument("--dist", type=Path, default=ROOT / "dist", help="output folder (default: dist)")
-    parser.add_argument("--work", type=Path, default=ROOT / "build" / "pyinstaller",
-                        help="PyInstaller's cache; kept between builds so a rebuild is quicker")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=ROOT / "build" / "pyinstaller",
+        help="PyInstaller's cache; kept between builds so a rebuild is quicker",
+    )
     parser.add_argument("--clean", action="store_true", help="empty PyInstaller's cache first")
     parser.add_argument("--no-installers", action="store_true", help="only the bundle")
-    parser.add_argument("--fast-compression", action="store_true",
-                        help="gzip -1 instead of xz for the .deb and .tar.gz (CI smoke builds: bigger, minutes faster)")
+    parser.add_argument(
+        "--fast-compression",
+        action="store_true",
+        help="gzip -1 instead of xz for the .deb and .tar.gz (CI smoke builds: bigger, minutes faster)",
+    )
     args = parser.parse_args(argv)
 
     bundle = load_bundle_module()
@@ -109,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         print("The bundle must not ship as built:\n  " + "\n  ".join(problems[:50]), file=sys.stderr)
         return 1
     bundle_seconds = time.monotonic() - started
-    installers = [] if args.no_installers else make_installers(bundle, dist, version, fast=args.fast_compression)
+    installers = (
+        [] if args.no_installers else make_installers(bundle, dist, version, fast=args.fast_compression)
+    )
 
     info = {
         "version": version,

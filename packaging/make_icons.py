@@ -51,10 +51,17 @@ def pack_ico_icns(pngs: dict[int, Path], out_dir: Path = ICONS) -> None:
 
     largest = Image.open(pngs[max(pngs)]).convert("RGBA")
     ico_frames = [Image.open(pngs[s]).convert("RGBA") for s in ICO_SIZES]
-    ico_frames[-1].save(out_dir / "letterpress.ico", format="ICO", sizes=[(s, s) for s in ICO_SIZES],
-                        append_images=ico_frames[:-1])
-    largest.save(out_dir / "letterpress.icns", format="ICNS",
-                 append_images=[Image.open(pngs[s]).convert("RGBA") for s in (16, 32, 64, 128, 256)])
+    ico_frames[-1].save(
+        out_dir / "letterpress.ico",
+        format="ICO",
+        sizes=[(s, s) for s in ICO_SIZES],
+        append_images=ico_frames[:-1],
+    )
+    largest.save(
+        out_dir / "letterpress.icns",
+        format="ICNS",
+        append_images=[Image.open(pngs[s]).convert("RGBA") for s in (16, 32, 64, 128, 256)],
+    )
 
 
 def main() -> int:

@@ -79,12 +79,18 @@ class AlternativesPanel(QDockWidget):
         if not rows:
             self.hint.setText("No suggestion." if sug is None else "Waiting for the first draft…")
         else:
-            self.hint.setText(f"{len(rows)} alternative{'s' if len(rows) != 1 else ''}, best first"
-                              + (" (still denoising)" if running else "") + ". Click one to show it.")
+            self.hint.setText(
+                f"{len(rows)} alternative{'s' if len(rows) != 1 else ''}, best first"
+                + (" (still denoising)" if running else "")
+                + ". Click one to show it."
+            )
 
     def rows(self) -> list[tuple[int, str]]:
         """(alternative index, label) of every row, top to bottom (for tests and automation)."""
-        return [(int(self.list.item(r).data(ROLE_INDEX)), self.list.item(r).text()) for r in range(self.list.count())]
+        return [
+            (int(self.list.item(r).data(ROLE_INDEX)), self.list.item(r).text())
+            for r in range(self.list.count())
+        ]
 
     def _on_clicked(self, item: QListWidgetItem) -> None:
         self.chosen.emit(int(item.data(ROLE_INDEX)))

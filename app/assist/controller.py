@@ -12,7 +12,6 @@ accept) cancels and removes the suggestion; the writer's text is never overwritt
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 import re
 import time
@@ -24,13 +23,13 @@ from typing import Any, Literal
 from PySide6.QtCore import QObject, QTextBoundaryFinder, Signal, Slot
 from PySide6.QtGui import QTextCursor
 
-from app.config.commands import default_key
-from app.platform.privacy import DocumentText
-from app.ui.editor import Editor
 from app.assist.engine_host import EngineHost
 from app.assist.ghost import GhostContent, GhostPainter, Layout
 from app.assist.joins import join, units
 from app.assist.request_defaults import RequestDefaults
+from app.config.commands import default_key
+from app.platform.privacy import DocumentText
+from app.ui.editor import Editor
 from engine.api import (
     REWRITE_PRESETS,
     DenoiseSettings,
@@ -78,6 +77,7 @@ class _Suggestion:
     def full(self) -> tuple[int, int]:
         """The document range this suggestion owns: the original, or what was accepted in its place."""
         return self.start.position(), self.end.position()
+
     request: Request | None = None  # what produced it (re-roll and strength changes start from it)
     scores: list[float] = field(default_factory=list)  # finished alternatives' mean confidence
 
@@ -106,8 +106,14 @@ class Assistant(QObject):
     message = Signal(str)  # a line for the status bar
     activityChanged = Signal(str)  # what runs now ("Rewriting: …"), "" when nothing runs
 
-    def __init__(self, editor: Editor, host: EngineHost, settings: Any | None = None, *,
-                 defaults: RequestDefaults | None = None) -> None:
+    def __init__(
+        self,
+        editor: Editor,
+        host: EngineHost,
+        settings: Any | None = None,
+        *,
+        defaults: RequestDefaults | None = None,
+    ) -> None:
         super().__init__(editor)
         self.editor = editor
         self.host = host
@@ -161,7 +167,7 @@ class Assistant(QObject):
         if self.settings is not None:
             try:
                 return dict(self.settings.rewrite_presets())
-            except Exception:  # noqa: BLE001 - a broken settings object must not break rewriting
+            except Exception:
                 log.exception("rewrite presets unavailable")
         return dict(REWRITE_PRESETS)
 
@@ -172,14 +178,25 @@ class Assistant(QObject):
         pos = self.editor.textCursor().selectionEnd()
         before, after = self._context(pos, pos)
         if not before.strip() and not instruction.strip():  # said at once, not after waiting for the model
-            self.message.emit("Write a few words first (or give an instruction) so there is something to continue.")
+            self.message.emit(
+                "Write a few words first (or give an instruction) so there is something to continue."
+            )
             return None
         request = DraftRequest(
-            before=before, instruction=instruction, after=after, max_new_tokens=self._draft_length(),
+            before=before,
+            instruction=instruction,
+            after=after,
+            max_new_tokens=self._draft_length(),
             settings=self._denoise(),
         )
-        return self._start(request, "draft", pos, pos, "inline",
-                           f"Drafting: {_brief(instruction)}…" if instruction.strip() else "Drafting…")
+        return self._start(
+            request,
+            "draft",
+            pos,
+            pos,
+            "inline",
+            f"Drafting: {_brief(instruction)}…" if instruction.strip() else "Drafting…",
+        )
 
     @property
     def suggestion(self) -> _Suggestion | None:
@@ -192,8 +209,10 @@ class Assistant(QObject):
         cursor = self.editor.textCursor()
         if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
             key = self._key("rewrite")
-            self.message.emit("Select the text you want rewritten first, then choose Rewrite"
-                              + (f" ({key})." if key else "."))
+            self.message.emit(
+                "Select the text you want rewritten first, then choose Rewrite"
+                + (f" ({key})." if key else ".")
+            )
             return None
         s, e = cursor.selectionStart(), cursor.selectionEnd()
         before, after = self._context(s, e)
@@ -201,8 +220,12 @@ class Assistant(QObject):
         if strength is None:
             strength = self.defaults.strength(instruction)
         request = RewriteRequest(
-            selection=self._text(s, e), instruction=instruction, before=before, after=after,
-            settings=self._denoise(), strength=1.0 if strength is None else min(1.0, max(0.1, strength)),
+            selection=self._text(s, e),
+            instruction=instruction,
+            before=before,
+            after=after,
+            settings=self._denoise(),
+            strength=1.0 if strength is None else min(1.0, max(0.1, strength)),
         )
         return self._start(request, "rewrite", s, e, "below", f"Rewriting: {_brief(request.instruction)}…")
 
@@ -236,8 +259,14 @@ class Assistant(QObject):
         before, after = self._context(s, e)
         request = InfillRequest(before=before, after=after, instruction=instruction, settings=self._denoise())
         what = "Filling in the selection" if e > s else "Filling the gap"
-        return self._start(request, "infill", s, e, "below" if e > s else "inline",
-                           f"{what}: {_brief(instruction)}…" if instruction.strip() else f"{what}…")
+        return self._start(
+            request,
+            "infill",
+            s,
+            e,
+            "below" if e > s else "inline",
+            f"{what}: {_brief(instruction)}…" if instruction.strip() else f"{what}…",
+        )
 
     # -- accept / dismiss / alternatives ------------------------------------------------------------------------------
 
@@ -277,8 +306,17 @@ class Assistant(QObject):
         start.setKeepPositionOnInsert(False)  # typing just before the region stays before it
         end.setKeepPositionOnInsert(True)  # typing just after the region stays after it
         self._sug = _Suggestion(
-            request.request_id, kind, layout, start, end, self._probe(s, e), (s, e), time.perf_counter(),
-            wanted=max(1, request.settings.candidates), original=self._text(s, e), request=request,
+            request.request_id,
+            kind,
+            layout,
+            start,
+            end,
+            self._probe(s, e),
+            (s, e),
+            time.perf_counter(),
+            wanted=max(1, request.settings.candidates),
+            original=self._text(s, e),
+            request=request,
         )
         self.host.submit(request)
         if e > s:  # show the original dimmed and struck through, not hidden under the selection colour
@@ -299,7 +337,7 @@ class Assistant(QObject):
         if self.settings is not None:
             try:
                 return self.settings.denoise_settings()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("denoise settings unavailable; using defaults")
         return DenoiseSettings()
 
@@ -307,7 +345,7 @@ class Assistant(QObject):
         if self.settings is not None:
             try:
                 return int(self.settings["draft.length"])
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("draft length unavailable")
         return 128
 
@@ -373,7 +411,9 @@ class Assistant(QObject):
         first = sug.first_visible if sug.first_visible is not None else time.perf_counter() - sug.submitted
         self.finishedStats.emit(result.stats, first)
         if not finals:
-            self._fail(sug, "The model returned no text. Try again, or change the instruction or the selection.")
+            self._fail(
+                sug, "The model returned no text. Try again, or change the instruction or the selection."
+            )
             return
         sug.alternatives = finals
         sug.scores = scores
@@ -446,8 +486,9 @@ class Assistant(QObject):
             chunk = chunk.rstrip(" \t")
         accepted = sug.accepted + chunk
         s, e = sug.full()
-        joined = join(self._char_before(s), accepted, self._char_after(e), original=sug.original,
-                      complete=complete)
+        joined = join(
+            self._char_before(s), accepted, self._char_after(e), original=sug.original, complete=complete
+        )
         new = joined.text
         old = self._text(s, e)
         keep_head = keep_tail = 0
@@ -457,14 +498,14 @@ class Assistant(QObject):
             limit = min(len(old), len(new)) - keep_head
             while keep_tail < limit and old[-1 - keep_tail] == new[-1 - keep_tail]:
                 keep_tail += 1
-        head_u, tail_u = units(old[:keep_head]), units(old[len(old) - keep_tail:])
+        head_u, tail_u = units(old[:keep_head]), units(old[len(old) - keep_tail :])
         cursor = QTextCursor(self.editor.document())
         self._muted = True
         try:
             cursor.beginEditBlock()
             cursor.setPosition(s + head_u)
             cursor.setPosition(e - tail_u, QTextCursor.MoveMode.KeepAnchor)
-            cursor.insertText(new[keep_head: len(new) - keep_tail])
+            cursor.insertText(new[keep_head : len(new) - keep_tail])
             cursor.endEditBlock()
         finally:
             self._muted = False
@@ -515,8 +556,11 @@ class Assistant(QObject):
             return False
         if len(sug.alternatives) < 2:
             if not sug.running and not sug.error:
-                self.message.emit("This suggestion has no other alternative." if not sug.accepted else
-                                  "Only the rest of the accepted alternative is left; Esc dismisses it.")
+                self.message.emit(
+                    "This suggestion has no other alternative."
+                    if not sug.accepted
+                    else "Only the rest of the accepted alternative is left; Esc dismisses it."
+                )
             return False
         sug.index = (sug.index + delta) % len(sug.alternatives)
         self._show()
@@ -559,15 +603,17 @@ class Assistant(QObject):
             if count > 1:
                 badge += f" · {sug.index + 1}/{count}"
         else:
-            hints = [f"{key} {verb}" for key, verb in ((self._key("accept"), "accept"),
-                                                        (self._key("dismiss"), "dismiss")) if key]
+            hints = [
+                f"{key} {verb}"
+                for key, verb in ((self._key("accept"), "accept"), (self._key("dismiss"), "dismiss"))
+                if key
+            ]
             badge = " · ".join(([f"{sug.index + 1}/{count}"] if count > 1 else []) + hints)
         content = GhostContent(sug.layout, self._drawn_spans(sug), badge, sug.error)
         for hook in self.view_hooks:
             content = hook(sug, content)
         self.ghost.show(content, sug.region)
         self._publish()
-
 
     def _drawn_spans(self, sug: _Suggestion) -> tuple[Span, ...]:
         """The spans as Tab would insert them at the region's leading edge: an inline ghost right after a word
@@ -584,8 +630,8 @@ class Assistant(QObject):
         own = spans[first].text[: len(spans[first].text) - len(spans[first].text.lstrip())]
         if own == lead:
             return spans
-        fixed = dataclasses.replace(spans[first], text=lead + spans[first].text[len(own):])
-        return (*spans[:first], fixed, *spans[first + 1:])
+        fixed = dataclasses.replace(spans[first], text=lead + spans[first].text[len(own) :])
+        return (*spans[:first], fixed, *spans[first + 1 :])
 
 
 def _plain(selected: str) -> str:

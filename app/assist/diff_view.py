@@ -89,7 +89,9 @@ def word_diff_after(original: str, accepted: str, new: tuple[Span, ...]) -> Word
     spans: list[Span] = []
     styles: list[str] = []
     sources: list[int] = []
-    for span, style, src in zip(full.spans[last + 1:], full.styles[last + 1:], full.sources[last + 1:], strict=True):
+    for span, style, src in zip(
+        full.spans[last + 1 :], full.styles[last + 1 :], full.sources[last + 1 :], strict=True
+    ):
         spans.append(new[src - n] if src >= 0 else Span(span.text.strip(), span.confidence))  # respaced below
         styles.append(style)
         sources.append(src - n if src >= 0 else -1)

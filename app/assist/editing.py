@@ -23,8 +23,8 @@ from PySide6.QtWidgets import QMainWindow, QMenu
 
 from app.assist import pins as pinning
 from app.assist.alternatives_panel import AlternativesPanel
-from app.assist.diff_view import WordDiff, diff_hook
 from app.assist.controller import Assistant
+from app.assist.diff_view import WordDiff, diff_hook
 from app.assist.ghost import GhostContent
 from app.assist.request_defaults import RequestDefaults
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
@@ -101,14 +101,24 @@ class DiffusionEditing(QObject):
         self.strength_group = QActionGroup(self)
         self.strength_actions: list[QAction] = []
         for name, value in LEVELS:
-            act = actions.create_member(w, "actionRewriteStrength_", name.lower(), f"{name} ({value:.1f})",
-                                        partial(self.set_strength, value),
-                                        tip=f"Rewrite strength {value:.1f} for the preset the dial shows")
+            act = actions.create_member(
+                w,
+                "actionRewriteStrength_",
+                name.lower(),
+                f"{name} ({value:.1f})",
+                partial(self.set_strength, value),
+                tip=f"Rewrite strength {value:.1f} for the preset the dial shows",
+            )
             act.setCheckable(True)
             self.strength_group.addAction(act)
             self.strength_actions.append(act)
-        self.edit_actions = [self.actionRerollUncertain, self.actionRerollAroundPins, self.actionPinNextWord,
-                             self.actionUnpinLastWord, self.actionClearPins]
+        self.edit_actions = [
+            self.actionRerollUncertain,
+            self.actionRerollAroundPins,
+            self.actionPinNextWord,
+            self.actionUnpinLastWord,
+            self.actionClearPins,
+        ]
         self.editor.priority_actions.extend(self.edit_actions)
 
     def _build_ui(self) -> None:
@@ -192,11 +202,15 @@ class DiffusionEditing(QObject):
         pinned = pinning.confident(spans, threshold) | self._user_pins(sug)
         uncertain = [i for i in pinning.words(spans) if i not in pinned]
         if not uncertain:
-            self.show_message(f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
-                                     "threshold in Settings ▸ Rewrite, or pin words and use "
-                                     f"{self._key('reroll_around_pins', 'Re-roll around pins')}).")
+            self.show_message(
+                f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
+                "threshold in Settings ▸ Rewrite, or pin words and use "
+                f"{self._key('reroll_around_pins', 'Re-roll around pins')})."
+            )
             return False
-        return self._reroll(sug, pinned, f"Re-rolling {len(uncertain)} uncertain word(s); {len(pinned)} kept.")
+        return self._reroll(
+            sug, pinned, f"Re-rolling {len(uncertain)} uncertain word(s); {len(pinned)} kept."
+        )
 
     def reroll_around_pins(self) -> bool:
         """Keep only the pinned words and redraw everything else."""
@@ -207,8 +221,10 @@ class DiffusionEditing(QObject):
             return self._stale()
         pinned = self._user_pins(sug)
         if not pinned:
-            self.show_message("Pin some words first: click them in the suggestion"
-                                     + (f", or {key}." if (key := self._key("pin_next_word", "")) else "."))
+            self.show_message(
+                "Pin some words first: click them in the suggestion"
+                + (f", or {key}." if (key := self._key("pin_next_word", "")) else ".")
+            )
             return False
         return self._reroll(sug, pinned, f"Re-rolling around {len(pinned)} pinned word(s).")
 
@@ -279,8 +295,10 @@ class DiffusionEditing(QObject):
     def explain_unavailable(self, action: QAction) -> bool:
         """One of this controller's keys was pressed while its action is disabled: its slot says why."""
         slots = {
-            self.actionRerollUncertain: self.reroll_uncertain, self.actionRerollAroundPins: self.reroll_around_pins,
-            self.actionPinNextWord: self.pin_next_word, self.actionUnpinLastWord: self.unpin_last_word,
+            self.actionRerollUncertain: self.reroll_uncertain,
+            self.actionRerollAroundPins: self.reroll_around_pins,
+            self.actionPinNextWord: self.pin_next_word,
+            self.actionUnpinLastWord: self.unpin_last_word,
             self.actionClearPins: self.clear_pins,
         }
         slot = slots.get(action)
@@ -300,9 +318,12 @@ class DiffusionEditing(QObject):
         sug = self.assistant.suggestion
         if sug is None or not self.assistant.suggestion_visible:
             draft, rewrite = self._key("draft"), self._key("rewrite")
-            self.show_message("There is no suggestion to re-roll; draft"
-                                     + (f" ({draft})" if draft else "") + " or rewrite"
-                                     + (f" ({rewrite})." if rewrite else "."))
+            self.show_message(
+                "There is no suggestion to re-roll; draft"
+                + (f" ({draft})" if draft else "")
+                + " or rewrite"
+                + (f" ({rewrite})." if rewrite else ".")
+            )
             return None
         return sug
 
@@ -315,8 +336,10 @@ class DiffusionEditing(QObject):
             return None
         if sug.running:
             stop = self._key("dismiss")
-            self.show_message("Pin words once the suggestion has settled"
-                                     + (f" (or press {stop} to stop it)." if stop else "."))
+            self.show_message(
+                "Pin words once the suggestion has settled"
+                + (f" (or press {stop} to stop it)." if stop else ".")
+            )
             return None
         return sug
 
@@ -352,8 +375,10 @@ class DiffusionEditing(QObject):
         if sug.running or content.error or not content.spans:
             return content
         pinned = self._user_pins(sug)
-        spans = tuple(replace(s, pinned=i in pinned) if s.pinned != (i in pinned) else s
-                      for i, s in enumerate(content.spans))
+        spans = tuple(
+            replace(s, pinned=i in pinned) if s.pinned != (i in pinned) else s
+            for i, s in enumerate(content.spans)
+        )
         badge = content.badge
         if pinned:
             badge = f"{len(pinned)} pinned · " + badge
@@ -365,8 +390,11 @@ class DiffusionEditing(QObject):
     def toggle_diff_view(self) -> None:
         self.diff_enabled = self.actionToggleDiffView.isChecked()
         self._repaint()
-        self.show_message("Rewrites show as a word diff." if self.diff_enabled
-                                 else "Rewrites show the new text below the original.")
+        self.show_message(
+            "Rewrites show as a word diff."
+            if self.diff_enabled
+            else "Rewrites show the new text below the original."
+        )
 
     def _repaint(self) -> None:
         sug = self.assistant.suggestion

@@ -44,7 +44,7 @@ EngineFactory = Callable[[], Engine]
 
 def default_engine_factory() -> Engine:
     """The real engine. Imported here, inside the engine thread, so importing the app never imports torch."""
-    from engine.threads import prepare_openmp, preload_torch_libraries, reserve_ui_core
+    from engine.threads import preload_torch_libraries, prepare_openmp, reserve_ui_core
 
     prepare_openmp()  # before torch loads OpenMP (a no-op when `python -m app` already did it)
     reserve_ui_core()  # the UI thread shares these cores: compute on the others
@@ -140,7 +140,9 @@ class EngineHost(QObject):
             self._thread = threading.Thread(target=self._work, name="letterpress-engine", daemon=True)
             self._thread.start()
 
-    def load(self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto") -> None:
+    def load(
+        self, model_dir: str | Path, device: Device = "auto", quantization: Quantization = "auto"
+    ) -> None:
         """Load (or replace) the model in the engine thread; progress and the outcome come back as signals.
 
         The model in use stays loaded (and `model_info` stays set) until the new one has loaded completely: a
@@ -168,8 +170,9 @@ class EngineHost(QObject):
         self._queue.put(_Switch("server", factory))
         self._queue_load(url)
 
-    def use_local(self, model_dir: str | Path | None, device: Device = "auto",
-                  quantization: Quantization = "auto") -> None:
+    def use_local(
+        self, model_dir: str | Path | None, device: Device = "auto", quantization: Quantization = "auto"
+    ) -> None:
         """Back to the local model: the one still loaded is used at once (`loaded` is emitted again), else
         `model_dir` is loaded."""
         self.cancel()
@@ -178,7 +181,7 @@ class EngineHost(QObject):
 
     @property
     def wanted_backend(self) -> str:
-        """"local" or "server": where the UI last asked requests to go (the engine thread follows in order)."""
+        """ "local" or "server": where the UI last asked requests to go (the engine thread follows in order)."""
         return self._wanted
 
     @property
@@ -289,7 +292,9 @@ class EngineHost(QObject):
             with _no_collector_pauses():  # imports and load without collector pauses that freeze the UI
                 if self.engine is None:
                     self._loadProgressX.emit(LoadProgress(0, 0, stage="starting"))
-                engine = self._ensure_engine()  # no unload(): the engine swaps models only once the new one is in
+                engine = (
+                    self._ensure_engine()
+                )  # no unload(): the engine swaps models only once the new one is in
                 info = engine.load(
                     item.model_dir,
                     device=item.device,
@@ -302,11 +307,14 @@ class EngineHost(QObject):
                 self._wanted = "local"
                 self._do_switch(_Switch("local", None))
             self._loadFailedX.emit(exc)
-        except Exception as exc:  # noqa: BLE001 - surface anything as a readable failure
+        except Exception as exc:
             log.exception("model load failed")
-            self._loadFailedX.emit(EngineError(
-                f"The model could not be loaded ({type(exc).__name__}); the model in use stays loaded. "
-                "See the log for details."))
+            self._loadFailedX.emit(
+                EngineError(
+                    f"The model could not be loaded ({type(exc).__name__}); the model in use stays loaded. "
+                    "See the log for details."
+                )
+            )
         else:
             self._loadedX.emit(info)
 
@@ -320,7 +328,7 @@ class EngineHost(QObject):
             result = self._ensure_engine().run(request, self._on_engine_step, item.cancel)
         except EngineError as exc:
             self._failedX.emit(request.request_id, exc)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("request %s failed", request.request_id)
             self._failedX.emit(request.request_id, GenerationError(f"Generation failed: {exc}. Try again."))
         else:
@@ -337,4 +345,4 @@ class EngineHost(QObject):
         self._stepReady.emit()
 
 
-__all__ = ["EngineHost", "EngineFactory", "default_engine_factory", "LoadProgress"]
+__all__ = ["EngineFactory", "EngineHost", "LoadProgress", "default_engine_factory"]

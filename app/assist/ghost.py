@@ -76,7 +76,9 @@ class GhostPainter(QObject):
         self.paints = 0
         self._marked: tuple[str, tuple[int, int]] | None = None
         self._floors: dict[tuple[int, int], float] = {}
-        self.hits: list[tuple[QRectF, int]] = []  # where each drawn word is (viewport coordinates), by span index
+        self.hits: list[
+            tuple[QRectF, int]
+        ] = []  # where each drawn word is (viewport coordinates), by span index
         self._timer = QTimer(self, singleShot=True, interval=FRAME_MS)
         self._timer.timeout.connect(self._repaint)
         editor.overlay_painters.append(self.paint)
@@ -143,7 +145,9 @@ class GhostPainter(QObject):
     def ghost_background(self) -> QColor:
         """What ghost words are painted on: the editor's base with the accent wash over it."""
         pal = self.editor.palette()
-        return over(pal.color(QPalette.ColorRole.Highlight), TINT_ALPHA / 255, pal.color(QPalette.ColorRole.Base))
+        return over(
+            pal.color(QPalette.ColorRole.Highlight), TINT_ALPHA / 255, pal.color(QPalette.ColorRole.Base)
+        )
 
     def alpha_range(self) -> tuple[float, float]:
         """Ink alpha of the least and the most confident word: the floor is the faintest ink that still
@@ -256,7 +260,9 @@ class GhostPainter(QObject):
                 pin_tint.setAlpha(60)
                 painter.fillRect(inner, pin_tint)
                 painter.setPen(QPen(accent, 1.5))
-                painter.drawLine(QPointF(inner.left(), inner.bottom()), QPointF(inner.right(), inner.bottom()))
+                painter.drawLine(
+                    QPointF(inner.left(), inner.bottom()), QPointF(inner.right(), inner.bottom())
+                )
                 color.setAlphaF(1.0)
             if style == "inserted":
                 painter.fillRect(box, QColor(60, 170, 90, 70))
@@ -275,8 +281,9 @@ class GhostPainter(QObject):
         # Room below the paragraph for what does not fit on the anchor's line: nothing the writer wrote is hidden.
         editor.reserve_below(end, bottom - paragraph_bottom + 2 if bottom > paragraph_bottom else 0)
 
-    def _paint_badge(self, painter: QPainter, text: str, x: float, y: float, right: float, line_h: float,
-                     pal: QPalette) -> float:
+    def _paint_badge(
+        self, painter: QPainter, text: str, x: float, y: float, right: float, line_h: float, pal: QPalette
+    ) -> float:
         font = QFont(self.editor.font())
         font.setPointSizeF(max(7.0, font.pointSizeF() * 0.72))
         fm = QFontMetricsF(font)
@@ -294,10 +301,20 @@ class GhostPainter(QObject):
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
         return y + line_h
 
-    def _paint_error(self, painter: QPainter, message: str, y0: float, left: float, right: float,
-                     fm: QFontMetricsF, font: QFont, pal: QPalette) -> float:
-        pieces, lines = _layout((Span("⚠ " + message, 1.0),), fm, left + CARD_PAD, y0,
-                                left + CARD_PAD, right - CARD_PAD)
+    def _paint_error(
+        self,
+        painter: QPainter,
+        message: str,
+        y0: float,
+        left: float,
+        right: float,
+        fm: QFontMetricsF,
+        font: QFont,
+        pal: QPalette,
+    ) -> float:
+        pieces, lines = _layout(
+            (Span("⚠ " + message, 1.0),), fm, left + CARD_PAD, y0, left + CARD_PAD, right - CARD_PAD
+        )
         top = lines[0][1] - CARD_PAD
         bottom = lines[-1][1] + fm.lineSpacing() + CARD_PAD
         rect = QRectF(left - CARD_PAD, top, right - left + 2 * CARD_PAD, bottom - top)
@@ -325,7 +342,12 @@ def _blend(pal: QPalette, amount: float) -> QColor:
 
 
 def _layout(
-    spans: Sequence[Span], fm: QFontMetricsF, x0: float, y0: float, left: float, right: float,
+    spans: Sequence[Span],
+    fm: QFontMetricsF,
+    x0: float,
+    y0: float,
+    left: float,
+    right: float,
     ends: list[int] | None = None,
 ) -> tuple[list[_Piece], list[tuple[float, float, float]]]:
     """Place the spans word by word from (x0, y0), wrapping at `right` back to `left`.

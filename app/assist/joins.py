@@ -52,7 +52,7 @@ def _split_lead(text: str) -> tuple[str, str]:
 
 def _split_trail(text: str) -> tuple[str, str]:
     body = text.rstrip()
-    return body, text[len(body):]
+    return body, text[len(body) :]
 
 
 def join(left: str, text: str, right: str, *, original: str = "", complete: bool = True) -> Joined:
@@ -67,9 +67,7 @@ def join(left: str, text: str, right: str, *, original: str = "", complete: bool
     o_trail = _split_trail(o_rest)[1] if o_rest else ""
     # Leading end.
     ws, body = _split_lead(text)
-    if "\n" in o_lead and "\n" not in ws:  # the selection began with a paragraph break: keep it
-        ws = o_lead
-    elif not ws and o_lead:  # the original was separated from what came before; stay separated
+    if ("\n" in o_lead and "\n" not in ws) or (not ws and o_lead):  # the selection began with a paragraph break: keep it
         ws = o_lead
     if not left or left.isspace():  # a space after a space (or at the very start) doubles or dangles
         ws = ws.lstrip(H_SPACE)
@@ -89,9 +87,7 @@ def join(left: str, text: str, right: str, *, original: str = "", complete: bool
         return Joined(ws, body, _SPACE_BEFORE_NEWLINE.sub("\n", trail) if right else trail.rstrip(H_SPACE))
     # Trailing end of a complete suggestion.
     body, tws = _split_trail(body)
-    if "\n" in o_trail and "\n" not in tws:
-        tws = o_trail
-    elif not tws and o_trail and right:
+    if ("\n" in o_trail and "\n" not in tws) or (not tws and o_trail and right):
         tws = o_trail
     if not right or right.isspace():
         tws = tws.rstrip(H_SPACE)

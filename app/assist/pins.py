@@ -100,7 +100,9 @@ def reroll_request(request: Request, spans: Sequence[Span], pinned: Iterable[int
     kept = set(pinned)
     text = "".join(s.text for s in spans)
     order = words(spans)
-    if order and order[-1] in kept:  # the last word is kept: the text ends there, as it did (nothing glued on)
+    if (
+        order and order[-1] in kept
+    ):  # the last word is kept: the text ends there, as it did (nothing glued on)
         text = text.rstrip()
         warm = WarmStart(text, pins=pin_ranges(spans, kept), noise=1.0, pin_end=True)
     else:

@@ -133,7 +133,9 @@ class StrengthDial(QWidget):
     def _label(self) -> None:
         name = self.labels.get(self.key, "Rewrite" if self.key == CUSTOM else self.key)
         self.caption.setText(f"{name} strength {self.value:.1f}")
-        tip = (f"Rewrite strength for “{name}”: {self.value:.1f} (0.1 keeps most words, 1.0 rewrites from "
-               "scratch). Remembered per preset.")
+        tip = (
+            f"Rewrite strength for “{name}”: {self.value:.1f} (0.1 keeps most words, 1.0 rewrites from "
+            "scratch). Remembered per preset."
+        )
         self.setToolTip(tip)
         self.slider.setToolTip(tip)

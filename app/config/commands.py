@@ -227,7 +227,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("actionCut", "Cu&t", "menuEdit", ("Ctrl+X",), standard="Cut", context="editor"),
     Command("actionCopy", "&Copy", "menuEdit", ("Ctrl+C",), standard="Copy", context="editor"),
     Command("actionPaste", "&Paste", "menuEdit", ("Ctrl+V",), standard="Paste", context="editor"),
-    Command("actionSelectAll", "Select &all", "menuEdit", ("Ctrl+A",), standard="SelectAll", context="editor"),
+    Command(
+        "actionSelectAll", "Select &all", "menuEdit", ("Ctrl+A",), standard="SelectAll", context="editor"
+    ),
     Command("actionFind", "&Find…", "menuEdit", ("Ctrl+F",), standard="Find"),
     Command("actionReplace", "Find and &replace…", "menuEdit", ("Ctrl+H",)),
     Command(
@@ -276,14 +278,30 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("actionLoadModel", "&Load model folder…", "menuModel"),
     Command("actionCancelLoad", "&Cancel loading", "menuModel"),
-    Command("actionUseServer", "Use a &server…", "menuModel",
-            tip="Write with a DiffusionGemma server (vLLM) instead of the model on this computer"),
-    Command("actionUseLocalModel", "Use the &local model", "menuModel",
-            tip="Stop sending text to the server: write with the model on this computer again"),
+    Command(
+        "actionUseServer",
+        "Use a &server…",
+        "menuModel",
+        tip="Write with a DiffusionGemma server (vLLM) instead of the model on this computer",
+    ),
+    Command(
+        "actionUseLocalModel",
+        "Use the &local model",
+        "menuModel",
+        tip="Stop sending text to the server: write with the model on this computer again",
+    ),
     # Help.
-    Command("actionShortcuts", "&Keyboard shortcuts…", "menuHelp", ("F1",), standard="HelpContents",
-            tip="Every command and its keys, searchable"),
-    Command("actionGettingStarted", "&Getting started", "menuHelp", tip="The short hint shown on the first start"),
+    Command(
+        "actionShortcuts",
+        "&Keyboard shortcuts…",
+        "menuHelp",
+        ("F1",),
+        standard="HelpContents",
+        tip="Every command and its keys, searchable",
+    ),
+    Command(
+        "actionGettingStarted", "&Getting started", "menuHelp", tip="The short hint shown on the first start"
+    ),
 )
 
 # Commands made at run time from other data, one action per item, all placed in one menu: the rewrite presets

@@ -33,8 +33,8 @@ from PySide6.QtCore import QObject, Signal
 
 from app.config import commands
 from app.platform.atomic import atomic_write_text
-from app.platform.keep_beside import keep_beside, regular_size
 from app.platform.folders import APP_NAME, config_dir, data_dir, log_dir, recovery_dir  # noqa: F401 - re-exported
+from app.platform.keep_beside import keep_beside, regular_size
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,11 @@ class Setting:
             for name, number in value.items():
                 if not isinstance(name, str) or not name.strip():
                     return "has an empty name"
-                if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+                if (
+                    isinstance(number, bool)
+                    or not isinstance(number, (int, float))
+                    or not math.isfinite(number)
+                ):
                     return f"'{name}' must be a number"
                 if (self.minimum is not None and number < self.minimum) or (
                     self.maximum is not None and number > self.maximum
@@ -135,33 +139,91 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model.folder", str, "", "Model folder", help="A local DiffusionGemma checkpoint folder."),
     Setting("model.device", str, "auto", "Device", choices=("auto", "cpu", "cuda")),
     Setting("model.quantization", str, "auto", "Quantization", choices=("auto", "nf4", "nf4-mixed", "none")),
-    Setting("server.url", str, "", "Server URL",
-            help="A DiffusionGemma server (vLLM) to write with instead of the local model; empty: the local "
-                 "model. Choose it with Model ▸ Use a server… (its API key is kept in the system keychain, "
-                 "not here)."),
-    Setting("server.model", str, "", "Server model",
-            help="The model of the server to use (empty: the first it lists)."),
+    Setting(
+        "server.url",
+        str,
+        "",
+        "Server URL",
+        help="A DiffusionGemma server (vLLM) to write with instead of the local model; empty: the local "
+        "model. Choose it with Model ▸ Use a server… (its API key is kept in the system keychain, "
+        "not here).",
+    ),
+    Setting(
+        "server.model",
+        str,
+        "",
+        "Server model",
+        help="The model of the server to use (empty: the first it lists).",
+    ),
     # 0: the model's own steps (its generation_config's max_denoising_steps: the demo's 12, DiffusionGemma's 48);
     # Settings shows that number instead of a constant that one model does not run.
-    Setting("denoise.steps", int, 0, "Denoising steps", 0, 512,
-            help="Most refinement steps per block; \"Model's own\" runs what the model declares."),
+    Setting(
+        "denoise.steps",
+        int,
+        0,
+        "Denoising steps",
+        0,
+        512,
+        help='Most refinement steps per block; "Model\'s own" runs what the model declares.',
+    ),
     Setting("denoise.t_max", float, 0.8, "Start temperature", 0.01, 2.0),
     Setting("denoise.t_min", float, 0.4, "End temperature", 0.0, 2.0),
-    Setting("denoise.entropy_bound", float, 0.1, "Entropy bound", 0.001, 10.0,
-            help="How much uncertainty a step may accept; lower is slower and more careful."),
-    Setting("denoise.alternatives", int, 3, "Alternatives", 1, 8,
-            help="Candidates computed in one batched run (Alt+] / Alt+[ cycle them)."),
-    Setting("draft.length", int, 64, "Draft length (tokens)", 8, 2048,
-            help="At least this much; generation runs in whole canvases (256 tokens for DiffusionGemma) and "
-            "stops at the model's end of text."),
+    Setting(
+        "denoise.entropy_bound",
+        float,
+        0.1,
+        "Entropy bound",
+        0.001,
+        10.0,
+        help="How much uncertainty a step may accept; lower is slower and more careful.",
+    ),
+    Setting(
+        "denoise.alternatives",
+        int,
+        3,
+        "Alternatives",
+        1,
+        8,
+        help="Candidates computed in one batched run (Alt+] / Alt+[ cycle them).",
+    ),
+    Setting(
+        "draft.length",
+        int,
+        64,
+        "Draft length (tokens)",
+        8,
+        2048,
+        help="At least this much; generation runs in whole canvases (256 tokens for DiffusionGemma) and "
+        "stops at the model's end of text.",
+    ),
     Setting("rewrite.presets", dict, dict(REWRITE_PRESETS), "Rewrite presets"),
-    Setting("rewrite.strengths", dict, {**PRESET_STRENGTHS, "custom": MAX_STRENGTH}, "Rewrite strength per preset",
-            MIN_STRENGTH, MAX_STRENGTH, item_type=float,
-            help="Share of the selection re-noised (1.0 rewrites from pure noise); set with the strength dial."),
-    Setting("rewrite.view", str, "below", "Show rewrites as", choices=("below", "diff"),
-            help="below: the original struck through, the new text under it; diff: a word-level diff."),
-    Setting("rewrite.reroll_threshold", float, 0.8, "Re-roll keeps words at least this confident", 0.05, 0.99,
-            help="Re-roll uncertain words (Alt+R) pins every word at least this confident and redraws the rest."),
+    Setting(
+        "rewrite.strengths",
+        dict,
+        {**PRESET_STRENGTHS, "custom": MAX_STRENGTH},
+        "Rewrite strength per preset",
+        MIN_STRENGTH,
+        MAX_STRENGTH,
+        item_type=float,
+        help="Share of the selection re-noised (1.0 rewrites from pure noise); set with the strength dial.",
+    ),
+    Setting(
+        "rewrite.view",
+        str,
+        "below",
+        "Show rewrites as",
+        choices=("below", "diff"),
+        help="below: the original struck through, the new text under it; diff: a word-level diff.",
+    ),
+    Setting(
+        "rewrite.reroll_threshold",
+        float,
+        0.8,
+        "Re-roll keeps words at least this confident",
+        0.05,
+        0.99,
+        help="Re-roll uncertain words (Alt+R) pins every word at least this confident and redraws the rest.",
+    ),
     Setting("appearance.theme", str, "system", "Theme", choices=("system", "light", "dark")),
     Setting("appearance.font_family", str, "", "Font", help="Empty: the system's default text font."),
     Setting("appearance.font_size", int, 12, "Font size", 6, 72),
@@ -187,8 +249,9 @@ class Settings(QObject):
 
     changed = Signal(str, object)
 
-    def __init__(self, config_dir: str | Path | None = None, *, autosave: bool = True,
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self, config_dir: str | Path | None = None, *, autosave: bool = True, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self.folder = Path(config_dir) if config_dir is not None else _default_config_dir()
         self.path = self.folder / FILE_NAME
@@ -217,7 +280,8 @@ class Settings(QObject):
     def denoise_settings(self, *, candidates: int | None = None) -> DenoiseSettings:
         """The sampler settings for the next request (always valid: the values were checked on the way in)."""
         return DenoiseSettings(
-            max_steps=self["denoise.steps"] or DenoiseSettings().max_steps,  # the default follows the checkpoint
+            max_steps=self["denoise.steps"]
+            or DenoiseSettings().max_steps,  # the default follows the checkpoint
             t_max=self["denoise.t_max"],
             t_min=self["denoise.t_min"],
             entropy_bound=self["denoise.entropy_bound"],
@@ -263,9 +327,11 @@ class Settings(QObject):
         """Write the TOML file atomically; a failure is logged and reported (False), never raised into
         the UI."""
         if self._unwritable and os.path.lexists(self.path):
-            msg = (f"Settings were not saved to {self.path}: the file there could not be read or kept aside, "
-                   "so "
-                   "it is not overwritten; they apply until you quit.")
+            msg = (
+                f"Settings were not saved to {self.path}: the file there could not be read or kept aside, "
+                "so "
+                "it is not overwritten; they apply until you quit."
+            )
             self.problems.append(msg)
             self.save_failure = msg
             return False
@@ -305,15 +371,19 @@ class Settings(QObject):
         size = regular_size(self.path)
         if size is None:
             if os.path.lexists(self.path):
-                self.problems.append(f"{self.path} is not a regular file (a folder, pipe or device), so it "
-                                     "was not "
-                                     "read; using default settings until it is replaced by a file.")
+                self.problems.append(
+                    f"{self.path} is not a regular file (a folder, pipe or device), so it "
+                    "was not "
+                    "read; using default settings until it is replaced by a file."
+                )
                 self._unwritable = True
             return
         if size > MAX_FILE_BYTES:
-            self.problems.append(f"{self.path} is {size:,} bytes, far more than a settings file; it was not "
-                                 "read "
-                                 "and is left as it is. Using default settings.")
+            self.problems.append(
+                f"{self.path} is {size:,} bytes, far more than a settings file; it was not "
+                "read "
+                "and is left as it is. Using default settings."
+            )
             self._unwritable = True
             return
         try:
@@ -321,7 +391,9 @@ class Settings(QObject):
         except FileNotFoundError:
             return
         except OSError as exc:
-            self.problems.append(f"{self.path} cannot be read ({exc.strerror or exc}); using default settings.")
+            self.problems.append(
+                f"{self.path} cannot be read ({exc.strerror or exc}); using default settings."
+            )
             self._unwritable = True
             return
         try:
@@ -332,8 +404,9 @@ class Settings(QObject):
                 backup = keep_beside(self.path, raw, move=True)
                 kept = f" It was kept as {backup.name}."
             except OSError:
-                kept = (" It is left as it is (it could not be kept aside), and settings are not saved "
-                        "over it.")
+                kept = (
+                    " It is left as it is (it could not be kept aside), and settings are not saved over it."
+                )
                 self._unwritable = True
             self.problems.append(f"{self.path} is not valid TOML ({reason}); using default settings.{kept}")
             return
@@ -347,9 +420,9 @@ class Settings(QObject):
                 self.problems.append(f"Your settings file as you wrote it is kept as {backup.name}.")
             except OSError:
                 self._unwritable = True
-                self.problems.append("Settings are not saved over the file until it is fixed (a copy could "
-                                     "not "
-                                     "be kept).")
+                self.problems.append(
+                    "Settings are not saved over the file until it is fixed (a copy could not be kept)."
+                )
         for problem in self.problems:
             log.warning("settings: %s", problem)
 
@@ -379,7 +452,9 @@ def key_problem(text: str) -> str:
     combo = seq[0] if seq.count() == 1 else None  # type: ignore[index]  # the stub lacks Qt's operator[]
     if combo is None or combo.key() == Qt.Key.Key_unknown or not seq.toString():
         return "must be one key combination such as Ctrl+R or Alt+]"
-    mods = combo.keyboardModifiers() & ~(Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier)
+    mods = combo.keyboardModifiers() & ~(
+        Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
+    )
     key = int(combo.key())
     if not mods and 0x20 <= key <= 0x10FFFF and chr(key).isprintable():
         return "must use Ctrl or Alt: a plain character key would type instead"
@@ -444,8 +519,10 @@ def parse_all(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], dict[
                 good = {k: v for k, v in value.items() if not setting.check({k: v})}
                 if good and not setting.check(good):  # one bad entry (an empty preset) loses only itself
                     bad = [str(k) for k in value if k not in good]
-                    problems.append(f"{key}: {', '.join(bad[:5])} {setting.check({bad[0]: value[bad[0]]})}; "
-                                    "that entry is not used, the others are.")
+                    problems.append(
+                        f"{key}: {', '.join(bad[:5])} {setting.check({bad[0]: value[bad[0]]})}; "
+                        "that entry is not used, the others are."
+                    )
                     values[key] = setting.coerce(good)
                     continue
             if why:
@@ -453,8 +530,9 @@ def parse_all(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], dict[
                 continue
             values[key] = setting.coerce(value)
     if not values["denoise.t_min"] < values["denoise.t_max"]:
-        problems.append("The end temperature must be lower than the start temperature. Using the default "
-                        "temperatures.")
+        problems.append(
+            "The end temperature must be lower than the start temperature. Using the default temperatures."
+        )
         values["denoise.t_min"] = BY_KEY["denoise.t_min"].default
         values["denoise.t_max"] = BY_KEY["denoise.t_max"].default
     why = key_clash(values)
@@ -499,8 +577,11 @@ def _parse_keeping(text: str) -> tomlkit.TOMLDocument | None:
 
 def _fresh_document(values: Mapping[str, Any]) -> tomlkit.TOMLDocument:
     doc = tomlkit.document()
-    doc.add(tomlkit.comment("Letterpress settings. Edit while the app is closed; invalid values fall back to "
-                            "defaults."))
+    doc.add(
+        tomlkit.comment(
+            "Letterpress settings. Edit while the app is closed; invalid values fall back to defaults."
+        )
+    )
     sections: dict[str, list[Setting]] = {}
     for s in SETTINGS:
         sections.setdefault(s.key.split(".")[0], []).append(s)

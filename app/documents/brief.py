@@ -77,9 +77,11 @@ class BriefStore:
         size = regular_size(file)
         if size is None:
             if os.path.lexists(file):
-                self.problem = (f"The brief of this document ({file}) is not a regular file, so it was not "
-                                "read; "
-                                "it is left as it is. A new brief is saved once it is replaced by a file.")
+                self.problem = (
+                    f"The brief of this document ({file}) is not a regular file, so it was not "
+                    "read; "
+                    "it is left as it is. A new brief is saved once it is replaced by a file."
+                )
             return ""
         raw = b""
         try:
@@ -100,10 +102,11 @@ class BriefStore:
                 where = f"it was kept as {kept}"
             except OSError:
                 where = "it could not be moved aside, so it is left as it is"
-            self.problem = (f"The brief of this document was damaged and could not be read; {where}. "
-                            + ("What could be read of it is shown in Assist ▸ Document brief…; accept it to "
-                               "save it again." if salvaged else "Write the brief again in Assist ▸ Document "
-                               "brief…."))
+            self.problem = f"The brief of this document was damaged and could not be read; {where}. " + (
+                "What could be read of it is shown in Assist ▸ Document brief…; accept it to save it again."
+                if salvaged
+                else "Write the brief again in Assist ▸ Document brief…."
+            )
             return salvaged
 
     def save(self, key: str, text: str, path: str | None = None) -> bool:
@@ -111,8 +114,13 @@ class BriefStore:
         if not text.strip():
             self.remove(key)
             return True
-        record = {"version": FORMAT_VERSION, "path": path, "saved_at": time.time(), "pid": os.getpid(),
-                  "brief": text}
+        record = {
+            "version": FORMAT_VERSION,
+            "path": path,
+            "saved_at": time.time(),
+            "pid": os.getpid(),
+            "brief": text,
+        }
         try:
             body = json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8")
         except UnicodeEncodeError:  # a path that is not valid UTF-8: JSON escapes read back to the same name
@@ -135,7 +143,7 @@ class BriefStore:
         if not self.folder.is_dir():
             return
         for file in self.folder.glob(f"{UNTITLED}*.json"):
-            session = file.stem[len(UNTITLED):]
+            session = file.stem[len(UNTITLED) :]
             if file.stem == keep or (recovery_folder / f"{session}.json").exists():
                 continue
             if session_alive(recovery_folder, session):  # its window runs (maybe in another PID namespace)
@@ -185,8 +193,9 @@ class BriefController(QObject):
     problem = Signal(str)
     saved_brief = Signal()  # the writer's brief was written to disk
 
-    def __init__(self, store: BriefStore, session: str, documents: QObject | None = None,
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self, store: BriefStore, session: str, documents: QObject | None = None, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self.store = store
         self.session = session
@@ -290,15 +299,17 @@ class BriefDialog(QDialog):
         layout.addWidget(intro)
         self.edit = QPlainTextEdit(self)
         self.edit.setObjectName("briefEdit")
-        self.edit.setPlaceholderText("e.g. British spelling; for a general audience; the ship is the Maud; "
-                                     "the story is set in 1923.")
+        self.edit.setPlaceholderText(
+            "e.g. British spelling; for a general audience; the ship is the Maud; the story is set in 1923."
+        )
         self.edit.setPlainText(controller.text)
         layout.addWidget(self.edit)
         self.count = QLabel(self)
         self.count.setObjectName("briefCount")
         layout.addWidget(self.count)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel,
-                                   parent=self)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, parent=self
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
@@ -326,8 +337,13 @@ class BriefUser(Protocol):
     def use_brief(self, source: BriefController) -> None: ...
 
 
-def install_brief(window: QMainWindow, documents: QObject, recovery_folder: Path, session: str,
-                  defaults: BriefUser | None = None) -> BriefController:
+def install_brief(
+    window: QMainWindow,
+    documents: QObject,
+    recovery_folder: Path,
+    session: str,
+    defaults: BriefUser | None = None,
+) -> BriefController:
     """The brief for `window`'s document: `Assist ▸ Document brief…`, storage beside `recovery_folder`, and
     every assistant request carrying it (through the assistant's `defaults`)."""
     store = BriefStore(recovery_folder.parent / "briefs")

@@ -32,13 +32,6 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
-from app.platform.atomic import (
-    BackupKept,
-    TempHook,
-    atomic_write_bytes,
-    default_file_mode,
-    write_in_place_with_backup,
-)
 from app.documents.external_change import (
     CompareDialog,
     DiskState,
@@ -48,9 +41,16 @@ from app.documents.external_change import (
     disk_state,
 )
 from app.documents.line_endings import dominant, normalise, restore_endings, split_lines
+from app.documents.one_editor import EditorClaim, Elsewhere
+from app.platform.atomic import (
+    BackupKept,
+    TempHook,
+    atomic_write_bytes,
+    default_file_mode,
+    write_in_place_with_backup,
+)
 from app.platform.locks import FileLock
 from app.platform.privacy import note_document
-from app.documents.one_editor import EditorClaim, Elsewhere
 from app.ui import actions
 
 log = logging.getLogger(__name__)
@@ -105,8 +105,10 @@ _BOMS = (
 )
 # Codecs that do not write their own byte-order mark: `encode_text` puts it back in front.
 _EXPLICIT_BOM = {
-    "utf-32-le": codecs.BOM_UTF32_LE, "utf-32-be": codecs.BOM_UTF32_BE,
-    "utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE,
+    "utf-32-le": codecs.BOM_UTF32_LE,
+    "utf-32-be": codecs.BOM_UTF32_BE,
+    "utf-16-le": codecs.BOM_UTF16_LE,
+    "utf-16-be": codecs.BOM_UTF16_BE,
 }
 
 
@@ -122,7 +124,7 @@ def decode_text(data: bytes, name: str = "This file") -> TextFile:
             )
         encoding = "utf-8"
     elif encoding in _EXPLICIT_BOM:
-        body = data[len(_EXPLICIT_BOM[encoding]):]
+        body = data[len(_EXPLICIT_BOM[encoding]) :]
     try:
         raw = body.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -151,11 +153,19 @@ def not_a_document(p: Path, st: os.stat_result) -> str:
         return ""
     if stat.S_ISDIR(st.st_mode):
         return f"{p} is a folder, not a document."
-    kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode)
-            else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-            else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-    return (f"{p} is {kind}, not a document file; reading it could wait forever or never end, so Letterpress "
-            "does not open it.")
+    kind = (
+        "a named pipe (FIFO)"
+        if stat.S_ISFIFO(st.st_mode)
+        else "a device"
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+        else "a socket"
+        if stat.S_ISSOCK(st.st_mode)
+        else "not a regular file"
+    )
+    return (
+        f"{p} is {kind}, not a document file; reading it could wait forever or never end, so Letterpress "
+        "does not open it."
+    )
 
 
 def read_text_file(path: str | Path) -> TextFile:
@@ -183,9 +193,11 @@ def read_text_file(path: str | Path) -> TextFile:
                 raise DocumentError(problem)
             data = fh.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
-            raise DocumentError(f"{p.name} grew beyond {MAX_BYTES // 2**20} MB while it was read; "
-                                "Letterpress "
-                                "opens documents up to that size.")
+            raise DocumentError(
+                f"{p.name} grew beyond {MAX_BYTES // 2**20} MB while it was read; "
+                "Letterpress "
+                "opens documents up to that size."
+            )
     except FileNotFoundError as exc:
         raise DocumentError(f"{p} does not exist (it may have been moved or deleted).") from exc
     except PermissionError as exc:
@@ -229,8 +241,10 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     with contextlib.suppress(OSError):
         problem = not_a_document(p, os.stat(real))
         if problem:
-            raise DocumentError(problem.replace("does not open it", "does not save onto it") +
-                                " Use Save As to choose a file.")
+            raise DocumentError(
+                problem.replace("does not open it", "does not save onto it")
+                + " Use Save As to choose a file."
+            )
     if is_read_only(real):
         raise DocumentError(f"{p.name} is read-only. Use Save As to save a copy somewhere else.")
     raw = restore_endings(doc.text, doc.raw, doc.newline)
@@ -353,7 +367,9 @@ def _ask_unsaved_box(parent: QWidget, name: str) -> Choice:
     box.setText(f"Save the changes to “{name}” before closing?")
     box.setInformativeText("If you don't save, your changes since the last save will be lost.")
     box.setStandardButtons(
-        QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel
+        QMessageBox.StandardButton.Save
+        | QMessageBox.StandardButton.Discard
+        | QMessageBox.StandardButton.Cancel
     )
     box.setDefaultButton(QMessageBox.StandardButton.Save)
     answer = box.exec()
@@ -382,9 +398,16 @@ class DocumentController(QObject):
     pathChanged = Signal(str)
     externalChange = Signal(str)  # "deleted", "reloaded", "kept", "cancelled": what came of a change on disk
 
-    def __init__(self, window: QMainWindow, editor: QPlainTextEdit, settings: object | None = None,
-                 *, recent_path: Path | None = None, menu: QMenu | None = None,
-                 lock_folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        window: QMainWindow,
+        editor: QPlainTextEdit,
+        settings: object | None = None,
+        *,
+        recent_path: Path | None = None,
+        menu: QMenu | None = None,
+        lock_folder: Path | None = None,
+    ) -> None:
         super().__init__(window)
         self.window = window
         self.editor = editor
@@ -500,8 +523,11 @@ class DocumentController(QObject):
                 choice = self.ask_already_open(p.name, claimed.where)
                 if choice == "switch":
                     if not EditorClaim.switch_to(claimed):
-                        self.show_error("Cannot switch", f"The window that edits {p.name} did not answer. "
-                                        "Open it read-only, or close it there first.")
+                        self.show_error(
+                            "Cannot switch",
+                            f"The window that edits {p.name} did not answer. "
+                            "Open it read-only, or close it there first.",
+                        )
                     return False
                 if choice != "read-only":
                     return False
@@ -521,8 +547,10 @@ class DocumentController(QObject):
         if lock is None and not read_only and self.claim.problem:
             opened += f" — not protected against a second window: {self.claim.problem}"
         if doc.raw is not None and self._loaded != doc.text:
-            opened += (f". {p.name} contains characters the editor cannot show (such as U+FDD0/U+FDD1 or a "
-                       "second byte-order mark); saving without an edit keeps them, but an edit replaces them")
+            opened += (
+                f". {p.name} contains characters the editor cannot show (such as U+FDD0/U+FDD1 or a "
+                "second byte-order mark); saving without an edit keeps them, but an edit replaces them"
+            )
         self.message.emit(opened)
         self.opened.emit(str(p))  # after the message: what listeners report about the file stays visible
         return True
@@ -557,15 +585,19 @@ class DocumentController(QObject):
                 if p.stat().st_mtime > saved_at:
                     self._disk = DiskState(-1, -1, "")  # matches no file: saving asks (reload, keep, compare)
                     when = datetime.fromtimestamp(saved_at).strftime("%Y-%m-%d %H:%M")
-                    self.message.emit(f"{p.name} was changed on disk after this copy was made ({when}); saving "
-                                      "asks first, and Compare shows both versions.")
+                    self.message.emit(
+                        f"{p.name} was changed on disk after this copy was made ({when}); saving "
+                        "asks first, and Compare shows both versions."
+                    )
 
     def save(self) -> bool:
         if self.path is None:
             return self.save_as()
         if self.read_only:
-            self.message.emit(f"{self.display_name} is open read-only (another window edits it): choose where "
-                              "to save this copy.")
+            self.message.emit(
+                f"{self.display_name} is open read-only (another window edits it): choose where "
+                "to save this copy."
+            )
             return self.save_as()
         return self._write(self.path)
 
@@ -584,8 +616,10 @@ class DocumentController(QObject):
         # Whether another window edits it comes first: a "Replace?" answered yes could not be acted on.
         claimed = self.claim.try_claim(target)
         if isinstance(claimed, Elsewhere):
-            self.show_error("Document not saved", f"{target.name} is open in {claimed.where}. Save there, "
-                            "or choose another name.")
+            self.show_error(
+                "Document not saved",
+                f"{target.name} is open in {claimed.where}. Save there, or choose another name.",
+            )
             return False
         if target.exists() and not own and not self.ask_replace(target):
             if claimed is not None and claimed is not self.claim.lock:
@@ -664,8 +698,9 @@ class DocumentController(QObject):
             return normalise(self.raw)
         return text
 
-    def _set_text(self, text: str, path: Path | None, encoding: str, newline: str,
-                  raw: str | None = None) -> None:
+    def _set_text(
+        self, text: str, path: Path | None, encoding: str, newline: str, raw: str | None = None
+    ) -> None:
         self.editor.setPlainText(text)  # also clears the undo history: undo never crosses documents
         self.editor.document().setModified(False)
         # What Qt made of the file's text (it can differ: see `_unedited_text`); None when `text` is not the file's.
@@ -695,17 +730,25 @@ class DocumentController(QObject):
         had_edits = self.is_modified()
         if had_edits:
             if self.keep_copy is None:
-                self.show_error("Not reloaded", "There is no recovery folder to keep your unsaved version in, "
-                                "so nothing was reloaded. Use Save As to keep your version.")
+                self.show_error(
+                    "Not reloaded",
+                    "There is no recovery folder to keep your unsaved version in, "
+                    "so nothing was reloaded. Use Save As to keep your version.",
+                )
                 return False
             try:
                 copy = self.keep_copy(self.text(), str(self.path))
             except OSError as exc:
-                self.show_error("Not reloaded", f"Your unsaved version could not be kept as a recovery copy "
-                                f"({exc.strerror or exc}), so nothing was reloaded. Use Save As to keep it.")
+                self.show_error(
+                    "Not reloaded",
+                    f"Your unsaved version could not be kept as a recovery copy "
+                    f"({exc.strerror or exc}), so nothing was reloaded. Use Save As to keep it.",
+                )
                 return False
-            self.message.emit(f"Your unsaved version of {self.display_name} was kept as a recovery copy "
-                              f"({copy}); Letterpress offers it at the next start.")
+            self.message.emit(
+                f"Your unsaved version of {self.display_name} was kept as a recovery copy "
+                f"({copy}); Letterpress offers it at the next start."
+            )
         read_only = self.read_only
         self._set_text(doc.text, self.path, doc.encoding, doc.newline, doc.raw)
         self._set_read_only(read_only)
@@ -725,10 +768,12 @@ class DocumentController(QObject):
             self.message.emit(f"{target.name} had been deleted or moved on disk; saving recreated it.")
             return True
         if verdict == "unreadable":
-            text = (f"{target.name} can no longer be read (its permissions changed, or something that is not "
-                    "a "
-                    "file took its place), so Letterpress cannot check whether another program changed it; "
-                    "nothing was saved. Your text is still here: use Save As to save it elsewhere.")
+            text = (
+                f"{target.name} can no longer be read (its permissions changed, or something that is not "
+                "a "
+                "file took its place), so Letterpress cannot check whether another program changed it; "
+                "nothing was saved. Your text is still here: use Save As to save it elsewhere."
+            )
             self.show_error("Document not saved", text)
             self.message.emit(text)
             return False
@@ -780,17 +825,21 @@ class DocumentController(QObject):
             if verdict == "unreadable":
                 if self._answered is None or self._answered.digest != "unreadable":
                     self._answered = now
-                    self.message.emit(f"{self.display_name} can no longer be read (permission denied, or it "
-                                      "is no "
-                                      "longer a file). Your text is still here; Save As saves it elsewhere.")
+                    self.message.emit(
+                        f"{self.display_name} can no longer be read (permission denied, or it "
+                        "is no "
+                        "longer a file). Your text is still here; Save As saves it elsewhere."
+                    )
                     self.externalChange.emit("unreadable")
                 return
             if verdict == "deleted":
                 if not self._deleted_reported:
                     self._deleted_reported = True
                     self.editor.document().setModified(True)  # closing now asks; Save recreates the file
-                    self.message.emit(f"{self.display_name} was deleted or moved on disk. Your text is still "
-                                      "here: Save recreates the file.")
+                    self.message.emit(
+                        f"{self.display_name} was deleted or moved on disk. Your text is still "
+                        "here: Save recreates the file."
+                    )
                     self.externalChange.emit("deleted")
                 return
             self._deleted_reported = False
@@ -812,8 +861,9 @@ class DocumentController(QObject):
                 self._answered = now
             elif choice == "keep":
                 self._disk = now  # the writer chose their version over this one: the next save replaces it
-                self.message.emit(f"Keeping your version of {self.display_name}; saving replaces the one on "
-                                  "disk.")
+                self.message.emit(
+                    f"Keeping your version of {self.display_name}; saving replaces the one on disk."
+                )
                 if self.path is not None and self._changed_since(self.path, now):
                     # It changed again while the question was open: that newer version was never shown, so
                     # the question comes again (and a save asks in any case, its hash differs from `now`).
@@ -827,8 +877,10 @@ class DocumentController(QObject):
         box.setIcon(QMessageBox.Icon.Warning)
         box.setWindowTitle("Changed on disk")
         box.setText(f"“{name}” was changed on disk by another program since you opened or saved it.")
-        box.setInformativeText("Reload it (your unsaved edits are kept as a recovery copy first), keep your "
-                               "version" + (" and save it" if saving else "") + ", or compare the two.")
+        box.setInformativeText(
+            "Reload it (your unsaved edits are kept as a recovery copy first), keep your "
+            "version" + (" and save it" if saving else "") + ", or compare the two."
+        )
         reload_button = box.addButton("Reload", QMessageBox.ButtonRole.DestructiveRole)
         keep = box.addButton("Save mine anyway" if saving else "Keep mine", QMessageBox.ButtonRole.AcceptRole)
         compare_button = box.addButton("Compare…", QMessageBox.ButtonRole.ActionRole)
@@ -873,8 +925,10 @@ class DocumentController(QObject):
         box.setIcon(QMessageBox.Icon.Information)
         box.setWindowTitle("Document already open")
         box.setText(f"“{name}” is already open in {where}.")
-        box.setInformativeText("Editing it in two places would let one save silently replace the other's words. "
-                               "Switch to that window, or open a read-only view here.")
+        box.setInformativeText(
+            "Editing it in two places would let one save silently replace the other's words. "
+            "Switch to that window, or open a read-only view here."
+        )
         switch = box.addButton("Switch to it", QMessageBox.ButtonRole.AcceptRole)
         read_only = box.addButton("Open read-only", QMessageBox.ButtonRole.ActionRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
@@ -905,7 +959,8 @@ class DocumentController(QObject):
 
     def _ask_replace_box(self, target: Path) -> bool:
         answer = QMessageBox.question(
-            self.window, "Replace file?",
+            self.window,
+            "Replace file?",
             f"“{target.name}” already exists in {target.parent}.\nDo you want to replace it with this document?",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
             QMessageBox.StandardButton.Cancel,

@@ -71,8 +71,12 @@ def compare(path: Path, known: DiskState | None, *, quick: bool = False) -> tupl
             st = os.stat(path)
         except OSError:
             return "deleted", None
-        if st.st_size == known.size and st.st_mtime_ns == known.mtime_ns and stat.S_ISREG(st.st_mode) and (
-                known.digest == UNREADABLE or os.access(path, os.R_OK)):
+        if (
+            st.st_size == known.size
+            and st.st_mtime_ns == known.mtime_ns
+            and stat.S_ISREG(st.st_mode)
+            and (known.digest == UNREADABLE or os.access(path, os.R_OK))
+        ):
             return "same", known
     now = disk_state(path)
     if now is None:
@@ -86,8 +90,12 @@ def compare(path: Path, known: DiskState | None, *, quick: bool = False) -> tupl
 
 def diff_text(mine: str, theirs: str, name: str) -> str:
     """A unified diff from the version on disk to the writer's version ("" when they are equal)."""
-    lines = difflib.unified_diff(theirs.splitlines(keepends=True), mine.splitlines(keepends=True),
-                                 fromfile=f"{name} (on disk)", tofile=f"{name} (your version)")
+    lines = difflib.unified_diff(
+        theirs.splitlines(keepends=True),
+        mine.splitlines(keepends=True),
+        fromfile=f"{name} (on disk)",
+        tofile=f"{name} (your version)",
+    )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
@@ -173,8 +181,13 @@ class CompareDialog(QDialog):
         self.resize(900, 600)
         self.choice: Resolution = "cancel"
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(f"Lines starting with “-” are only on disk; lines starting with “+” are only in "
-                                f"your version of {name}.", self))
+        layout.addWidget(
+            QLabel(
+                f"Lines starting with “-” are only on disk; lines starting with “+” are only in "
+                f"your version of {name}.",
+                self,
+            )
+        )
         self.view = QPlainTextEdit(self)
         self.view.setObjectName("compareView")
         self.view.setReadOnly(True)

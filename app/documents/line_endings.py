@@ -69,8 +69,16 @@ def _match_lines(old: list[str], new: list[str]) -> list[int | None]:
     return source
 
 
-def _match_range(old: list[str], new: list[str], a0: int, a1: int, b0: int, b1: int,
-                 source: list[int | None], depth: int = 0) -> None:
+def _match_range(
+    old: list[str],
+    new: list[str],
+    a0: int,
+    a1: int,
+    b0: int,
+    b1: int,
+    source: list[int | None],
+    depth: int = 0,
+) -> None:
     """Patience-style matching: common head and tail, then lines that occur once on both sides as anchors (their
     longest increasing run), recursing into the gaps; small gaps go to difflib. Near-linear, so edits scattered
     over a whole long document (replace all) still leave every untouched line its ending."""
@@ -103,8 +111,9 @@ def _match_range(old: list[str], new: list[str], a0: int, a1: int, b0: int, b1: 
         pi, pj = i, j
 
 
-def _unique_anchors(old: list[str], new: list[str], a0: int, a1: int, b0: int,
-                    b1: int) -> list[tuple[int, int]]:
+def _unique_anchors(
+    old: list[str], new: list[str], a0: int, a1: int, b0: int, b1: int
+) -> list[tuple[int, int]]:
     """Pairs (i, j) of lines that occur exactly once in old[a0:a1] and in new[b0:b1], longest run increasing in
     both (patience sorting, O(k log k))."""
     count_a = Counter(old[a0:a1])

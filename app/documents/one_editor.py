@@ -128,9 +128,11 @@ class EditorClaim:
             got = lock.acquire(holder_info(document=key, server=listener.name))
         except OSError as exc:
             log.warning("document lock not available (%s); opening without it", exc.strerror or exc)
-            self.problem = (f"the lock folder {self.folder} cannot be written ({exc.strerror or exc}), so "
-                            "another "
-                            "window opening this file would not be warned")
+            self.problem = (
+                f"the lock folder {self.folder} cannot be written ({exc.strerror or exc}), so "
+                "another "
+                "window opening this file would not be warned"
+            )
             return None
         self.problem = ""
         if got:

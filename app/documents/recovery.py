@@ -49,8 +49,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from app.platform.atomic import atomic_write_bytes
-from app.platform.privacy import note_document
 from app.platform.locks import FileLock, holder_info, is_locked
+from app.platform.privacy import note_document
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +81,14 @@ class RecoveredDocument:
             when = "at an unknown time"
         where = self.path or "an untitled document"
         words = len(self.text.split())
-        how = {"kept before reload": "kept before the file was reloaded",
-               "interrupted save": "from a save that was interrupted (it may be incomplete)",
-               "damaged": "from a recovery copy that was damaged (only the readable part is shown)",
-               "backup before an interrupted save": "the complete previous version, backed up before a save "
-               "that was interrupted — the file itself may be damaged (cut off in the middle); restore this "
-               "and save to repair it,",
-               }.get(self.kind, "autosaved")
+        how = {
+            "kept before reload": "kept before the file was reloaded",
+            "interrupted save": "from a save that was interrupted (it may be incomplete)",
+            "damaged": "from a recovery copy that was damaged (only the readable part is shown)",
+            "backup before an interrupted save": "the complete previous version, backed up before a save "
+            "that was interrupted — the file itself may be damaged (cut off in the middle); restore this "
+            "and save to repair it,",
+        }.get(self.kind, "autosaved")
         return f"{where}\n{how} {when} ({words:,} words)"
 
 
@@ -115,8 +116,13 @@ def encode_record(record: Mapping[str, object]) -> bytes:
 def _decode_copy(raw: bytes) -> str:
     """The text of a recovery file: UTF-8, or the same JSON re-encoded by another tool (UTF-16/32 with a byte
     order mark, or a legacy 8-bit encoding)."""
-    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"),
-                       (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+    for bom, codec in (
+        (b"\xef\xbb\xbf", "utf-8-sig"),
+        (b"\xff\xfe\x00\x00", "utf-32"),
+        (b"\x00\x00\xfe\xff", "utf-32"),
+        (b"\xff\xfe", "utf-16"),
+        (b"\xfe\xff", "utf-16"),
+    ):
         if raw.startswith(bom):
             return raw.decode(codec, errors="replace")
     try:
@@ -131,7 +137,7 @@ def _salvage_text(body: str) -> str | None:
     found = re.search(r'"text"\s*:\s*"', body)
     if not found:
         return None
-    rest = body[found.end():]
+    rest = body[found.end() :]
     decoder = json.JSONDecoder()
     for cut in (len(rest), *range(len(rest) - 1, max(-1, len(rest) - 8), -1)):  # a partial escape at the end
         piece = rest[:cut]
@@ -179,8 +185,11 @@ def read_copy(file: Path) -> RecoveredDocument | None:
         return None
     path = data.get("path")
     saved_at = data.get("saved_at")
-    if isinstance(saved_at, bool) or not isinstance(saved_at, (int, float)) or not (
-            0 <= saved_at <= time.time() + 86_400):
+    if (
+        isinstance(saved_at, bool)
+        or not isinstance(saved_at, (int, float))
+        or not (0 <= saved_at <= time.time() + 86_400)
+    ):
         saved_at = modified
     pid = data.get("pid")
     stated = data.get("kind")
@@ -372,8 +381,15 @@ def settle_temp(folder: Path, temp: Path, target: Path, *, remove: bool = True) 
             # while the rewrite it protected may have left the file torn on every link.
             backup = temp.name.endswith((".lpbackup", ".backup"))
             kind = "backup before an interrupted save" if backup else "interrupted save"
-            record = {"version": FORMAT_VERSION, "pid": 0, "path": str(target), "kind": kind,
-                      "saved_at": st.st_mtime, "source": source, "text": text}
+            record = {
+                "version": FORMAT_VERSION,
+                "pid": 0,
+                "path": str(target),
+                "kind": kind,
+                "saved_at": st.st_mtime,
+                "source": source,
+                "text": text,
+            }
             copy = folder / f"{uuid.uuid4().hex}.json"
             try:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -394,8 +410,10 @@ def autosave_failure_reason(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC or exc.errno == getattr(errno, "EDQUOT", -1):
         return "Autosave failed: the recovery folder's disk is full — save your document elsewhere."
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return ("Autosave failed: the recovery folder cannot be written (no permission or a read-only disk) — "
-                "save your document now, and check the data folder.")
+        return (
+            "Autosave failed: the recovery folder cannot be written (no permission or a read-only disk) — "
+            "save your document now, and check the data folder."
+        )
     return f"Autosave failed: {exc.strerror or exc} — save your document now."
 
 
@@ -430,8 +448,14 @@ class RecoveryManager(QObject):
     statusChanged = Signal(str)
     _writeResult = Signal(str)  # from the autosave thread to `_on_write_result` (queued onto the UI thread)
 
-    def __init__(self, folder: Path, snapshot: Callable[[], tuple[str, str | None] | None], *,
-                 interval_s: float = 5.0, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        snapshot: Callable[[], tuple[str, str | None] | None],
+        *,
+        interval_s: float = 5.0,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self.folder = folder
         self.snapshot = snapshot
@@ -443,8 +467,8 @@ class RecoveryManager(QObject):
             self.lock.acquire(holder_info(session=self.session))
         except OSError as exc:  # the copy can still be written; it just is not protected from another start
             log.warning("recovery session lock not taken: %s", exc.strerror or exc)
-        self.ask: Callable[[RecoveredDocument, int, int], Answer] = (
-            lambda doc, i, n: _ask_box(parent if isinstance(parent, QWidget) else None, doc, i, n)
+        self.ask: Callable[[RecoveredDocument, int, int], Answer] = lambda doc, i, n: _ask_box(
+            parent if isinstance(parent, QWidget) else None, doc, i, n
         )
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="autosave")
         self._last: tuple[str, str | None] | None = None
@@ -494,7 +518,8 @@ class RecoveryManager(QObject):
         if made and hasattr(controller, "message"):
             controller.message.emit(
                 f"A save of {document.name} had been interrupted; its text is kept as a recovery copy and "
-                "offered at the next start.")
+                "offered at the next start."
+            )
 
     # -- autosave --------------------------------------------------------------------------------------------
 
@@ -538,8 +563,14 @@ class RecoveryManager(QObject):
             return
         self._last = snap
         text, path = snap
-        record = {"version": FORMAT_VERSION, "pid": os.getpid(), "path": path, "saved_at": time.time(),
-                  "kind": "autosave", "text": text}
+        record = {
+            "version": FORMAT_VERSION,
+            "pid": os.getpid(),
+            "path": path,
+            "saved_at": time.time(),
+            "kind": "autosave",
+            "text": text,
+        }
         self._pending = self._pool.submit(self._write, record)
 
     def _write(self, record: Mapping[str, object]) -> None:
@@ -550,7 +581,7 @@ class RecoveryManager(QObject):
             log.warning("autosave failed: %s", exc.strerror or exc)
             self._writeResult.emit(autosave_failure_reason(exc))
             return
-        except Exception as exc:  # noqa: BLE001 - on this thread nothing else would ever report it
+        except Exception as exc:
             log.exception("autosave failed")
             self._writeResult.emit(f"Autosave failed ({type(exc).__name__}) — save your document now.")
             return
@@ -568,8 +599,14 @@ class RecoveryManager(QObject):
         """Write `text` as a recovery copy of its own, owned by no session, so the next start offers it (used
         before a reload replaces unsaved edits). Synchronous: the caller goes on only once it is on disk."""
         copy = self.folder / f"{uuid.uuid4().hex}.json"
-        record = {"version": FORMAT_VERSION, "pid": os.getpid(), "path": path, "saved_at": time.time(),
-                  "kind": kind, "text": text}
+        record = {
+            "version": FORMAT_VERSION,
+            "pid": os.getpid(),
+            "path": path,
+            "saved_at": time.time(),
+            "kind": kind,
+            "text": text,
+        }
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(copy, encode_record(record))
         return copy
@@ -651,9 +688,15 @@ class RecoveryManager(QObject):
     def _adopt(self, doc: RecoveredDocument) -> None:
         """A restored copy becomes this session's autosave until saved, so a second crash still keeps it."""
         self._last = (doc.text, doc.path)
-        record = {"version": FORMAT_VERSION, "pid": os.getpid(), "path": doc.path, "saved_at": doc.saved_at,
-                  # rebuilt from what was read: a damaged file is not copied
-                  "kind": doc.kind, "text": doc.text}
+        record = {
+            "version": FORMAT_VERSION,
+            "pid": os.getpid(),
+            "path": doc.path,
+            "saved_at": doc.saved_at,
+            # rebuilt from what was read: a damaged file is not copied
+            "kind": doc.kind,
+            "text": doc.text,
+        }
         self._pending = self._pool.submit(self._adopt_file, doc.file, record)
 
     def _adopt_file(self, old: Path, record: Mapping[str, object]) -> None:

@@ -41,6 +41,8 @@ def temp_prefix(name: str) -> str:
     if len(raw) > room:
         raw = raw[:room]
     return "." + os.fsdecode(raw) + "."
+
+
 _umask_lock = threading.Lock()
 
 
@@ -59,8 +61,14 @@ def default_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_bytes(path: str | Path, data: bytes, *, keep_mode: bool = True, new_mode: int | None = None,
-                       on_temp: TempHook | None = None) -> None:
+def atomic_write_bytes(
+    path: str | Path,
+    data: bytes,
+    *,
+    keep_mode: bool = True,
+    new_mode: int | None = None,
+    on_temp: TempHook | None = None,
+) -> None:
     """Replace `path` with `data` all at once; raises OSError (original untouched) when that is impossible.
 
     An existing file keeps its permission bits and, where allowed, its owner and group (`keep_mode`); a new one
@@ -117,8 +125,9 @@ def write_in_place_with_backup(path: str | Path, data: bytes, *, on_temp: TempHo
     target = Path(path)
     original = target.read_bytes()
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=BACKUP_SUFFIX,
-                                        dir=target.parent)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=temp_prefix(target.name), suffix=BACKUP_SUFFIX, dir=target.parent
+        )
     except PermissionError:
         # A writable file in a folder we may not write (a shared folder, a read-only parent): no backup file
         # can

@@ -127,7 +127,8 @@ _DOCUMENT_NAMES: set[str] = set()
 _DOC_PATH = re.compile(
     r"(?:[A-Za-z]:)?(?:[\\/]?[^\s\\/'\"<>|:]+[\\/])*[^\s\\/'\"<>|:]+"
     r"\.(?:md|markdown|txt|text|rst|tex|org|adoc|fountain)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def note_document(path: str | os.PathLike[str] | None) -> None:
@@ -183,15 +184,18 @@ class _PrivateFileHandler(logging.handlers.RotatingFileHandler):
     also when it existed before with a wider mode, and after every rotation."""
 
     def _open(self) -> io.TextIOWrapper:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0),
-                     0o600)
+        fd = os.open(
+            self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600
+        )
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o600) if hasattr(os, "fchmod") else None
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
 def _redact(value: Any) -> Any:
-    return f"<{len(value):,} characters of document text hidden>" if isinstance(value, DocumentText) else value
+    return (
+        f"<{len(value):,} characters of document text hidden>" if isinstance(value, DocumentText) else value
+    )
 
 
 _redactor = _Redactor()
@@ -203,8 +207,14 @@ def set_log_document_text(allowed: bool) -> None:
     logging.getLogger("letterpress").info("document text in logs: %s", "on" if allowed else "off")
 
 
-def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_document_text: bool = False,
-                  max_bytes: int = 1_000_000, backups: int = 5) -> Path | None:
+def setup_logging(
+    folder: Path | None = None,
+    *,
+    level: int = logging.INFO,
+    log_document_text: bool = False,
+    max_bytes: int = 1_000_000,
+    backups: int = 5,
+) -> Path | None:
     """Rotating log file in `folder` (default: the user log folder); returns its path, or None if the folder
     cannot be created (the app then logs to stderr only; it never refuses to start over a log file)."""
     if folder is None:
@@ -218,7 +228,11 @@ def setup_logging(folder: Path | None = None, *, level: int = logging.INFO, log_
     try:
         folder.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = _PrivateFileHandler(
-            folder / LOG_FILE, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", errors="backslashreplace"
+            folder / LOG_FILE,
+            maxBytes=max_bytes,
+            backupCount=backups,
+            encoding="utf-8",
+            errors="backslashreplace",
         )
     except OSError as exc:
         print(f"letterpress: cannot write logs to {folder}: {exc}", file=sys.stderr)

@@ -188,23 +188,28 @@ def platform_problem(environ: dict[str, str] | None = None) -> PlatformProblem |
     missing = missing_libraries(plugin)
     if missing:
         debian, fedora = zip(*(packages_for(name) for name in missing), strict=True)
-        return PlatformProblem(platform, plugin, missing, tuple(dict.fromkeys(debian)), tuple(dict.fromkeys(fedora)))
+        return PlatformProblem(
+            platform, plugin, missing, tuple(dict.fromkeys(debian)), tuple(dict.fromkeys(fedora))
+        )
     if platform == "xcb" and not env.get("DISPLAY"):
         return PlatformProblem(
-            platform, plugin,
+            platform,
+            plugin,
             reason="Letterpress cannot open a window: no X display (DISPLAY is not set). Start it from your desktop "
             "session, or run without a screen: QT_QPA_PLATFORM=offscreen python -m app --self-test",
         )
     if platform == "xcb" and not x_display_reachable(env["DISPLAY"]):
         return PlatformProblem(
-            platform, plugin,
+            platform,
+            plugin,
             reason=f"Letterpress cannot open a window: the X display {env['DISPLAY']!r} (DISPLAY) does not answer. "
             "Is the X server running, and may this user use it (XAUTHORITY)? Start Letterpress from your desktop "
             "session, or run without a screen: QT_QPA_PLATFORM=offscreen python -m app --self-test",
         )
     if platform == "wayland" and not env.get("WAYLAND_DISPLAY"):
         return PlatformProblem(
-            platform, plugin,
+            platform,
+            plugin,
             reason="Letterpress cannot open a window: no Wayland display (WAYLAND_DISPLAY is not set). Start it "
             "from your desktop session, or use QT_QPA_PLATFORM=xcb.",
         )
@@ -230,6 +235,16 @@ def qt_binding_problem() -> str:
     return ""
 
 
-__all__ = ["BROKEN_QT_BINDINGS", "EXIT_QT_PLATFORM", "PACKAGES", "PlatformProblem", "current_platform",
-           "missing_libraries", "packages_for", "platform_problem", "plugin_path", "qt_binding_problem",
-           "x_display_reachable"]
+__all__ = [
+    "BROKEN_QT_BINDINGS",
+    "EXIT_QT_PLATFORM",
+    "PACKAGES",
+    "PlatformProblem",
+    "current_platform",
+    "missing_libraries",
+    "packages_for",
+    "platform_problem",
+    "plugin_path",
+    "qt_binding_problem",
+    "x_display_reachable",
+]

@@ -18,7 +18,9 @@ def _channel(c: float) -> float:
 
 def luminance(color: QColor) -> float:
     """WCAG relative luminance of an opaque colour (0 black .. 1 white)."""
-    return 0.2126 * _channel(color.redF()) + 0.7152 * _channel(color.greenF()) + 0.0722 * _channel(color.blueF())
+    return (
+        0.2126 * _channel(color.redF()) + 0.7152 * _channel(color.greenF()) + 0.0722 * _channel(color.blueF())
+    )
 
 
 def contrast(a: QColor, b: QColor) -> float:

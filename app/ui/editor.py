@@ -11,7 +11,17 @@ import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QFont, QFontDatabase, QKeyEvent, QKeySequence, QPainter, QPaintEvent, QTextCursor, QTextDocument
+from PySide6.QtGui import (
+    QAction,
+    QFont,
+    QFontDatabase,
+    QKeyEvent,
+    QKeySequence,
+    QPainter,
+    QPaintEvent,
+    QTextCursor,
+    QTextDocument,
+)
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -44,7 +54,7 @@ class _ReservingLayout(QPlainTextDocumentLayout):
         super().__init__(document)
         self.reserved: tuple[int, float] | None = None  # (block number, pixels)
 
-    def blockBoundingRect(self, block) -> QRectF:  # noqa: ANN001, N802 - Qt virtual
+    def blockBoundingRect(self, block) -> QRectF:  # noqa: N802 - Qt virtual
         rect = super().blockBoundingRect(block)
         if self.reserved is not None and block.isValid() and block.blockNumber() == self.reserved[0]:
             if rect.height() > 0:
@@ -56,7 +66,9 @@ class Editor(QPlainTextEdit):
     """A plain-text/Markdown editor for prose."""
 
     wordCountChanged = Signal(int)
-    keyUnavailable = Signal(QAction)  # an assistant key pressed while its action is disabled (nothing was typed)
+    keyUnavailable = Signal(
+        QAction
+    )  # an assistant key pressed while its action is disabled (nothing was typed)
     zoomChanged = Signal(int)  # zoom steps relative to the default size
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -166,18 +178,22 @@ class Editor(QPlainTextEdit):
         finally:
             cursor.endEditBlock()
 
-    def inputMethodEvent(self, e) -> None:  # noqa: ANN001, N802 - Qt virtual
+    def inputMethodEvent(self, e) -> None:  # noqa: N802 - Qt virtual
         if e.commitString():
             self._input_step(lambda: super(Editor, self).inputMethodEvent(e))
             return
         super().inputMethodEvent(e)
 
-    def insertFromMimeData(self, source) -> None:  # noqa: ANN001, N802 - Qt virtual
+    def insertFromMimeData(self, source) -> None:  # noqa: N802 - Qt virtual
         self._input_step(lambda: super(Editor, self).insertFromMimeData(source))
 
     def createStandardContextMenu(self, position: QPoint | None = None) -> QMenu:  # noqa: N802 - Qt's name
         """The standard menu, with its Undo/Redo going through undo()/redo() (the caret lands as with the keys)."""
-        menu = super().createStandardContextMenu() if position is None else super().createStandardContextMenu(position)
+        menu = (
+            super().createStandardContextMenu()
+            if position is None
+            else super().createStandardContextMenu(position)
+        )
         for action in menu.actions():
             step = {"edit-undo": self.undo, "edit-redo": self.redo}.get(action.objectName())
             if step is not None:
@@ -281,7 +297,7 @@ class Editor(QPlainTextEdit):
             self._zoom = steps
             self.zoomChanged.emit(steps)
 
-    def wheelEvent(self, e) -> None:  # noqa: ANN001 - Qt signature
+    def wheelEvent(self, e) -> None:
         if e.modifiers() & Qt.KeyboardModifier.ControlModifier:
             (self.zoom_in if e.angleDelta().y() > 0 else self.zoom_out)()
             e.accept()
@@ -291,8 +307,9 @@ class Editor(QPlainTextEdit):
     # -- find / replace ----------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _flags(*, backward: bool = False, case_sensitive: bool = False,
-               whole_word: bool = False) -> QTextDocument.FindFlag:
+    def _flags(
+        *, backward: bool = False, case_sensitive: bool = False, whole_word: bool = False
+    ) -> QTextDocument.FindFlag:
         flags = QTextDocument.FindFlag(0)
         if backward:
             flags |= QTextDocument.FindFlag.FindBackward
@@ -302,8 +319,15 @@ class Editor(QPlainTextEdit):
             flags |= QTextDocument.FindFlag.FindWholeWords
         return flags
 
-    def find_text(self, text: str, *, backward: bool = False, case_sensitive: bool = False, wrap: bool = True,
-                  whole_word: bool = False) -> bool:
+    def find_text(
+        self,
+        text: str,
+        *,
+        backward: bool = False,
+        case_sensitive: bool = False,
+        wrap: bool = True,
+        whole_word: bool = False,
+    ) -> bool:
         """Select the next match after the cursor (wrapping around once); False when there is none."""
         if not text:
             return False
@@ -325,21 +349,27 @@ class Editor(QPlainTextEdit):
         """Whether the selection of `cursor` is exactly a match the same search would find."""
         if not cursor.hasSelection():
             return False
-        found = self.document().find(text, cursor.selectionStart(),
-                                     self._flags(case_sensitive=case_sensitive, whole_word=whole_word))
-        return (not found.isNull() and found.selectionStart() == cursor.selectionStart()
-                and found.selectionEnd() == cursor.selectionEnd())
+        found = self.document().find(
+            text, cursor.selectionStart(), self._flags(case_sensitive=case_sensitive, whole_word=whole_word)
+        )
+        return (
+            not found.isNull()
+            and found.selectionStart() == cursor.selectionStart()
+            and found.selectionEnd() == cursor.selectionEnd()
+        )
 
-    def replace_selection(self, text: str, replacement: str, *, case_sensitive: bool = False,
-                          whole_word: bool = False) -> bool:
+    def replace_selection(
+        self, text: str, replacement: str, *, case_sensitive: bool = False, whole_word: bool = False
+    ) -> bool:
         """Replace the selected match (if the selection is one) and find the next; one undo step per replace."""
         cursor = self.textCursor()
         if self._is_match(cursor, text, case_sensitive=case_sensitive, whole_word=whole_word):
             cursor.insertText(replacement)
         return self.find_text(text, case_sensitive=case_sensitive, whole_word=whole_word)
 
-    def replace_all(self, text: str, replacement: str, *, case_sensitive: bool = False,
-                    whole_word: bool = False) -> int:
+    def replace_all(
+        self, text: str, replacement: str, *, case_sensitive: bool = False, whole_word: bool = False
+    ) -> int:
         """Replace every match as one undo step; returns how many were replaced."""
         if not text:
             return 0
@@ -391,8 +421,18 @@ class FindBar(QWidget):
         close.setAutoRaise(True)
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 4, 8, 4)
-        for w in (self.find_edit, prev_btn, next_btn, self.replace_edit, self.replace_btn, self.all_btn, self.case,
-                  self.whole, self.result, close):
+        for w in (
+            self.find_edit,
+            prev_btn,
+            next_btn,
+            self.replace_edit,
+            self.replace_btn,
+            self.all_btn,
+            self.case,
+            self.whole,
+            self.result,
+            close,
+        ):
             row.addWidget(w)
         self.find_edit.returnPressed.connect(self.find_next)
         self.find_edit.textChanged.connect(lambda _t: self.result.clear())
@@ -434,7 +474,9 @@ class FindBar(QWidget):
         return self._report(self.editor.find_text(self.find_edit.text(), backward=True, **self._options()))
 
     def _replace(self) -> None:
-        self._report(self.editor.replace_selection(self.find_edit.text(), self.replace_edit.text(), **self._options()))
+        self._report(
+            self.editor.replace_selection(self.find_edit.text(), self.replace_edit.text(), **self._options())
+        )
 
     def replace_all(self) -> int:
         """Replace every match; the result line says how many."""
@@ -446,7 +488,9 @@ class FindBar(QWidget):
     _replace_all = replace_all
 
     def _report(self, found: bool) -> bool:
-        self.find_edit.setStyleSheet("" if found or not self.find_edit.text() else "background: #f4c7c3; color: black;")
+        self.find_edit.setStyleSheet(
+            "" if found or not self.find_edit.text() else "background: #f4c7c3; color: black;"
+        )
         if not found and self.find_edit.text():
             self.result.setText("No matches")
         return found

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtGui import QAction, QKeySequence
-from app.ui.widgets import named
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -26,6 +25,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from app.ui.widgets import named
 
 HINT_MARKER = "first-run-hint-shown"
 _extra_lines: list[Callable[[], str]] = []
@@ -45,7 +46,9 @@ def redo_keys() -> list[QKeySequence]:
 
 
 def keys_text(action: QAction) -> str:
-    return ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts() if not k.isEmpty())
+    return ", ".join(
+        k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts() if not k.isEmpty()
+    )
 
 
 def label(action: QAction) -> str:
@@ -72,9 +75,11 @@ def hint_text(window: QWidget) -> str:
         return text or fallback
 
     lines = [
-        (f"Write a few words, then press {key('actionDraft', 'Ctrl+Return')} for a draft; select text and press "
-        f"{key('actionRewrite', 'Ctrl+R')} to rewrite it. {key('actionAcceptSuggestion', 'Tab')} accepts, "
-        f"{key('actionDismissSuggestion', 'Esc')} dismisses. Help ▸ Keyboard shortcuts lists every key."),
+        (
+            f"Write a few words, then press {key('actionDraft', 'Ctrl+Return')} for a draft; select text and press "
+            f"{key('actionRewrite', 'Ctrl+R')} to rewrite it. {key('actionAcceptSuggestion', 'Tab')} accepts, "
+            f"{key('actionDismissSuggestion', 'Esc')} dismisses. Help ▸ Keyboard shortcuts lists every key."
+        ),
     ]
     lines.extend(text for line in _extra_lines if (text := line().strip()))
     return " ".join(lines)
@@ -134,5 +139,8 @@ class ShortcutSheet(QDialog):
             self.table.setRowHidden(r, not all(w in row for w in words))
 
     def visible_rows(self) -> list[tuple[str, str]]:
-        return [(self._cell(r, 0), self._cell(r, 1))
-                for r in range(self.table.rowCount()) if not self.table.isRowHidden(r)]
+        return [
+            (self._cell(r, 0), self._cell(r, 1))
+            for r in range(self.table.rowCount())
+            if not self.table.isRowHidden(r)
+        ]

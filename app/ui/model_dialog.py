@@ -55,7 +55,7 @@ FIXES: dict[str, str] = {
     "model_unreadable": "Fix the folder's permissions (or choose a copy you own), then check it again.",
     "unsupported_model": f"Letterpress runs DiffusionGemma checkpoints in safetensors format, such as {MODEL_ID}.",
     "out_of_memory": "Choose 4-bit (nf4) quantization, close other programs that use the GPU, or load on the CPU "
-                     "(much slower).",
+    "(much slower).",
     "wont_fit": "Choose 4-bit (nf4) quantization or a device with more memory.",
     "load_cancelled": "Press Load to start again.",
 }
@@ -174,13 +174,21 @@ def inspect_folder(folder: str, device: str = "auto") -> Inspection:
         ckpt = validate_checkpoint(folder)
     except EngineError as exc:
         return Inspection(folder, (exc.message,), exc.kind)
-    except Exception as exc:  # noqa: BLE001 - the check is documented never to raise
+    except Exception as exc:
         log.exception("model check failed")
-        return Inspection(folder, (f"{folder} could not be checked ({type(exc).__name__}). Choose another folder, "
-                                   "or see the log for details.",), "engine_error")
+        return Inspection(
+            folder,
+            (
+                f"{folder} could not be checked ({type(exc).__name__}). Choose another folder, "
+                "or see the log for details.",
+            ),
+            "engine_error",
+        )
     shards = len(ckpt.weight_files)
-    summary = f"Complete DiffusionGemma checkpoint: {shards} weight file{'s' * (shards != 1)}, " \
-              f"{ckpt.weight_bytes / 1e9:.2f} GB."
+    summary = (
+        f"Complete DiffusionGemma checkpoint: {shards} weight file{'s' * (shards != 1)}, "
+        f"{ckpt.weight_bytes / 1e9:.2f} GB."
+    )
     rows, used_device, note = estimate_fit(folder, device)
     return Inspection(folder, summary=summary, device=used_device, fit=rows, fit_note=note)
 
@@ -202,11 +210,17 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
             found = fit.devices_found()
             device = next((d.device for d in found if d.device.startswith("cuda")), "cpu")
         # At the app's default alternatives: what a writer's requests will need (each request is budgeted again).
-        estimates = [fit.estimate_for_device(config, p, device, candidates=fit.DEFAULT_CANDIDATES)
-                     for p in FIT_PRECISIONS]
+        estimates = [
+            fit.estimate_for_device(config, p, device, candidates=fit.DEFAULT_CANDIDATES)
+            for p in FIT_PRECISIONS
+        ]
     except Exception as exc:  # noqa: BLE001 - an estimate must never stop the dialog
         log.warning("fit estimate failed: %s: %s", type(exc).__name__, exc)
-        return (), device, "The memory estimate is not available for this checkpoint; you can still try to load."
+        return (
+            (),
+            device,
+            "The memory estimate is not available for this checkpoint; you can still try to load.",
+        )
     rows = tuple(
         FitRow(
             e.precision,
@@ -233,10 +247,16 @@ class _Relay(QObject):
 class ModelDialog(QDialog):
     """Pick, check and load a model. `host` is the window's EngineHost (or anything with its load signals)."""
 
-    def __init__(self, host: Any, settings: Any | None = None, parent: QWidget | None = None, *,
-                 cache_dirs: list[Path] | None = None,
-                 inspector: Callable[[str, str], Inspection] = inspect_folder,
-                 loader: Callable[[str, str, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        host: Any,
+        settings: Any | None = None,
+        parent: QWidget | None = None,
+        *,
+        cache_dirs: list[Path] | None = None,
+        inspector: Callable[[str, str], Inspection] = inspect_folder,
+        loader: Callable[[str, str, str], None] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("modelDialog")
         self.setWindowTitle("Model")
@@ -257,7 +277,9 @@ class ModelDialog(QDialog):
         host.loaded.connect(self._on_loaded)
         host.loadFailed.connect(self._on_load_failed)
         info = getattr(host, "model_info", None)
-        self._show_status(f"Loaded: {info.name} on {info.device} ({info.quantization})" if info else "No model loaded.")
+        self._show_status(
+            f"Loaded: {info.name} on {info.device} ({info.quantization})" if info else "No model loaded."
+        )
         start = settings["model.folder"] if settings is not None else ""
         if start:
             self.folder.setText(start)
@@ -298,7 +320,9 @@ class ModelDialog(QDialog):
             layout.addWidget(QLabel("Found in the Hugging Face cache:"))
             layout.addWidget(self.cached)
         else:
-            hint = QLabel(f"No DiffusionGemma model in the Hugging Face cache. Download one with:\n{DOWNLOAD_HINT}")
+            hint = QLabel(
+                f"No DiffusionGemma model in the Hugging Face cache. Download one with:\n{DOWNLOAD_HINT}"
+            )
             hint.setObjectName("modelDownloadHint")
             hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             hint.setWordWrap(True)
@@ -398,7 +422,7 @@ class ModelDialog(QDialog):
         def work() -> None:
             try:
                 result = self.inspector(folder, device)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log.exception("model check failed")
                 result = Inspection(folder, (f"The folder could not be checked: {exc}",))
             self._relay.done.emit((serial, result))
@@ -416,8 +440,9 @@ class ModelDialog(QDialog):
             self.check_label.setText(f"✗ {text}" + (f"\n{fix}" if fix else ""))
             self.check_label.setStyleSheet(f"color: {VERDICT_COLOR['wont_fit']};")
         else:
-            self.check_label.setText(f"✓ {inspection.summary}" + (f"\n{inspection.fit_note}"
-                                                                   if inspection.fit_note else ""))
+            self.check_label.setText(
+                f"✓ {inspection.summary}" + (f"\n{inspection.fit_note}" if inspection.fit_note else "")
+            )
             self.check_label.setStyleSheet("")
             self._show_fit(inspection)
         self.load_button.setEnabled(inspection.loadable and not self.loading)
@@ -428,10 +453,16 @@ class ModelDialog(QDialog):
         for i, r in enumerate(rows):
             badge = QTableWidgetItem(VERDICT_TEXT.get(r.verdict, r.verdict or "?"))
             badge.setForeground(_color(VERDICT_COLOR.get(r.verdict, "#555555")))
-            cells = [QTableWidgetItem(r.precision), badge,
-                     QTableWidgetItem(f"{r.needed_gb:.1f} GB" if r.needed_gb is not None else "–"),
-                     QTableWidgetItem(f"{r.available_gb:.1f} GB on {inspection.device}"
-                                      if r.available_gb is not None else "unknown")]
+            cells = [
+                QTableWidgetItem(r.precision),
+                badge,
+                QTableWidgetItem(f"{r.needed_gb:.1f} GB" if r.needed_gb is not None else "–"),
+                QTableWidgetItem(
+                    f"{r.available_gb:.1f} GB on {inspection.device}"
+                    if r.available_gb is not None
+                    else "unknown"
+                ),
+            ]
             for col, cell in enumerate(cells):
                 cell.setToolTip(r.note)
                 self.fit_table.setItem(i, col, cell)
@@ -492,9 +523,13 @@ class ModelDialog(QDialog):
             # of model.* (the window) would otherwise load it a second time.
             blocked = self.settings.blockSignals(True)
             try:
-                self.settings.update({"model.folder": info.path or self.folder.text().strip(),
-                                      "model.device": self.device.currentText(),
-                                      "model.quantization": self.quantization.currentText()})
+                self.settings.update(
+                    {
+                        "model.folder": info.path or self.folder.text().strip(),
+                        "model.device": self.device.currentText(),
+                        "model.quantization": self.quantization.currentText(),
+                    }
+                )
             except (ValueError, KeyError) as exc:
                 log.warning("could not remember the model: %s", exc)
             finally:
@@ -509,8 +544,12 @@ class ModelDialog(QDialog):
         fix = FIXES.get(kind, "")
         kept = getattr(self.host, "model_info", None)
         still = f"\nStill using {kept.name} ({kept.device}, {kept.quantization})." if kept is not None else ""
-        self._show_status(f"{'Loading cancelled.' if kind == 'load_cancelled' else 'Not loaded: ' + message}"
-                          + (f"\n{fix}" if fix else "") + still, error=kind != "load_cancelled")
+        self._show_status(
+            f"{'Loading cancelled.' if kind == 'load_cancelled' else 'Not loaded: ' + message}"
+            + (f"\n{fix}" if fix else "")
+            + still,
+            error=kind != "load_cancelled",
+        )
 
     def _finish_loading(self) -> None:
         self.loading = False

@@ -35,8 +35,9 @@ KEY_ROLE = Qt.ItemDataRole.UserRole + 1  # the command's key, drawn right-aligne
 class _KeyDelegate(QStyledItemDelegate):
     """Draws an item's key right-aligned and dimmed, like a menu's shortcut column."""
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
-              index: QModelIndex | QPersistentModelIndex) -> None:
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         super().paint(painter, option, index)
         keys = index.data(KEY_ROLE)
         if not keys:
@@ -45,8 +46,11 @@ class _KeyDelegate(QStyledItemDelegate):
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.PlaceholderText
         painter.setPen(option.palette.color(role))
-        painter.drawText(option.rect.adjusted(0, 0, -8, 0),
-                         int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), keys)
+        painter.drawText(
+            option.rect.adjusted(0, 0, -8, 0),
+            int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
+            keys,
+        )
         painter.restore()
 
 

@@ -216,8 +216,9 @@ class SettingsDialog(QDialog):
             return False
         failure = getattr(self.settings, "save_failure", "")
         if failure:  # applied for this session, but not on disk: say so, and OK does not close as if saved
-            self._show_problems([failure + " Fix the folder and press OK again, or Cancel to keep them for "
-                                 "now."])
+            self._show_problems(
+                [failure + " Fix the folder and press OK again, or Cancel to keep them for now."]
+            )
             return False
         self._show_problems([])
         return True
@@ -250,8 +251,10 @@ class SettingsDialog(QDialog):
             return QCheckBox(s.label)
         if s.type is int:
             w = QSpinBox()
-            w.setRange(int(s.minimum if s.minimum is not None else -10**9),
-                       int(s.maximum if s.maximum is not None else 10**9))
+            w.setRange(
+                int(s.minimum if s.minimum is not None else -(10**9)),
+                int(s.maximum if s.maximum is not None else 10**9),
+            )
             if s.key == "denoise.steps":  # 0 is "the model's own": name the number it runs
                 w.setSpecialValueText(f"Model's own ({self._model_steps()})")
             return w
@@ -259,7 +262,9 @@ class SettingsDialog(QDialog):
             d = QDoubleSpinBox()
             d.setDecimals(3)
             d.setSingleStep(0.05)
-            d.setRange(s.minimum if s.minimum is not None else -1e9, s.maximum if s.maximum is not None else 1e9)
+            d.setRange(
+                s.minimum if s.minimum is not None else -1e9, s.maximum if s.maximum is not None else 1e9
+            )
             return d
         if s.type is dict:
             return PresetTable()

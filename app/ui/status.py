@@ -119,8 +119,10 @@ def rate_text(stats: Stats) -> str:
 
 def stats_text(stats: Stats, first_visible: float) -> str:
     """The last request in one line for the status bar."""
-    return (f"{stats.steps} steps · {stats.tokens_per_forward:.1f} tok/fwd · {rate_text(stats)} · "
-            f"first draft {first_visible:.2f} s")
+    return (
+        f"{stats.steps} steps · {stats.tokens_per_forward:.1f} tok/fwd · {rate_text(stats)} · "
+        f"first draft {first_visible:.2f} s"
+    )
 
 
 __all__ = ["ElidedLabel", "MessageBar", "elide_words", "rate_text", "stats_text"]

@@ -27,22 +27,34 @@ def palette(dark: bool) -> QPalette:
     pal = QPalette()
     if dark:
         colors = {
-            QPalette.ColorRole.Window: "#202124", QPalette.ColorRole.WindowText: "#e8eaed",
-            QPalette.ColorRole.Base: "#1b1c1e", QPalette.ColorRole.AlternateBase: "#26272a",
-            QPalette.ColorRole.Text: "#e8e6e3", QPalette.ColorRole.Button: "#2b2c2f",
-            QPalette.ColorRole.ButtonText: "#e8eaed", QPalette.ColorRole.Highlight: "#5b8def",
-            QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#2b2c2f",
-            QPalette.ColorRole.ToolTipText: "#e8eaed", QPalette.ColorRole.PlaceholderText: "#8a8d91",
+            QPalette.ColorRole.Window: "#202124",
+            QPalette.ColorRole.WindowText: "#e8eaed",
+            QPalette.ColorRole.Base: "#1b1c1e",
+            QPalette.ColorRole.AlternateBase: "#26272a",
+            QPalette.ColorRole.Text: "#e8e6e3",
+            QPalette.ColorRole.Button: "#2b2c2f",
+            QPalette.ColorRole.ButtonText: "#e8eaed",
+            QPalette.ColorRole.Highlight: "#5b8def",
+            QPalette.ColorRole.HighlightedText: "#ffffff",
+            QPalette.ColorRole.ToolTipBase: "#2b2c2f",
+            QPalette.ColorRole.ToolTipText: "#e8eaed",
+            QPalette.ColorRole.PlaceholderText: "#8a8d91",
             QPalette.ColorRole.Link: "#8ab4f8",
         }
     else:
         colors = {
-            QPalette.ColorRole.Window: "#f3f3f1", QPalette.ColorRole.WindowText: "#1f1f1f",
-            QPalette.ColorRole.Base: "#fdfdfb", QPalette.ColorRole.AlternateBase: "#f0f0ee",
-            QPalette.ColorRole.Text: "#1c1c1c", QPalette.ColorRole.Button: "#ececea",
-            QPalette.ColorRole.ButtonText: "#1f1f1f", QPalette.ColorRole.Highlight: "#2f6fde",
-            QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#ffffe8",
-            QPalette.ColorRole.ToolTipText: "#1f1f1f", QPalette.ColorRole.PlaceholderText: "#8a8a8a",
+            QPalette.ColorRole.Window: "#f3f3f1",
+            QPalette.ColorRole.WindowText: "#1f1f1f",
+            QPalette.ColorRole.Base: "#fdfdfb",
+            QPalette.ColorRole.AlternateBase: "#f0f0ee",
+            QPalette.ColorRole.Text: "#1c1c1c",
+            QPalette.ColorRole.Button: "#ececea",
+            QPalette.ColorRole.ButtonText: "#1f1f1f",
+            QPalette.ColorRole.Highlight: "#2f6fde",
+            QPalette.ColorRole.HighlightedText: "#ffffff",
+            QPalette.ColorRole.ToolTipBase: "#ffffe8",
+            QPalette.ColorRole.ToolTipText: "#1f1f1f",
+            QPalette.ColorRole.PlaceholderText: "#8a8a8a",
             QPalette.ColorRole.Link: "#1a57c2",
         }
     for role, value in colors.items():

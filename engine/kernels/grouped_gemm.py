@@ -21,7 +21,9 @@ import torch
 
 try:
     import triton.language as tl
-except ImportError:  # pragma: no cover - triton ships with CUDA torch; the CPU CI installs it for the interpreter
+except (
+    ImportError
+):  # pragma: no cover - triton ships with CUDA torch; the CPU CI installs it for the interpreter
     tl = None
 
 BLOCK_M = 32
@@ -29,7 +31,9 @@ BLOCK_N = 64
 BLOCK_K = 32
 
 
-def tile_schedule(offsets: torch.Tensor, total_rows: int, block_m: int = BLOCK_M) -> tuple[torch.Tensor, torch.Tensor]:
+def tile_schedule(
+    offsets: torch.Tensor, total_rows: int, block_m: int = BLOCK_M
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(expert, first row) of every tile of rows sorted by expert, `-1` for tiles past the last one.
 
     `offsets` are the cumulative row counts per expert (what transformers passes `grouped_mm`), on the device.
@@ -51,9 +55,26 @@ def tile_schedule(offsets: torch.Tensor, total_rows: int, block_m: int = BLOCK_M
     return torch.where(valid, safe, -1).to(torch.int32), first.to(torch.int32)
 
 
-def _grouped_mm_body(x_ptr, w_ptr, out_ptr, tile_expert_ptr, tile_first_ptr, ends_ptr, N, K,
-                     stride_xm, stride_xk, stride_we, stride_wn, stride_wk, stride_om, stride_on,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr) -> None:
+def _grouped_mm_body(
+    x_ptr,
+    w_ptr,
+    out_ptr,
+    tile_expert_ptr,
+    tile_first_ptr,
+    ends_ptr,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_we,
+    stride_wn,
+    stride_wk,
+    stride_om,
+    stride_on,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+) -> None:
     """out[rows] = x[rows] @ w[e].T for one tile of rows of expert e and one block of output columns."""
     tile = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -70,13 +91,22 @@ def _grouped_mm_body(x_ptr, w_ptr, out_ptr, tile_expert_ptr, tile_first_ptr, end
         for k0 in range(0, K, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
             k_ok = ks < K
-            a = tl.load(x_ptr + rows[:, None] * stride_xm + ks[None, :] * stride_xk,
-                        mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + expert.to(tl.int64) * stride_we + ks[:, None] * stride_wk + cols[None, :] * stride_wn,
-                        mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+            a = tl.load(
+                x_ptr + rows[:, None] * stride_xm + ks[None, :] * stride_xk,
+                mask=row_ok[:, None] & k_ok[None, :],
+                other=0.0,
+            )
+            b = tl.load(
+                w_ptr + expert.to(tl.int64) * stride_we + ks[:, None] * stride_wk + cols[None, :] * stride_wn,
+                mask=k_ok[:, None] & col_ok[None, :],
+                other=0.0,
+            )
             acc += tl.dot(a, b)
-        tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :] * stride_on,
-                 acc.to(out_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+        tl.store(
+            out_ptr + rows[:, None] * stride_om + cols[None, :] * stride_on,
+            acc.to(out_ptr.dtype.element_ty),
+            mask=row_ok[:, None] & col_ok[None, :],
+        )
 
 
 _KERNELS: dict[bool, Any] = {}
@@ -107,7 +137,9 @@ def grouped_mm_nt(x: torch.Tensor, w: torch.Tensor, offsets: torch.Tensor) -> to
     rows, k = x.shape
     experts, n, k_w = w.shape
     if k != k_w or offsets.shape[0] != experts:
-        raise ValueError(f"grouped_mm_nt: x {tuple(x.shape)}, w {tuple(w.shape)}, offsets {tuple(offsets.shape)}")
+        raise ValueError(
+            f"grouped_mm_nt: x {tuple(x.shape)}, w {tuple(w.shape)}, offsets {tuple(offsets.shape)}"
+        )
     interpret = x.device.type != "cuda"
     if interpret and x.dtype != torch.float32:  # the interpreter computes with NumPy, which has no bfloat16
         return grouped_mm_nt(x.float(), w.float(), offsets).to(x.dtype)
@@ -116,8 +148,23 @@ def grouped_mm_nt(x: torch.Tensor, w: torch.Tensor, offsets: torch.Tensor) -> to
     ends = offsets.to(torch.int32)
     grid = (tile_expert.shape[0], (n + BLOCK_N - 1) // BLOCK_N)
     _kernel(interpret)[grid](
-        x, w, out, tile_expert, tile_first, ends, n, k,
-        x.stride(0), x.stride(1), w.stride(0), w.stride(1), w.stride(2), out.stride(0), out.stride(1),
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+        x,
+        w,
+        out,
+        tile_expert,
+        tile_first,
+        ends,
+        n,
+        k,
+        x.stride(0),
+        x.stride(1),
+        w.stride(0),
+        w.stride(1),
+        w.stride(2),
+        out.stride(0),
+        out.stride(1),
+        BLOCK_M=BLOCK_M,
+        BLOCK_N=BLOCK_N,
+        BLOCK_K=BLOCK_K,
     )
     return out

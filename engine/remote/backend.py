@@ -287,7 +287,7 @@ class RemoteEngine:
                 if cancel.wait(0.05):
                     try:
                         stream.close()
-                    except Exception:  # noqa: BLE001, S110 - closing a dead stream is fine
+                    except Exception:  # noqa: BLE001 - closing a dead stream is fine
                         pass
                     return
 
@@ -308,7 +308,7 @@ class RemoteEngine:
                 touched = False
                 for choice in chunk.choices:
                     i = choice.index
-                    if i >= call.n or not choice.text and not getattr(choice, "logprobs", None):
+                    if i >= call.n or (not choice.text and not getattr(choice, "logprobs", None)):
                         continue
                     if call.middle is not None:  # the canvas holds middle + pinned ending: keep the middle
                         ids[i].extend(canvas_xargs.token_ids(choice))
@@ -355,7 +355,7 @@ class RemoteEngine:
             if stream is not None:
                 try:
                     stream.close()
-                except Exception:  # noqa: BLE001, S110
+                except Exception:  # noqa: BLE001
                     pass
         seconds = time.perf_counter() - start
         self.last_timings["total"] = seconds

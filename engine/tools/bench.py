@@ -56,16 +56,45 @@ class Case:
 def default_cases(canvas: int) -> list[Case]:
     """Draft, rewrite and infill at a few prompt and output lengths, each with its own fixed seed."""
     return [
-        Case("draft-short-1blk", "draft", lambda s: DraftRequest(BEFORE_SHORT, max_new_tokens=canvas, settings=s), 11),
-        Case("draft-long-2blk", "draft",
-             lambda s: DraftRequest(BEFORE_LONG, max_new_tokens=2 * canvas, settings=s), 12),
-        Case("rewrite-short", "rewrite",
-             lambda s: RewriteRequest(SELECTION_SHORT, "Make it more formal.", max_new_tokens=canvas, settings=s), 13),
-        Case("rewrite-long-ctx", "rewrite",
-             lambda s: RewriteRequest(SELECTION_LONG, "Make it shorter.", before=BEFORE_SHORT, after=AFTER,
-                                      max_new_tokens=canvas, settings=s), 14),
-        Case("infill-half", "infill",
-             lambda s: InfillRequest(BEFORE_SHORT, AFTER, middle_tokens=max(1, canvas // 2), settings=s), 15),
+        Case(
+            "draft-short-1blk",
+            "draft",
+            lambda s: DraftRequest(BEFORE_SHORT, max_new_tokens=canvas, settings=s),
+            11,
+        ),
+        Case(
+            "draft-long-2blk",
+            "draft",
+            lambda s: DraftRequest(BEFORE_LONG, max_new_tokens=2 * canvas, settings=s),
+            12,
+        ),
+        Case(
+            "rewrite-short",
+            "rewrite",
+            lambda s: RewriteRequest(
+                SELECTION_SHORT, "Make it more formal.", max_new_tokens=canvas, settings=s
+            ),
+            13,
+        ),
+        Case(
+            "rewrite-long-ctx",
+            "rewrite",
+            lambda s: RewriteRequest(
+                SELECTION_LONG,
+                "Make it shorter.",
+                before=BEFORE_SHORT,
+                after=AFTER,
+                max_new_tokens=canvas,
+                settings=s,
+            ),
+            14,
+        ),
+        Case(
+            "infill-half",
+            "infill",
+            lambda s: InfillRequest(BEFORE_SHORT, AFTER, middle_tokens=max(1, canvas // 2), settings=s),
+            15,
+        ),
     ]
 
 
@@ -108,8 +137,10 @@ class ForwardRecorder:
         if not self.enabled:
             yield self
             return
-        with _wrapped_forward(self.model, lambda f: self._wrap("decoder", f)), \
-                _wrapped_forward(self.encoder, lambda f: self._wrap("encoder", f)):
+        with (
+            _wrapped_forward(self.model, lambda f: self._wrap("decoder", f)),
+            _wrapped_forward(self.encoder, lambda f: self._wrap("encoder", f)),
+        ):
             yield self
 
     def reset(self) -> None:
@@ -151,7 +182,12 @@ class SyncCounter:
     """
 
     DATA_DEPENDENT = ("nonzero", "masked_select", "unique", "_unique", "bincount", "repeat_interleave")
-    SCALAR_READS = ("_local_scalar_dense", "is_nonzero", "item", "equal")  # under inference mode some stay whole
+    SCALAR_READS = (
+        "_local_scalar_dense",
+        "is_nonzero",
+        "item",
+        "equal",
+    )  # under inference mode some stay whole
 
     def __init__(self) -> None:
         self.total = 0
@@ -275,17 +311,38 @@ def run_engine(session: Any, case: Case, settings: DenoiseSettings, recorder: Fo
     if recorder.enabled:
         split = recorder.split(end)
     else:  # the loop's own timing: CUDA events around each decoder forward
-        split = {"forward_s": out.forward_seconds, "step_s": sum(s for _, s in out.step_log), "encoder_s": 0.0}
+        split = {
+            "forward_s": out.forward_seconds,
+            "step_s": sum(s for _, s in out.step_log),
+            "encoder_s": 0.0,
+        }
     best = result.candidates[0]
     return Run(
-        wall_s=end - start, steps=out.steps, forward_s=split["forward_s"], step_s=split["step_s"],
-        encoder_s=split["encoder_s"], forwards=out.forwards, blocks=out.blocks, new_tokens=len(best.token_ids),
-        first_draft_s=first[0], ids=list(best.token_ids), draw_s=out.draw_seconds, deliver_s=out.deliver_seconds,
+        wall_s=end - start,
+        steps=out.steps,
+        forward_s=split["forward_s"],
+        step_s=split["step_s"],
+        encoder_s=split["encoder_s"],
+        forwards=out.forwards,
+        blocks=out.blocks,
+        new_tokens=len(best.token_ids),
+        first_draft_s=first[0],
+        ids=list(best.token_ids),
+        draw_s=out.draw_seconds,
+        deliver_s=out.deliver_seconds,
     )
 
 
-def run_reference(model: Any, prompt: Any, max_new: int, settings: DenoiseSettings, seed: int,
-                  recorder: ForwardRecorder, pad: int, extra: dict[str, Any] | None = None) -> Run:
+def run_reference(
+    model: Any,
+    prompt: Any,
+    max_new: int,
+    settings: DenoiseSettings,
+    seed: int,
+    recorder: ForwardRecorder,
+    pad: int,
+    extra: dict[str, Any] | None = None,
+) -> Run:
     """The reference: `torch.manual_seed(seed)` then `model.generate()` with the same sampler settings."""
     import torch
     from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
@@ -294,28 +351,50 @@ def run_reference(model: Any, prompt: Any, max_new: int, settings: DenoiseSettin
     start = time.perf_counter()
     torch.manual_seed(seed)
     out = model.generate(
-        prompt, max_new_tokens=max_new, max_denoising_steps=settings.max_steps, t_min=settings.t_min,
-        t_max=settings.t_max, sampler_config=EntropyBoundSamplerConfig(entropy_bound=settings.entropy_bound),
-        stability_threshold=settings.stability_threshold, confidence_threshold=settings.confidence_threshold,
+        prompt,
+        max_new_tokens=max_new,
+        max_denoising_steps=settings.max_steps,
+        t_min=settings.t_min,
+        t_max=settings.t_max,
+        sampler_config=EntropyBoundSamplerConfig(entropy_bound=settings.entropy_bound),
+        stability_threshold=settings.stability_threshold,
+        confidence_threshold=settings.confidence_threshold,
         **(extra or {}),
     )
-    ids = out.sequences[0, prompt.shape[1]:].tolist()
+    ids = out.sequences[0, prompt.shape[1] :].tolist()
     end = time.perf_counter()
     ids = _trim(ids, pad)
     if not recorder.enabled:  # no split: wall time, and forwards from generate()'s own tokens-per-forward
         tpf = float(out.tokens_per_forward[0]) if out.tokens_per_forward is not None else 0.0
         forwards = round(len(ids) / tpf) if tpf else 0
         blocks = max(1, -(-(len(out.sequences[0]) - prompt.shape[1]) // int(model.config.canvas_length)))
-        return Run(wall_s=end - start, steps=forwards, forward_s=0.0, step_s=0.0, encoder_s=0.0, forwards=forwards,
-                   blocks=blocks, new_tokens=len(ids), first_draft_s=0.0, ids=ids)
+        return Run(
+            wall_s=end - start,
+            steps=forwards,
+            forward_s=0.0,
+            step_s=0.0,
+            encoder_s=0.0,
+            forwards=forwards,
+            blocks=blocks,
+            new_tokens=len(ids),
+            first_draft_s=0.0,
+            ids=ids,
+        )
     split = recorder.split(end)
     decoder_calls = [c for c in recorder.calls if c[0] == "decoder"]
     first = (decoder_calls[0][2] - start) if decoder_calls else 0.0
     blocks = sum(1 for c in recorder.calls if c[0] == "encoder")
     return Run(
-        wall_s=end - start, steps=int(split["steps"]), forward_s=split["forward_s"], step_s=split["step_s"],
-        encoder_s=split["encoder_s"], forwards=len(decoder_calls), blocks=blocks, new_tokens=len(ids),
-        first_draft_s=first, ids=ids,
+        wall_s=end - start,
+        steps=int(split["steps"]),
+        forward_s=split["forward_s"],
+        step_s=split["step_s"],
+        encoder_s=split["encoder_s"],
+        forwards=len(decoder_calls),
+        blocks=blocks,
+        new_tokens=len(ids),
+        first_draft_s=first,
+        ids=ids,
     )
 
 
@@ -324,16 +403,24 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
         return statistics.median(values)
 
     steps = med([r.steps for r in runs]) or 1
-    step_ms = med([r.step_s / max(1, r.steps) * 1e3 for r in runs])  # 0 when not split (reference, --fastpath)
+    step_ms = med(
+        [r.step_s / max(1, r.steps) * 1e3 for r in runs]
+    )  # 0 when not split (reference, --fastpath)
     fwd_ms = med([r.forward_s / max(1, r.steps) * 1e3 for r in runs])
     last = runs[-1]
     draws_ms = med([r.draw_s / max(1, r.steps) * 1e3 for r in runs])
     deliver_ms = med([r.deliver_s / max(1, r.steps) * 1e3 for r in runs])
-    detail = {} if not any(r.draw_s for r in runs) else {
-        "draws_ms_per_step": round(draws_ms, 4),
-        "deliver_ms_per_step": round(deliver_ms, 4),
-        "overhead_share_excluding_draws": round((step_ms - fwd_ms - draws_ms) / step_ms, 4) if step_ms else 0.0,
-    }
+    detail = (
+        {}
+        if not any(r.draw_s for r in runs)
+        else {
+            "draws_ms_per_step": round(draws_ms, 4),
+            "deliver_ms_per_step": round(deliver_ms, 4),
+            "overhead_share_excluding_draws": round((step_ms - fwd_ms - draws_ms) / step_ms, 4)
+            if step_ms
+            else 0.0,
+        }
+    )
     return {
         "wall_ms": round(med([r.wall_s for r in runs]) * 1e3, 3),
         "wall_ms_all": [round(r.wall_s * 1e3, 3) for r in runs],
@@ -358,9 +445,18 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
 # The side-by-side benchmark
 
 
-def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5, warmup: int = 1,
-                max_steps: int = 48, cases: list[Case] | None = None, count_syncs: bool = True,
-                fastpath: bool = False, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def bench_model(
+    model_dir: str | Path,
+    *,
+    device: str = "auto",
+    repeats: int = 5,
+    warmup: int = 1,
+    max_steps: int = 48,
+    cases: list[Case] | None = None,
+    count_syncs: bool = True,
+    fastpath: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Run every case through both samplers and return the report (see the module docstring for the method)."""
     import torch
     import transformers
@@ -381,7 +477,9 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
         if not cuda:
             from engine.api import EngineError
 
-            raise EngineError("--fastpath needs a CUDA device (the fast path is CUDA graphs and a static cache).")
+            raise EngineError(
+                "--fastpath needs a CUDA device (the fast path is CUDA graphs and a static cache)."
+            )
         import os
 
         os.environ["LETTERPRESS_FASTPATH"] = "1"
@@ -396,7 +494,9 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
             out = session.last_output
             assert out is not None  # run_engine just ran
             prompt = out.sequences[:1, : out.prompt_length].to(model.device)
-            max_new = out.blocks * canvas if case.kind == "infill" else _max_new(session, case, settings, canvas)
+            max_new = (
+                out.blocks * canvas if case.kind == "infill" else _max_new(session, case, settings, canvas)
+            )
             for _ in range(max(0, warmup - 1)):
                 run_engine(session, case, settings, recorder)
             for _ in range(max(1, warmup)):
@@ -410,26 +510,40 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
                         eng_runs.append(run_engine(session, case, settings, recorder))
                     else:
                         ref_runs.append(
-                            run_reference(model, prompt, max_new, settings, case.seed, recorder, pad, ref_extra))
+                            run_reference(
+                                model, prompt, max_new, settings, case.seed, recorder, pad, ref_extra
+                            )
+                        )
             eng = _summarise(eng_runs, canvas)
             ref = _summarise(ref_runs, canvas)
             identical: bool | None = None
             compared = "unconstrained: identical token ids expected"
             if case.kind == "infill":
-                compared = ("infill pins the text after the gap, which generate() cannot: the reference denoises one "
-                            "unconstrained canvas after the same prompt (same work per step, different text)")
+                compared = (
+                    "infill pins the text after the gap, which generate() cannot: the reference denoises one "
+                    "unconstrained canvas after the same prompt (same work per step, different text)"
+                )
             else:
                 identical = eng_runs[-1].ids == ref_runs[-1].ids and first.ids == ref_runs[-1].ids
             entry: dict[str, Any] = {
-                "name": case.name, "kind": case.kind, "seed": case.seed, "prompt_tokens": int(prompt.shape[1]),
-                "max_new_tokens": max_new, "engine": eng, "reference": ref, "identical_ids": identical,
-                "compared": compared, "ratio": round(eng["wall_ms"] / ref["wall_ms"], 4) if ref["wall_ms"] else None,
+                "name": case.name,
+                "kind": case.kind,
+                "seed": case.seed,
+                "prompt_tokens": int(prompt.shape[1]),
+                "max_new_tokens": max_new,
+                "engine": eng,
+                "reference": ref,
+                "identical_ids": identical,
+                "compared": compared,
+                "ratio": round(eng["wall_ms"] / ref["wall_ms"], 4) if ref["wall_ms"] else None,
             }
             if count_syncs:
-                entry["engine"]["syncs_per_step"], entry["engine"]["model_syncs_per_step"] = _count_engine_syncs(
-                    session, model, case, settings)
-                entry["reference"]["syncs_per_step"], entry["reference"]["model_syncs_per_step"] = _count_ref_syncs(
-                    model, prompt, max_new, settings, case.seed, pad, ref_extra)
+                entry["engine"]["syncs_per_step"], entry["engine"]["model_syncs_per_step"] = (
+                    _count_engine_syncs(session, model, case, settings)
+                )
+                entry["reference"]["syncs_per_step"], entry["reference"]["model_syncs_per_step"] = (
+                    _count_ref_syncs(model, prompt, max_new, settings, case.seed, pad, ref_extra)
+                )
             eng_total += eng["wall_ms"]
             ref_total += ref["wall_ms"]
             report_cases.append(entry)
@@ -442,18 +556,28 @@ def bench_model(model_dir: str | Path, *, device: str = "auto", repeats: int = 5
         # draft/rewrite only: the cases where both sides produce the same output (infill does more work than the
         # unpinned reference); the headline engine_vs_reference below counts every case
         "engine_vs_reference_same_output": round(sum(c["engine"]["wall_ms"] for c in same) / same_ref, 4)
-        if same_ref else None,
+        if same_ref
+        else None,
         "identical_ids_all": all(c["identical_ids"] for c in report_cases if c["identical_ids"] is not None),
         "engine_wall_ms_total": round(eng_total, 3),
         "reference_wall_ms_total": round(ref_total, 3),
         "draft_overhead_share": _median_of(draft, "engine", "overhead_share"),
         "draft_reference_overhead_share": _median_of(draft, "reference", "overhead_share"),
         "draft_overhead_share_excluding_draws": round(
-            statistics.median(c["engine"]["overhead_share_excluding_draws"] for c in draft), 4) if draft else None,
-        "draft_draws_share": round(statistics.median(
-            c["engine"]["draws_ms_per_step"] / c["engine"]["step_ms"] for c in draft), 4) if draft else None,
-        "draft_deliver_share": round(statistics.median(
-            c["engine"]["deliver_ms_per_step"] / c["engine"]["step_ms"] for c in draft), 4) if draft else None,
+            statistics.median(c["engine"]["overhead_share_excluding_draws"] for c in draft), 4
+        )
+        if draft
+        else None,
+        "draft_draws_share": round(
+            statistics.median(c["engine"]["draws_ms_per_step"] / c["engine"]["step_ms"] for c in draft), 4
+        )
+        if draft
+        else None,
+        "draft_deliver_share": round(
+            statistics.median(c["engine"]["deliver_ms_per_step"] / c["engine"]["step_ms"] for c in draft), 4
+        )
+        if draft
+        else None,
     }
     return {
         "benchmark": "engine-vs-reference",
@@ -494,7 +618,9 @@ def _max_new(session: Any, case: Case, settings: DenoiseSettings, canvas: int) -
     return math.ceil(wanted / canvas) * canvas
 
 
-def _count_engine_syncs(session: Any, model: Any, case: Case, settings: DenoiseSettings) -> tuple[float, float]:
+def _count_engine_syncs(
+    session: Any, model: Any, case: Case, settings: DenoiseSettings
+) -> tuple[float, float]:
     from engine.denoise import device_code_path
 
     counter = SyncCounter()
@@ -502,18 +628,26 @@ def _count_engine_syncs(session: Any, model: Any, case: Case, settings: DenoiseS
         session.run(case.build(settings), on_step=lambda e: None)
     out = session.last_output
     outside, inside = counter.per_step()
-    if model.device.type == "cpu":  # our per-step host copy is no op on the CPU: add it from the loop's own count
+    if (
+        model.device.type == "cpu"
+    ):  # our per-step host copy is no op on the CPU: add it from the loop's own count
         outside += out.syncs / max(1, out.steps)
     return round(outside, 3), round(inside, 3)
 
 
-def _count_ref_syncs(model: Any, prompt: Any, max_new: int, settings: DenoiseSettings, seed: int,
-                     pad: int, extra: dict[str, Any]) -> tuple[float, float]:
+def _count_ref_syncs(
+    model: Any,
+    prompt: Any,
+    max_new: int,
+    settings: DenoiseSettings,
+    seed: int,
+    pad: int,
+    extra: dict[str, Any],
+) -> tuple[float, float]:
     counter = SyncCounter()
     recorder = ForwardRecorder(model, False)
-    with counter.counting(model):
-        with recorder.installed():
-            run_reference(model, prompt, max_new, settings, seed, recorder, pad, extra)
+    with counter.counting(model), recorder.installed():
+        run_reference(model, prompt, max_new, settings, seed, recorder, pad, extra)
     outside, inside = counter.per_step()
     return round(outside, 3), round(inside, 3)
 
@@ -522,35 +656,44 @@ def _count_ref_syncs(model: Any, prompt: Any, max_new: int, settings: DenoiseSet
 # Output
 
 
-HEADER = (f"{'case':<18} {'ours ms':>9} {'ref ms':>9} {'ratio':>6} {'fwd/can':>7} {'tok/fwd':>7} {'1st ms':>7} "
-          f"{'step ms':>8} {'fwd ms':>7} {'ovh %':>6} {'ref ovh %':>9} {'sync/st':>7} {'ref s/st':>8} same")
+HEADER = (
+    f"{'case':<18} {'ours ms':>9} {'ref ms':>9} {'ratio':>6} {'fwd/can':>7} {'tok/fwd':>7} {'1st ms':>7} "
+    f"{'step ms':>8} {'fwd ms':>7} {'ovh %':>6} {'ref ovh %':>9} {'sync/st':>7} {'ref s/st':>8} same"
+)
 
 
 def _row(c: dict[str, Any]) -> str:
     e, r = c["engine"], c["reference"]
     same = {True: "yes", False: "NO", None: "n/a"}[c["identical_ids"]]
-    return (f"{c['name']:<18} {e['wall_ms']:>9.1f} {r['wall_ms']:>9.1f} {c['ratio']:>6.3f} "
-            f"{e['forwards_per_canvas']:>7.1f} {e['tokens_per_forward']:>7.2f} {e['first_draft_ms']:>7.1f} "
-            f"{e['step_ms']:>8.3f} {e['forward_ms_per_step']:>7.3f} {_pct(e['overhead_share'], 6)} "
-            f"{_pct(r['overhead_share'], 9)} {e.get('syncs_per_step', float('nan')):>7.2f} "
-            f"{r.get('syncs_per_step', float('nan')):>8.2f} {same}")
+    return (
+        f"{c['name']:<18} {e['wall_ms']:>9.1f} {r['wall_ms']:>9.1f} {c['ratio']:>6.3f} "
+        f"{e['forwards_per_canvas']:>7.1f} {e['tokens_per_forward']:>7.2f} {e['first_draft_ms']:>7.1f} "
+        f"{e['step_ms']:>8.3f} {e['forward_ms_per_step']:>7.3f} {_pct(e['overhead_share'], 6)} "
+        f"{_pct(r['overhead_share'], 9)} {e.get('syncs_per_step', float('nan')):>7.2f} "
+        f"{r.get('syncs_per_step', float('nan')):>8.2f} {same}"
+    )
 
 
 def format_table(report: dict[str, Any]) -> str:
-    lines = [f"device {report['device']} ({report['device_name']}), torch {report['torch']}, "
-             f"transformers {report['transformers']}, {report['threads']} thread(s), canvas {report['canvas_length']}, "
-             f"{report['repeats']} repeats (medians)", HEADER]
+    lines = [
+        f"device {report['device']} ({report['device_name']}), torch {report['torch']}, "
+        f"transformers {report['transformers']}, {report['threads']} thread(s), canvas {report['canvas_length']}, "
+        f"{report['repeats']} repeats (medians)",
+        HEADER,
+    ]
     lines += [_row(c) for c in report["cases"]]
     s = report["summary"]
     same = "yes" if s["identical_ids_all"] else "NO"
     if s["draft_overhead_share"] is None or s["draft_reference_overhead_share"] is None:
         lines.append(f"identical ids (draft/rewrite): {same}")
     else:
-        lines.append(f"identical ids (draft/rewrite): {same}; draft overhead outside the forward: "
-                     f"{s['draft_overhead_share'] * 100:.1f}% (reference {s['draft_reference_overhead_share'] * 100:.1f}%)"
-                     f"; of ours, random draws {s['draft_draws_share'] * 100:.1f}%, display + delivery "
-                     f"{s['draft_deliver_share'] * 100:.1f}%, excluding the draws "
-                     f"{s['draft_overhead_share_excluding_draws'] * 100:.1f}%")
+        lines.append(
+            f"identical ids (draft/rewrite): {same}; draft overhead outside the forward: "
+            f"{s['draft_overhead_share'] * 100:.1f}% (reference {s['draft_reference_overhead_share'] * 100:.1f}%)"
+            f"; of ours, random draws {s['draft_draws_share'] * 100:.1f}%, display + delivery "
+            f"{s['draft_deliver_share'] * 100:.1f}%, excluding the draws "
+            f"{s['draft_overhead_share_excluding_draws'] * 100:.1f}%"
+        )
     lines.append(f"engine_vs_reference {report['engine_vs_reference']}")
     return "\n".join(lines)
 
@@ -559,45 +702,85 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine bench", description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="checkpoint folder (default: the shipped demo model)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (engine_vs_reference last)")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (engine_vs_reference last)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=48, help="max denoising steps per canvas")
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
     parser.add_argument("--no-syncs", action="store_true", help="skip the synchronisation-counting pass")
-    parser.add_argument("--fastpath", action="store_true",
-                        help="CUDA: our fast path vs generate() with a static cache (both compiled)")
+    parser.add_argument(
+        "--fastpath",
+        action="store_true",
+        help="CUDA: our fast path vs generate() with a static cache (both compiled)",
+    )
     parser.add_argument("--plot", help="write a PNG of time per step (forward vs overhead) here")
     parser.add_argument("--out", help="also write the JSON report to this file")
     lg = parser.add_argument_group("long-document benchmark (prefix reuse)")
-    lg.add_argument("--long", action="store_true", help="time to first visible step vs document length: first "
-                    "request, repeat, small edit near the end (see engine.tools.longbench)")
+    lg.add_argument(
+        "--long",
+        action="store_true",
+        help="time to first visible step vs document length: first "
+        "request, repeat, small edit near the end (see engine.tools.longbench)",
+    )
     lg.add_argument("--lengths", default="1024,4096,16384", help="prefix lengths in tokens, comma-separated")
-    lg.add_argument("--candidates", type=int, default=1, help="rows per request (prefill once shares the prompt)")
+    lg.add_argument(
+        "--candidates", type=int, default=1, help="rows per request (prefill once shares the prompt)"
+    )
     sm = parser.add_argument_group("step memory (engine.tools.step_memory)")
-    sm.add_argument("--step-memory", action="store_true",
-                    help="measure one denoising step's peak memory per canvas x vocabulary cell: the real "
-                         "vocabulary (262,144) and canvas (256), a tiny bf16 body, the loop's device code path")
-    sm.add_argument("--step-memory-candidates", default="1,3,8",
-                    help="candidate counts for --step-memory, comma-separated")
-    parser.add_argument("--quant-quality", action="store_true",
-                        help="NF4 and nf4-mixed vs full precision on --model (default: the demo model): logit KL, "
-                             "argmax agreement, steps to finish a draft")
-    parser.add_argument("--traffic", action="store_true", help="bytes, FLOPs and predicted time per op of one "
-                        "forward on named cards, today's path vs the fused kernels (--context, --alternatives)")
-    parser.add_argument("--kernels", action="store_true", help="time the fused Triton kernels on the GPU against "
-                        "today's path (says so when there is no CUDA device)")
-    parser.add_argument("--busy", action="store_true", help="the same draft alone and beside a CPU hog on every "
-                        "core, per thread configuration (see `python -m engine bench --busy --help`)")
+    sm.add_argument(
+        "--step-memory",
+        action="store_true",
+        help="measure one denoising step's peak memory per canvas x vocabulary cell: the real "
+        "vocabulary (262,144) and canvas (256), a tiny bf16 body, the loop's device code path",
+    )
+    sm.add_argument(
+        "--step-memory-candidates",
+        default="1,3,8",
+        help="candidate counts for --step-memory, comma-separated",
+    )
+    parser.add_argument(
+        "--quant-quality",
+        action="store_true",
+        help="NF4 and nf4-mixed vs full precision on --model (default: the demo model): logit KL, "
+        "argmax agreement, steps to finish a draft",
+    )
+    parser.add_argument(
+        "--traffic",
+        action="store_true",
+        help="bytes, FLOPs and predicted time per op of one "
+        "forward on named cards, today's path vs the fused kernels (--context, --alternatives)",
+    )
+    parser.add_argument(
+        "--kernels",
+        action="store_true",
+        help="time the fused Triton kernels on the GPU against "
+        "today's path (says so when there is no CUDA device)",
+    )
+    parser.add_argument(
+        "--busy",
+        action="store_true",
+        help="the same draft alone and beside a CPU hog on every "
+        "core, per thread configuration (see `python -m engine bench --busy --help`)",
+    )
     rs = parser.add_argument_group("real-shape forward benchmark")
     rs.add_argument("--real-shape", action="store_true", help="time 26B-A4B-shaped layers instead")
     rs.add_argument("--layers", type=int, default=2)
-    rs.add_argument("--vocab", type=int, default=None, help="vocabulary of the built model (default: 262144 "
-                    "on CUDA, 4096 on the CPU)")
+    rs.add_argument(
+        "--vocab",
+        type=int,
+        default=None,
+        help="vocabulary of the built model (default: 262144 on CUDA, 4096 on the CPU)",
+    )
     rs.add_argument("--prefixes", default="2048,8192", help="prefix lengths, comma-separated")
     rs.add_argument("--quantize", choices=["nf4", "none"], default="nf4")
-    rs.add_argument("--experts", choices=["loop", "grouped"], default="loop",
-                    help="quantized-experts forward: the per-expert loop or the grouped fast path")
+    rs.add_argument(
+        "--experts",
+        choices=["loop", "grouped"],
+        default="loop",
+        help="quantized-experts forward: the per-expert loop or the grouped fast path",
+    )
     rs.add_argument("--iters", type=int, default=3)
     rs.add_argument("--bandwidth-gbs", type=float, default=None, help="device bandwidth if not in our table")
     rs.add_argument("--peak-tflops", type=float, default=None, help="device bf16 peak if not in our table")
@@ -628,29 +811,44 @@ def main_bench(argv: list[str]) -> int:
             if not args.json:
                 _stderr(LONG_HEADER)
             report = run_long(
-                args.model, lengths=tuple(int(n) for n in args.lengths.split(",") if n),
-                repeats=args.repeats if args.repeats != 5 else 3, device="cpu" if args.device == "auto" else args.device,
-                candidates=args.candidates, log=None if args.json else _stderr,
+                args.model,
+                lengths=tuple(int(n) for n in args.lengths.split(",") if n),
+                repeats=args.repeats if args.repeats != 5 else 3,
+                device="cpu" if args.device == "auto" else args.device,
+                candidates=args.candidates,
+                log=None if args.json else _stderr,
             )
             text = format_long(report)
         elif args.quant_quality:
             from engine.__main__ import default_model_dir
             from engine.tools.quant_quality import compare, format_quality
 
-            report = compare(args.model or default_model_dir(), device="cpu" if args.device == "auto" else args.device,
-                             steps=args.steps)
+            report = compare(
+                args.model or default_model_dir(),
+                device="cpu" if args.device == "auto" else args.device,
+                steps=args.steps,
+            )
             text = format_quality(report)
         elif args.step_memory:
-            report = run_step_memory([int(k) for k in args.step_memory_candidates.split(",") if k], log=None if args.json else _stderr)
+            report = run_step_memory(
+                [int(k) for k in args.step_memory_candidates.split(",") if k],
+                log=None if args.json else _stderr,
+            )
             text = format_step_memory(report)
         elif args.real_shape:
             from engine.tools.realbench import format_real_shape, run_real_shape
 
             report = run_real_shape(
-                layers=args.layers, device=args.device, vocab=args.vocab,
-                prefixes=[int(p) for p in args.prefixes.split(",") if p], quantize=args.quantize,
-                experts=args.experts, iters=args.iters, bandwidth_gbs=args.bandwidth_gbs,
-                peak_tflops=args.peak_tflops, log=None if args.json else _stderr,
+                layers=args.layers,
+                device=args.device,
+                vocab=args.vocab,
+                prefixes=[int(p) for p in args.prefixes.split(",") if p],
+                quantize=args.quantize,
+                experts=args.experts,
+                iters=args.iters,
+                bandwidth_gbs=args.bandwidth_gbs,
+                peak_tflops=args.peak_tflops,
+                log=None if args.json else _stderr,
             )
             text = format_real_shape(report)
         else:
@@ -659,10 +857,20 @@ def main_bench(argv: list[str]) -> int:
             cases = None
             if args.cases:
                 wanted = set(args.cases.split(","))
-                cases = [c for c in default_cases(_canvas_of(args.model or default_model_dir())) if c.name in wanted]
+                cases = [
+                    c
+                    for c in default_cases(_canvas_of(args.model or default_model_dir()))
+                    if c.name in wanted
+                ]
             report = bench_model(
-                args.model or default_model_dir(), device=args.device, repeats=args.repeats, warmup=args.warmup,
-                max_steps=args.steps, cases=cases, count_syncs=not args.no_syncs, fastpath=args.fastpath,
+                args.model or default_model_dir(),
+                device=args.device,
+                repeats=args.repeats,
+                warmup=args.warmup,
+                max_steps=args.steps,
+                cases=cases,
+                count_syncs=not args.no_syncs,
+                fastpath=args.fastpath,
                 log=None if args.json else _stderr_table(),
             )
             text = format_table(report)
@@ -672,11 +880,15 @@ def main_bench(argv: list[str]) -> int:
 
                     plot_steps(report, args.plot)
                 except ImportError:
-                    print("error: --plot draws with Pillow: pip install Pillow (the figures above are complete)",
-                          file=sys.stderr)
+                    print(
+                        "error: --plot draws with Pillow: pip install Pillow (the figures above are complete)",
+                        file=sys.stderr,
+                    )
     except EngineError as exc:
-        print(json.dumps({"error": exc.kind, "message": exc.message}) if args.json else f"error: {exc.message}",
-              file=sys.stdout if args.json else sys.stderr)
+        print(
+            json.dumps({"error": exc.kind, "message": exc.message}) if args.json else f"error: {exc.message}",
+            file=sys.stdout if args.json else sys.stderr,
+        )
         return 2
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
@@ -684,8 +896,9 @@ def main_bench(argv: list[str]) -> int:
     return 0
 
 
-def run_step_memory(candidates: list[int], *, vocab: int | None = None,
-                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_step_memory(
+    candidates: list[int], *, vocab: int | None = None, log: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """The step-memory figures (see `engine.tools.step_memory` for the method), draft and infill, per candidate count."""
     import torch
 
@@ -704,7 +917,7 @@ def run_step_memory(candidates: list[int], *, vocab: int | None = None,
         "benchmark": "step-memory",
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "method": "peak of live tensor storage bytes (TorchDispatchMode + weakref.finalize) over a 2-step denoising "
-                  "run on engine.denoise.device_code_path(), tiny bf16 body, weights excluded",
+        "run on engine.denoise.device_code_path(), tiny bf16 body, weights excluded",
         "torch": torch.__version__,
         "runs": rows,
         "bytes_per_cell_at_3": worst3,
@@ -715,8 +928,10 @@ def format_step_memory(report: dict[str, Any]) -> str:
     lines = [f"step memory ({report['method']})"]
     for r in report["runs"]:
         kind = "infill" if r["frozen"] else "draft"
-        lines.append(f"  {r['candidates']} candidate(s) {kind:<6} {r['peak_bytes'] / 1e9:7.3f} GB  "
-                     f"{r['bytes_per_cell']:5.2f} bytes per cell ({r['canvas']} x {r['vocab']:,}, {r['dtype']})")
+        lines.append(
+            f"  {r['candidates']} candidate(s) {kind:<6} {r['peak_bytes'] / 1e9:7.3f} GB  "
+            f"{r['bytes_per_cell']:5.2f} bytes per cell ({r['canvas']} x {r['vocab']:,}, {r['dtype']})"
+        )
     if report["bytes_per_cell_at_3"] is not None:
         lines.append(f"bytes_per_cell_at_3 {report['bytes_per_cell_at_3']}")
     return "\n".join(lines)

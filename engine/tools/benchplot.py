@@ -24,11 +24,17 @@ def plot_steps(report: dict[str, Any], path: str | Path, *, width: int = 900, ro
     font = ImageFont.load_default()
     longest = max((max(c["engine"]["step_ms"], c["reference"]["step_ms"]) for c in cases), default=1.0) or 1.0
     scale = (width - left - right) / longest
-    title = (f"Time per denoising step, {report['device']} ({report['device_name']}), canvas {report['canvas_length']},"
-             f" vocab {report['vocab_size']}; engine_vs_reference {report['engine_vs_reference']}")
+    title = (
+        f"Time per denoising step, {report['device']} ({report['device_name']}), canvas {report['canvas_length']},"
+        f" vocab {report['vocab_size']}; engine_vs_reference {report['engine_vs_reference']}"
+    )
     draw.text((10, 10), title, fill=INK, font=font)
-    draw.text((10, 28), "per case: ours (upper bar), model.generate() (lower bar); medians of "
-              f"{report['repeats']} repeats", fill=INK, font=font)
+    draw.text(
+        (10, 28),
+        f"per case: ours (upper bar), model.generate() (lower bar); medians of {report['repeats']} repeats",
+        fill=INK,
+        font=font,
+    )
     for tick in range(0, int(longest) + 1, max(1, int(longest / 8) or 1)):
         x = left + tick * scale
         draw.line([(x, top - 6), (x, top + row * len(cases))], fill=GRID)
@@ -44,14 +50,19 @@ def plot_steps(report: dict[str, Any], path: str | Path, *, width: int = 900, ro
             draw.rectangle([left, y0, left + fwd * scale, y0 + 13], fill=FORWARD)
             draw.rectangle([left + fwd * scale, y0, left + step * scale, y0 + 13], fill=OVERHEAD)
             share = s["overhead_share"]
-            label = (f"{'ours' if side == 'engine' else 'ref '} {step:.2f} ms, {share * 100:.0f}% overhead"
-                     if share is not None else f"{'ours' if side == 'engine' else 'ref '} not split")
+            label = (
+                f"{'ours' if side == 'engine' else 'ref '} {step:.2f} ms, {share * 100:.0f}% overhead"
+                if share is not None
+                else f"{'ours' if side == 'engine' else 'ref '} not split"
+            )
             draw.text((left + step * scale + 6, y0), label, fill=INK, font=font)
     ly = height - 26
     draw.rectangle([left, ly, left + 14, ly + 12], fill=FORWARD)
     draw.text((left + 20, ly), "decoder forward", fill=INK, font=font)
     draw.rectangle([left + 150, ly, left + 164, ly + 12], fill=OVERHEAD)
-    draw.text((left + 170, ly), "everything else (sampling, acceptance, display, delivery)", fill=INK, font=font)
+    draw.text(
+        (left + 170, ly), "everything else (sampling, acceptance, display, delivery)", fill=INK, font=font
+    )
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     image.save(out)

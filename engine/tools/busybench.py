@@ -67,7 +67,8 @@ def _child(args: argparse.Namespace) -> int:
     session = Session()
     session.load(args.model, device="cpu")
     request = DraftRequest(
-        before=DRAFT_TEXT, max_new_tokens=args.tokens,
+        before=DRAFT_TEXT,
+        max_new_tokens=args.tokens,
         settings=DenoiseSettings(max_steps=args.steps, candidates=args.candidates, seed=0),
     )
     warm = DraftRequest(before=DRAFT_TEXT, max_new_tokens=8, settings=DenoiseSettings(max_steps=2, seed=0))
@@ -77,7 +78,9 @@ def _child(args: argparse.Namespace) -> int:
     plans: list[Any] = []
     began = time.perf_counter()
     parent = os.getppid()
-    for _ in range(args.repeats):  # quiet and busy alternate, so a change in the machine's load hits both alike
+    for _ in range(
+        args.repeats
+    ):  # quiet and busy alternate, so a change in the machine's load hits both alike
         if os.getppid() != parent:
             raise SystemExit("the bench that started this run is gone")  # killed with -9: no orphaned drafts
         for seconds, hogs in ((quiet, 0), (busy, args.hogs)):
@@ -96,12 +99,19 @@ def _child(args: argparse.Namespace) -> int:
     import torch
 
     plan = plans[-1] if plans else None
-    print(json.dumps({
-        "quiet": quiet, "busy": busy, "threads": torch.get_num_threads(), "steps": result.stats.steps,
-        "reason": plan.reason if plan else "",
-        "busy_cores_seen": [round(p.busy, 2) if p and p.busy is not None else None for p in plans],
-        "hog_pids": _HOG_PIDS,
-    }))
+    print(
+        json.dumps(
+            {
+                "quiet": quiet,
+                "busy": busy,
+                "threads": torch.get_num_threads(),
+                "steps": result.stats.steps,
+                "reason": plan.reason if plan else "",
+                "busy_cores_seen": [round(p.busy, 2) if p and p.busy is not None else None for p in plans],
+                "hog_pids": _HOG_PIDS,
+            }
+        )
+    )
     return 0
 
 
@@ -128,17 +138,35 @@ def _run_config(args: argparse.Namespace, threads: str, cores: int) -> dict[str,
     if threads != "default":
         env["LETTERPRESS_THREADS"] = threads
     cmd = [
-        sys.executable, "-m", "engine.tools.busybench", "--child", "--model", str(args.model),
-        "--repeats", str(args.repeats), "--steps", str(args.steps), "--tokens", str(args.tokens),
-        "--candidates", str(args.candidates), "--budget", str(args.budget), "--hogs", str(cores),
-        "--hog-limit", str(args.hog_limit),
+        sys.executable,
+        "-m",
+        "engine.tools.busybench",
+        "--child",
+        "--model",
+        str(args.model),
+        "--repeats",
+        str(args.repeats),
+        "--steps",
+        str(args.steps),
+        "--tokens",
+        str(args.tokens),
+        "--candidates",
+        str(args.candidates),
+        "--budget",
+        str(args.budget),
+        "--hogs",
+        str(cores),
+        "--hog-limit",
+        str(args.hog_limit),
     ]
     try:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.hog_limit + 60)
     except subprocess.TimeoutExpired:
         return {"error": f"no result within {args.hog_limit:.0f} s"}
     if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+        return {
+            "error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
+        }
     data: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     data["quiet_median"] = statistics.median(data["quiet"])
     data["busy_median"] = statistics.median(data["busy"])
@@ -169,8 +197,13 @@ def run_busy_bench(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
         if log:
             log(_format_row(row))
     return {
-        "model": str(args.model), "cores": cores, "loadavg_after": _loadavg(), "steps": args.steps,
-        "tokens": args.tokens, "candidates": args.candidates, "rows": rows,
+        "model": str(args.model),
+        "cores": cores,
+        "loadavg_after": _loadavg(),
+        "steps": args.steps,
+        "tokens": args.tokens,
+        "candidates": args.candidates,
+        "rows": rows,
     }
 
 
@@ -183,15 +216,19 @@ def _format_row(row: dict[str, Any]) -> str:
     if "ratio" not in row:
         return f"{label:<24} error: {row.get('error', '?')}"
     threads = f"({row['threads']}t)" if row["threads"] else ""
-    return (f"{label:<24} {row['quiet_median']:8.2f} s {row['busy_median']:8.2f} s {row['ratio']:8.1f}  "
-            f"{threads} n={len(row['quiet'])}")
+    return (
+        f"{label:<24} {row['quiet_median']:8.2f} s {row['busy_median']:8.2f} s {row['ratio']:8.1f}  "
+        f"{threads} n={len(row['quiet'])}"
+    )
 
 
 def format_report(report: dict[str, Any]) -> str:
     used = sorted({r["steps"] for r in report["rows"] if "steps" in r})
-    head = (f"demo draft ({report['tokens']} tokens, {report['candidates']} alternatives, {'/'.join(map(str, used))} "
-            f"steps of <= {report['steps']}) on {report['cores']} core(s); hog: one busy loop per core; load "
-            f"after: {report['loadavg_after']}")
+    head = (
+        f"demo draft ({report['tokens']} tokens, {report['candidates']} alternatives, {'/'.join(map(str, used))} "
+        f"steps of <= {report['steps']}) on {report['cores']} core(s); hog: one busy loop per core; load "
+        f"after: {report['loadavg_after']}"
+    )
     lines = [head, HEADER]
     lines += [_format_row(r) for r in report["rows"]]
     return "\n".join(lines)
@@ -202,15 +239,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="python -m engine bench --busy", description=__doc__.split("\n")[0])
     parser.add_argument("--model", type=Path, default=default_model_dir())
-    parser.add_argument("--threads", default="default,torch,1,2,N",
-                        help="configurations: default (the policy), torch (torch's own default), or counts; N = "
-                             "every usable core")
+    parser.add_argument(
+        "--threads",
+        default="default,torch,1,2,N",
+        help="configurations: default (the policy), torch (torch's own default), or counts; N = "
+        "every usable core",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=48, help="max denoising steps (the app's default)")
     parser.add_argument("--tokens", type=int, default=64, help="draft length (the app's default)")
     parser.add_argument("--candidates", type=int, default=3, help="alternatives (the app's default)")
-    parser.add_argument("--budget", type=float, default=60.0, help="stop repeating a configuration after this")
-    parser.add_argument("--hog-limit", type=float, default=600.0, help="seconds after which a hog ends by itself")
+    parser.add_argument(
+        "--budget", type=float, default=60.0, help="stop repeating a configuration after this"
+    )
+    parser.add_argument(
+        "--hog-limit", type=float, default=600.0, help="seconds after which a hog ends by itself"
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--hogs", type=int, default=0, help=argparse.SUPPRESS)

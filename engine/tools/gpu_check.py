@@ -29,7 +29,6 @@ import os
 import platform
 import subprocess
 import sys
-from types import FrameType
 import tempfile
 import threading
 import time
@@ -37,6 +36,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 MAX_SECONDS = 480
@@ -49,8 +49,14 @@ class Report:
         self.out = out
         self.lock = threading.Lock()
         self.started = time.monotonic()
-        self.data: dict[str, Any] = {"tool": "gpu-check", "dry_run": dry_run, "time_limit_s": limit,
-                                     "date": time.strftime("%Y-%m-%d %H:%M:%S"), "status": "running", "checks": {}}
+        self.data: dict[str, Any] = {
+            "tool": "gpu-check",
+            "dry_run": dry_run,
+            "time_limit_s": limit,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "status": "running",
+            "checks": {},
+        }
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -75,8 +81,10 @@ class Report:
 
 
 def summary(data: dict[str, Any]) -> str:
-    lines = [f"gpu-check {'(dry run, CPU) ' if data['dry_run'] else ''}{data['status']} "
-             f"after {data.get('elapsed_s', '?')} s (limit {data['time_limit_s']} s)"]
+    lines = [
+        f"gpu-check {'(dry run, CPU) ' if data['dry_run'] else ''}{data['status']} "
+        f"after {data.get('elapsed_s', '?')} s (limit {data['time_limit_s']} s)"
+    ]
     for name, result in data["checks"].items():
         verdict = "ok" if result.get("ok") else ("skipped" if result.get("skipped") else "FAILED")
         lines.append(f"  {name:<18} {verdict:<8} {result.get('line', result.get('error', ''))}")
@@ -87,8 +95,12 @@ def _env(ctx: dict[str, Any]) -> dict[str, Any]:
     import torch
     import transformers
 
-    info: dict[str, Any] = {"python": sys.version.split()[0], "torch": torch.__version__,
-                            "transformers": transformers.__version__, "platform": platform.platform()}
+    info: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "platform": platform.platform(),
+    }
     try:
         import bitsandbytes
 
@@ -97,14 +109,20 @@ def _env(ctx: dict[str, Any]) -> dict[str, Any]:
         info["bitsandbytes"] = None
     if ctx["device"] == "cuda":
         props = torch.cuda.get_device_properties(0)
-        info.update(device=props.name, capability=list(torch.cuda.get_device_capability(0)),
-                    memory_bytes=props.total_memory, cuda=torch.version.cuda)
+        info.update(
+            device=props.name,
+            capability=list(torch.cuda.get_device_capability(0)),
+            memory_bytes=props.total_memory,
+            cuda=torch.version.cuda,
+        )
     else:
         info.update(device=platform.processor() or platform.machine(), capability=None)
     from engine.fastpath import grouped_mm_kind
 
     info["grouped_mm"] = grouped_mm_kind(torch.device(ctx["device"]))
-    info["line"] = f"{info['device']} cc {info['capability']} torch {info['torch']} grouped_mm={info['grouped_mm']}"
+    info["line"] = (
+        f"{info['device']} cc {info['capability']} torch {info['torch']} grouped_mm={info['grouped_mm']}"
+    )
     return info
 
 
@@ -130,8 +148,13 @@ def _model(ctx: dict[str, Any]) -> dict[str, Any]:
     ctx["session"] = session
     loaded = time.perf_counter() - t0 - written
     result = _draft(ctx, max_steps=4)
-    return {"checkpoint": kind, "write_s": round(written, 1), "load_s": round(loaded, 1), **result,
-            "line": f"{kind}: written {written:.1f} s, loaded {loaded:.1f} s, 4 steps {result['wall_s']:.2f} s"}
+    return {
+        "checkpoint": kind,
+        "write_s": round(written, 1),
+        "load_s": round(loaded, 1),
+        **result,
+        "line": f"{kind}: written {written:.1f} s, loaded {loaded:.1f} s, 4 steps {result['wall_s']:.2f} s",
+    }
 
 
 def _draft(ctx: dict[str, Any], max_steps: int, candidates: int = 1) -> dict[str, Any]:
@@ -140,11 +163,20 @@ def _draft(ctx: dict[str, Any], max_steps: int, candidates: int = 1) -> dict[str
     session = ctx["session"]
     canvas = session.info.canvas_length
     t0 = time.perf_counter()
-    result = session.run(DraftRequest("In the morning the harbour was", max_new_tokens=canvas,
-                                      settings=DenoiseSettings(seed=1, max_steps=max_steps, candidates=candidates)))
+    result = session.run(
+        DraftRequest(
+            "In the morning the harbour was",
+            max_new_tokens=canvas,
+            settings=DenoiseSettings(seed=1, max_steps=max_steps, candidates=candidates),
+        )
+    )
     out = session.last_output
-    return {"wall_s": round(time.perf_counter() - t0, 3), "steps": out.steps, "forwards": out.forwards,
-            "text_chars": len(result.text)}
+    return {
+        "wall_s": round(time.perf_counter() - t0, 3),
+        "steps": out.steps,
+        "forwards": out.forwards,
+        "text_chars": len(result.text),
+    }
 
 
 def _cuda_tests(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -153,13 +185,22 @@ def _cuda_tests(ctx: dict[str, Any]) -> dict[str, Any]:
     if ctx["dry_run"]:
         cmd.append("--collect-only")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=min(left, 240),
-                              cwd=Path(__file__).resolve().parents[2])
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=min(left, 240),
+            cwd=Path(__file__).resolve().parents[2],
+        )
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"pytest -m gpu ran past {min(left, 240)} s"}
     tail = proc.stdout.strip().splitlines()[-1:] or [""]
-    return {"ok": proc.returncode in (0, 5), "returncode": proc.returncode, "line": tail[0],
-            "stdout_tail": proc.stdout[-3000:]}
+    return {
+        "ok": proc.returncode in (0, 5),
+        "returncode": proc.returncode,
+        "line": tail[0],
+        "stdout_tail": proc.stdout[-3000:],
+    }
 
 
 def _syncs(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -179,8 +220,13 @@ def _syncs(ctx: dict[str, Any]) -> dict[str, Any]:
                 torch.cuda.set_sync_debug_mode("default")
         count = sum("synchroniz" in str(w.message).lower() for w in seen)
         per_step = count / steps
-        return {"syncs": count, "steps": steps, "per_step": per_step, "ok": per_step <= 2,
-                "line": f"{count} syncs over {steps} steps ({per_step:.1f} per step, debug mode)"}
+        return {
+            "syncs": count,
+            "steps": steps,
+            "per_step": per_step,
+            "ok": per_step <= 2,
+            "line": f"{count} syncs over {steps} steps ({per_step:.1f} per step, debug mode)",
+        }
     from engine.tools.sync_audit import auditing
 
     model = session.model
@@ -208,9 +254,12 @@ def _syncs(ctx: dict[str, Any]) -> dict[str, Any]:
             os.environ.pop(GROUPED_MM_ENV, None)
         else:
             os.environ[GROUPED_MM_ENV] = old
-    return {"syncing_ops_in_forward": dict(audit.syncing), "ops_seen": sum(audit.ops.values()),
-            "ok": audit.total_syncs == 0,
-            "line": f"CPU audit (stand-in for cc 8.6): {audit.total_syncs} syncing ops in the decoder forwards"}
+    return {
+        "syncing_ops_in_forward": dict(audit.syncing),
+        "ops_seen": sum(audit.ops.values()),
+        "ok": audit.total_syncs == 0,
+        "line": f"CPU audit (stand-in for cc 8.6): {audit.total_syncs} syncing ops in the decoder forwards",
+    }
 
 
 def _in_kernel() -> bool:
@@ -239,17 +288,25 @@ def _step_memory(ctx: dict[str, Any]) -> dict[str, Any]:
         torch.cuda.reset_peak_memory_stats()
         _draft(ctx, max_steps=2, candidates=rows)
         peak = torch.cuda.max_memory_allocated() - base
-        how = "torch.cuda.max_memory_allocated over a 2-step draft (weights excluded; KV cache and buffers in)"
+        how = (
+            "torch.cuda.max_memory_allocated over a 2-step draft (weights excluded; KV cache and buffers in)"
+        )
     else:
         from engine.tools.step_memory import measure_step_memory
 
         peak = measure_step_memory(rows, model=session.model, steps=2).peak_bytes
         how = "live tensor bytes over a 2-step draft (dry-run stand-in)"
     per_cell = peak / (rows * canvas * vocab)
-    return {"rows": rows, "peak_bytes": peak, "bytes_per_cell": round(per_cell, 3), "fit_bytes_per_cell":
-            STEP_BYTES_PER_CELL_BF16, "method": how, "ok": True,
-            "line": f"{per_cell:.2f} B per canvas x vocabulary cell (fit counts {STEP_BYTES_PER_CELL_BF16}; at this "
-                    f"small vocabulary the body's activations dominate)"}
+    return {
+        "rows": rows,
+        "peak_bytes": peak,
+        "bytes_per_cell": round(per_cell, 3),
+        "fit_bytes_per_cell": STEP_BYTES_PER_CELL_BF16,
+        "method": how,
+        "ok": True,
+        "line": f"{per_cell:.2f} B per canvas x vocabulary cell (fit counts {STEP_BYTES_PER_CELL_BF16}; at this "
+        f"small vocabulary the body's activations dominate)",
+    }
 
 
 def _compile(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -273,14 +330,20 @@ def _compile(ctx: dict[str, Any]) -> dict[str, Any]:
         experts.gate_up_proj.materialize("cuda")
         experts.down_proj.materialize("cuda")
         for e in range(config.num_experts):
-            experts.gate_up_proj.store(torch.randn(*experts.gate_up_proj.shape, device="cuda", generator=gen) * .02, e)
-            experts.down_proj.store(torch.randn(*experts.down_proj.shape, device="cuda", generator=gen) * .02, e)
+            experts.gate_up_proj.store(
+                torch.randn(*experts.gate_up_proj.shape, device="cuda", generator=gen) * 0.02, e
+            )
+            experts.down_proj.store(
+                torch.randn(*experts.down_proj.shape, device="cuda", generator=gen) * 0.02, e
+            )
     hidden = torch.randn(256, config.hidden_size, dtype=torch.bfloat16, device=device)
     index = torch.randint(0, config.num_experts, (256, config.top_k_experts), device=device)
     weights = torch.rand(256, config.top_k_experts, dtype=torch.bfloat16, device=device)
     backend = "aot_eager" if ctx["dry_run"] else "inductor"
     torch._dynamo.reset()
-    fn = torch.compile(lambda h, i, w: fastpath.sync_free_nf4_experts_forward(experts, h, i, w), backend=backend)
+    fn = torch.compile(
+        lambda h, i, w: fastpath.sync_free_nf4_experts_forward(experts, h, i, w), backend=backend
+    )
     t0 = time.perf_counter()
     with torch.inference_mode():
         eager = fastpath.sync_free_nf4_experts_forward(experts, hidden, index, weights)
@@ -290,9 +353,15 @@ def _compile(ctx: dict[str, Any]) -> dict[str, Any]:
     if device == "cuda":
         same = float((out.float() - eager.float()).abs().max())
     fastpath.free_stack_buffers()
-    return {"backend": backend, "device": device, "compile_s": round(seconds, 1), "max_abs_diff": same, "ok": True,
-            "line": f"real-shape NF4 experts forward compiled ({backend}, {device}) in {seconds:.1f} s"
-                    + (f", max |compiled - eager| {same:.3g}" if same is not None else "")}
+    return {
+        "backend": backend,
+        "device": device,
+        "compile_s": round(seconds, 1),
+        "max_abs_diff": same,
+        "ok": True,
+        "line": f"real-shape NF4 experts forward compiled ({backend}, {device}) in {seconds:.1f} s"
+        + (f", max |compiled - eager| {same:.3g}" if same is not None else ""),
+    }
 
 
 def _fastpath_draft(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -330,19 +399,32 @@ def _roofline(ctx: dict[str, Any]) -> dict[str, Any]:
         torch.cuda.synchronize()
     bandwidth = 2 * 5 * n / (time.perf_counter() - t0)  # read + write
     del a, b
-    weights = sum(t.numel() * t.element_size() for t in [*session.model.parameters(), *session.model.buffers()])
+    weights = sum(
+        t.numel() * t.element_size() for t in [*session.model.parameters(), *session.model.buffers()]
+    )
     result = _draft(ctx, max_steps=4)
     per_forward = result["wall_s"] / max(1, result["forwards"])
     floor = weights / bandwidth
-    return {"bandwidth_gb_s": round(bandwidth / 1e9, 1), "weight_bytes": weights, "per_forward_s": per_forward,
-            "roofline_s": floor, "ratio": round(per_forward / floor, 2) if floor else None, "ok": True,
-            "line": f"{per_forward * 1e3:.1f} ms per forward vs {floor * 1e3:.2f} ms roofline "
-                    f"({weights / 1e9:.2f} GB at {bandwidth / 1e9:.0f} GB/s): x{per_forward / floor:.1f}"}
+    return {
+        "bandwidth_gb_s": round(bandwidth / 1e9, 1),
+        "weight_bytes": weights,
+        "per_forward_s": per_forward,
+        "roofline_s": floor,
+        "ratio": round(per_forward / floor, 2) if floor else None,
+        "ok": True,
+        "line": f"{per_forward * 1e3:.1f} ms per forward vs {floor * 1e3:.2f} ms roofline "
+        f"({weights / 1e9:.2f} GB at {bandwidth / 1e9:.0f} GB/s): x{per_forward / floor:.1f}",
+    }
 
 
 CHECKS: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
-    ("environment", _env), ("real_shape_layer", _model), ("cuda_tests", _cuda_tests), ("syncs", _syncs),
-    ("step_memory", _step_memory), ("compile", _compile), ("fastpath_draft", _fastpath_draft),
+    ("environment", _env),
+    ("real_shape_layer", _model),
+    ("cuda_tests", _cuda_tests),
+    ("syncs", _syncs),
+    ("step_memory", _step_memory),
+    ("compile", _compile),
+    ("fastpath_draft", _fastpath_draft),
     ("roofline", _roofline),
 ]
 NEEDS_MODEL = {"syncs", "step_memory", "fastpath_draft", "roofline"}
@@ -368,14 +450,20 @@ def run(out: Path, *, dry_run: bool, time_limit: float, only: list[str] | None =
     device = "cuda" if (not dry_run and torch.cuda.is_available()) else "cpu"
     if not dry_run and device != "cuda":
         timer.cancel()
-        report.record("environment", {"ok": False, "error": "no CUDA device: use --dry-run on a machine without one"})
+        report.record(
+            "environment", {"ok": False, "error": "no CUDA device: use --dry-run on a machine without one"}
+        )
         report.finish("no_device")
         return report.data
     with tempfile.TemporaryDirectory(prefix="letterpress-gpu-check-") as tmp:
         ctx: dict[str, Any] = {"dry_run": dry_run, "device": device, "tmp": tmp, "deadline": deadline}
         for name, check in CHECKS:
-            if only and name not in only and name != "environment" and not (
-                    name == "real_shape_layer" and NEEDS_MODEL & set(only)):
+            if (
+                only
+                and name not in only
+                and name != "environment"
+                and not (name == "real_shape_layer" and NEEDS_MODEL & set(only))
+            ):
                 continue
             if name in NEEDS_MODEL and "session" not in ctx:
                 report.record(name, {"skipped": True, "error": "no model (the real-shape check failed)"})
@@ -385,8 +473,11 @@ def run(out: Path, *, dry_run: bool, time_limit: float, only: list[str] | None =
                 result = check(ctx)
                 result.setdefault("ok", True)
             except Exception as exc:  # noqa: BLE001 - one failed check must not stop the others
-                result = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}",
-                          "traceback": traceback.format_exc()[-3000:]}
+                result = {
+                    "ok": False,
+                    "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                    "traceback": traceback.format_exc()[-3000:],
+                }
             result["seconds"] = round(time.perf_counter() - t0, 2)
             report.record(name, result)
         ctx.pop("session", None)
@@ -398,12 +489,20 @@ def run(out: Path, *, dry_run: bool, time_limit: float, only: list[str] | None =
 
 def main_gpu_check(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine gpu-check", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=None, help="folder for report.json and summary.txt "
-                                                    "(default: gpu-check-<date> in the current folder)")
-    parser.add_argument("--time-limit", type=float, default=MAX_SECONDS,
-                        help=f"stop after this many seconds, whatever is running (default and most: {MAX_SECONDS})")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="run every check on the CPU with stand-ins (no GPU needed)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="folder for report.json and summary.txt (default: gpu-check-<date> in the current folder)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=MAX_SECONDS,
+        help=f"stop after this many seconds, whatever is running (default and most: {MAX_SECONDS})",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="run every check on the CPU with stand-ins (no GPU needed)"
+    )
     parser.add_argument("--only", action="append", choices=[n for n, _ in CHECKS], help="run only this check")
     args = parser.parse_args(argv)
     out = Path(args.out or f"gpu-check-{time.strftime('%Y%m%d-%H%M%S')}")

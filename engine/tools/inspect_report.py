@@ -35,20 +35,28 @@ class InspectReport:
     peak_load_bytes: int  # peak_rss - rss_before: what the load itself added at its worst
     fits: list[dict[str, Any]] = field(default_factory=list)
     notice: str = ""
-    plan: list[dict[str, Any]] = field(default_factory=list)  # per module kind: storage and weights, as loaded
+    plan: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # per module kind: storage and weights, as loaded
 
     @property
     def quantized_ratio(self) -> float:
-        return self.quantized_part_bytes / self.quantized_part_bf16_bytes if self.quantized_part_bf16_bytes else 0.0
+        return (
+            self.quantized_part_bytes / self.quantized_part_bf16_bytes
+            if self.quantized_part_bf16_bytes
+            else 0.0
+        )
 
     def lines(self) -> list[str]:
         mb = 1e6
         out = [
             f"model        {self.model}",
             f"device       {self.device}   quantization {self.quantization}   loaded in {self.load_seconds:.1f} s",
-            "parameters   " + ", ".join(f"{k} {v:,}" for k, v in self.params_by_kind.items())
+            "parameters   "
+            + ", ".join(f"{k} {v:,}" for k, v in self.params_by_kind.items())
             + f"  (total {sum(self.params_by_kind.values()):,})",
-            "resident     " + ", ".join(f"{k} {v / mb:,.1f} MB" for k, v in self.bytes_by_dtype.items())
+            "resident     "
+            + ", ".join(f"{k} {v / mb:,.1f} MB" for k, v in self.bytes_by_dtype.items())
             + f"  (total {self.resident_bytes / mb:,.1f} MB)",
             f"4-bit        {self.fourbit_fraction:.1%} of expert + linear weights; they take "
             f"{self.quantized_part_bytes / mb:,.1f} MB = {self.quantized_ratio:.3f} x their bf16 size "
@@ -59,7 +67,9 @@ class InspectReport:
         ]
         if self.plan:
             out.append("plan         per module kind, as loaded:")
-            out.extend(f"  {p['label']:<13} {p['storage']:>9}  {p['weights']:>15,} weights" for p in self.plan)
+            out.extend(
+                f"  {p['label']:<13} {p['storage']:>9}  {p['weights']:>15,} weights" for p in self.plan
+            )
         for fit in self.fits:
             out.append("")
             out.extend(fit["lines"])
@@ -130,7 +140,9 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
                 experts_modules.add(id(module.gate_up_proj))
                 experts_modules.add(id(module.down_proj))
     for module_name, module in model.named_modules():
-        if isinstance(module, Int8Linear):  # nf4-mixed: attention / dense MLP at 8 bits (not counted as 4-bit)
+        if isinstance(
+            module, Int8Linear
+        ):  # nf4-mixed: attention / dense MLP at 8 bits (not counted as 4-bit)
             if id(module) in seen:
                 continue
             seen.add(id(module))
@@ -163,7 +175,9 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
             if is_experts(module):
                 kind = "experts"
             elif module_name.endswith("router.proj"):
-                kind = "other"  # the router is planned 16-bit (engine.weights.plan), like the norms and scales
+                kind = (
+                    "other"  # the router is planned 16-bit (engine.weights.plan), like the norms and scales
+                )
             elif isinstance(module, nn.Linear) and module is not getattr(model, "lm_head", None):
                 kind = "linear"
             elif isinstance(module, nn.Embedding) or module is getattr(model, "lm_head", None):
@@ -206,8 +220,12 @@ def observed_plan(model: Any) -> list[dict[str, Any]]:
             if is_experts(module):
                 for part in (module.gate_up_proj, module.down_proj):
                     storage = "nf4" if isinstance(part, NF4Weight) else dtype_name(part)
-                    add("experts", storage, part.logical_numel if isinstance(part, NF4Weight) else part.numel(),
-                        id(part))
+                    add(
+                        "experts",
+                        storage,
+                        part.logical_numel if isinstance(part, NF4Weight) else part.numel(),
+                        id(part),
+                    )
                 continue
             kind = linear_kind(name)
             if isinstance(module, NF4Weight) and kind:
@@ -222,16 +240,23 @@ def observed_plan(model: Any) -> list[dict[str, Any]]:
                 for p in module._parameters.values():
                     if p is not None:
                         add("norms", dtype_name(p), p.numel(), id(p))
-    return [{"kind": k, "label": KIND_LABELS[k], "storage": "+".join(sorted(found[k])) or "-",
-             "weights": sum(found[k].values())} for k in KINDS]
+    return [
+        {
+            "kind": k,
+            "label": KIND_LABELS[k],
+            "storage": "+".join(sorted(found[k])) or "-",
+            "weights": sum(found[k].values()),
+        }
+        for k in KINDS
+    ]
 
 
 def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bool = True) -> InspectReport:
-    from engine.weights.fit import devices_found, estimate
-    from engine.weights.loader import validate_checkpoint
-
     import gc
     import os
+
+    from engine.weights.fit import devices_found, estimate
+    from engine.weights.loader import validate_checkpoint
 
     # A missing or broken folder is reported before anything heavy is imported or allocated.
     config = validate_checkpoint(model_dir).config
@@ -256,12 +281,21 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
     kinds, by_dtype, q_bytes, q_bf16, fraction = analyse(loaded.model)
     fits = []
     for mem in devices_found():
-        for precision in ("nf4", "nf4-mixed", "bf16") if mem.device.startswith("cuda") else ("nf4", "nf4-mixed",
-                                                                                              "fp32"):
-            est = estimate(config, precision, device=f"{mem.device} ({mem.name})",
-                           available_bytes=mem.free_bytes)
-            fits.append({"device": mem.device, "precision": precision, "verdict": est.verdict,
-                         "total_bytes": est.total_bytes, "lines": list(est.lines)})
+        for precision in (
+            ("nf4", "nf4-mixed", "bf16") if mem.device.startswith("cuda") else ("nf4", "nf4-mixed", "fp32")
+        ):
+            est = estimate(
+                config, precision, device=f"{mem.device} ({mem.name})", available_bytes=mem.free_bytes
+            )
+            fits.append(
+                {
+                    "device": mem.device,
+                    "precision": precision,
+                    "verdict": est.verdict,
+                    "total_bytes": est.total_bytes,
+                    "lines": list(est.lines),
+                }
+            )
     return InspectReport(
         model=str(Path(model_dir)),
         device=loaded.info.device,
@@ -287,13 +321,27 @@ def main_inspect(argv: list[str]) -> int:
     from engine.api import EngineError
 
     parser = argparse.ArgumentParser(prog="python -m engine inspect", description=__doc__.split("\n")[0])
-    parser.add_argument("--model", metavar="DIR", required=True, help="checkpoint folder (checked before loading)")
-    parser.add_argument("--quantization", "--quantize", dest="quantize", choices=["auto", "nf4", "nf4-mixed", "none"],
-                        default="auto", help="nf4: 4-bit weights; none: full precision; auto: as the app chooses "
-                                             "(default auto; --quantize is the old spelling)")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                        help="where to load: auto picks the GPU when there is one (default auto)")
-    parser.add_argument("--no-cache", action="store_true", help="quantize from the checkpoint, ignoring the cache")
+    parser.add_argument(
+        "--model", metavar="DIR", required=True, help="checkpoint folder (checked before loading)"
+    )
+    parser.add_argument(
+        "--quantization",
+        "--quantize",
+        dest="quantize",
+        choices=["auto", "nf4", "nf4-mixed", "none"],
+        default="auto",
+        help="nf4: 4-bit weights; none: full precision; auto: as the app chooses "
+        "(default auto; --quantize is the old spelling)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="where to load: auto picks the GPU when there is one (default auto)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="quantize from the checkpoint, ignoring the cache"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = parser.parse_args(argv)
     try:

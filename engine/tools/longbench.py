@@ -72,8 +72,15 @@ def time_to_first_step(session: Any, request: DraftRequest) -> tuple[float, Any]
     return (first[0] if first else time.perf_counter() - start), result
 
 
-def run_long(model_dir: str | Path | None = None, *, lengths: tuple[int, ...] = DEFAULT_LENGTHS, repeats: int = 3,
-             device: str = "cpu", candidates: int = 1, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_long(
+    model_dir: str | Path | None = None,
+    *,
+    lengths: tuple[int, ...] = DEFAULT_LENGTHS,
+    repeats: int = 3,
+    device: str = "cpu",
+    candidates: int = 1,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     import torch
 
     from engine.session import Session
@@ -83,16 +90,21 @@ def run_long(model_dir: str | Path | None = None, *, lengths: tuple[int, ...] = 
         from engine.tools.tiny import make_tiny
 
         tmp = tempfile.TemporaryDirectory(prefix="letterpress-long-")
-        model_dir = make_tiny(Path(tmp.name) / "tiny-long", seed=0, canvas_length=32,
-                              max_positions=max(lengths) + 4096)
+        model_dir = make_tiny(
+            Path(tmp.name) / "tiny-long", seed=0, canvas_length=32, max_positions=max(lengths) + 4096
+        )
     try:
         session = Session()
         info = session.load(model_dir, device=device)  # type: ignore[arg-type]
         assert session.prefix_cache is not None
         settings = DenoiseSettings(seed=1, candidates=candidates)
         rows: list[dict[str, Any]] = []
-        warm = DraftRequest(before=document_of(session.tokenizer, 256), max_new_tokens=info.canvas_length,
-                            settings=settings, document="warm-up")
+        warm = DraftRequest(
+            before=document_of(session.tokenizer, 256),
+            max_new_tokens=info.canvas_length,
+            settings=settings,
+            document="warm-up",
+        )
         time_to_first_step(session, warm)
         for length in lengths:
             doc = document_of(session.tokenizer, length)
@@ -103,8 +115,9 @@ def run_long(model_dir: str | Path | None = None, *, lengths: tuple[int, ...] = 
             for _ in range(repeats):
                 session.prefix_cache.clear()
                 for name, text in (("first", doc), ("repeat", doc), ("edit", later)):
-                    request = DraftRequest(before=text, max_new_tokens=info.canvas_length, settings=settings,
-                                           document="bench")
+                    request = DraftRequest(
+                        before=text, max_new_tokens=info.canvas_length, settings=settings, document="bench"
+                    )
                     seconds, result = time_to_first_step(session, request)
                     times[name].append(seconds)
                     reused[name] = result.stats.reused_tokens
@@ -140,19 +153,26 @@ def run_long(model_dir: str | Path | None = None, *, lengths: tuple[int, ...] = 
             tmp.cleanup()
 
 
-HEADER = (f"{'prefix':>7} {'prompt':>7} {'first ms':>9} {'repeat ms':>10} {'edit ms':>8} {'reused r/e':>13} "
-          f"{'repeat/first':>12} {'edit/first':>10}")
+HEADER = (
+    f"{'prefix':>7} {'prompt':>7} {'first ms':>9} {'repeat ms':>10} {'edit ms':>8} {'reused r/e':>13} "
+    f"{'repeat/first':>12} {'edit/first':>10}"
+)
 
 
 def _row(r: dict[str, Any]) -> str:
-    return (f"{r['prefix_tokens']:>7} {r['prompt_tokens']:>7} {r['first_ms']:>9.1f} {r['repeat_ms']:>10.1f} "
-            f"{r['edit_ms']:>8.1f} {r['reused_tokens_repeat']:>6}/{r['reused_tokens_edit']:<6} "
-            f"{r['repeat_over_first']:>12.3f} {r['edit_over_first']:>10.3f}")
+    return (
+        f"{r['prefix_tokens']:>7} {r['prompt_tokens']:>7} {r['first_ms']:>9.1f} {r['repeat_ms']:>10.1f} "
+        f"{r['edit_ms']:>8.1f} {r['reused_tokens_repeat']:>6}/{r['reused_tokens_edit']:<6} "
+        f"{r['repeat_over_first']:>12.3f} {r['edit_over_first']:>10.3f}"
+    )
 
 
 def format_long(report: dict[str, Any]) -> str:
-    lines = [f"time to first visible step, {report['model']} on {report['device']} ({report['threads']} threads), "
-             f"chunk {report['chunk']}, {report['candidates']} candidate(s), median of {report['repeats']}", HEADER]
+    lines = [
+        f"time to first visible step, {report['model']} on {report['device']} ({report['threads']} threads), "
+        f"chunk {report['chunk']}, {report['candidates']} candidate(s), median of {report['repeats']}",
+        HEADER,
+    ]
     lines += [_row(r) for r in report["lengths"]]
     return "\n".join(lines)
 

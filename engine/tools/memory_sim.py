@@ -79,7 +79,9 @@ class SimulatedNeed:
     weights: int
     kv_cache: int  # every row's cache + the request's prefix-cache entry
     self_conditioning: int  # the incoming self-conditioning logits
-    decoder_peak: int  # live bytes at the peak of a decoder forward, the request's state (cache, logits) included
+    decoder_peak: (
+        int  # live bytes at the peak of a decoder forward, the request's state (cache, logits) included
+    )
     prefill_peak: int  # live bytes at the peak of a prefill chunk, its batch-1 cache included
 
     @property
@@ -152,11 +154,19 @@ def _cache(model: Any, rows: int, positions: int) -> Any:
 
 def _handoff(model: Any) -> Any:
     from engine.sampling import SelfConditioningHandoff
+
     return SelfConditioningHandoff(model.model)
 
 
-def simulate(context: int, rows: int, *, layers: int = 30, vocab_size: int = 262144, canvas: int = 256,
-             prefill_chunk: int | None = None) -> SimulatedNeed:
+def simulate(
+    context: int,
+    rows: int,
+    *,
+    layers: int = 30,
+    vocab_size: int = 262144,
+    canvas: int = 256,
+    prefill_chunk: int | None = None,
+) -> SimulatedNeed:
     """The simulated need of one request at `context` prompt tokens and `rows` candidates (see the module)."""
     from engine.weights.fit import PREFILL_CHUNK
 
@@ -177,7 +187,9 @@ def simulate(context: int, rows: int, *, layers: int = 30, vocab_size: int = 262
         fastpath.free_stack_buffers()  # the reused expert buffers are made inside the forward, and so counted
         tracker = LiveStorageBytes(ignore=weights_t, adopt=[*state, sc])
         del state
-        handoff = _handoff(model)  # as the loop does: no frame keeps the incoming logits once the body read them
+        handoff = _handoff(
+            model
+        )  # as the loop does: no frame keeps the incoming logits once the body read them
         handoff.put(sc)
         del sc
         try:
@@ -199,4 +211,6 @@ def simulate(context: int, rows: int, *, layers: int = 30, vocab_size: int = 262
             model.model.encoder(input_ids=piece, past_key_values=pre_cache)
         prefill_peak = tracker.peak
         fastpath.free_stack_buffers()
-    return SimulatedNeed(context, rows, weights, kv, rows * canvas * vocab_size * 2, decoder_peak, prefill_peak)
+    return SimulatedNeed(
+        context, rows, weights, kv, rows * canvas * vocab_size * 2, decoder_peak, prefill_peak
+    )

@@ -44,6 +44,7 @@ def _states(session: Any, prompt: str, seed: int, steps: int) -> list[tuple[Any,
 
     handle = model.model.register_forward_pre_hook(grab, with_kwargs=True)
     try:
+
         def on_input(block: int, step: int, canvas: Any) -> None:
             if block == 0:
                 seen.append((ids, canvas.clone(), step))
@@ -58,9 +59,17 @@ def _states(session: Any, prompt: str, seed: int, steps: int) -> list[tuple[Any,
 
         model.forward = forward
         try:
-            denoise(model, ids, DenoiseSettings(max_steps=steps), max_new_tokens=session.info.canvas_length,
-                    eos_token_ids=session.eos_ids, pad_token_id=session.pad_id, seed=seed, max_blocks=1,
-                    on_decoder_input=on_input)
+            denoise(
+                model,
+                ids,
+                DenoiseSettings(max_steps=steps),
+                max_new_tokens=session.info.canvas_length,
+                eos_token_ids=session.eos_ids,
+                pad_token_id=session.pad_id,
+                seed=seed,
+                max_blocks=1,
+                on_decoder_input=on_input,
+            )
         finally:
             del model.forward
     finally:
@@ -75,8 +84,15 @@ def _logits(model: Any, ids: Any, canvas: Any, sc: Any) -> Any:
         return model(input_ids=ids, decoder_input_ids=canvas, self_conditioning_logits=sc).logits.float()
 
 
-def compare(model_dir: str | Path, schemes: tuple[str, ...] = ("nf4", "nf4-mixed"), *, device: str = "cpu",
-            steps: int = 48, seeds: tuple[int, ...] = (0, 1), prompts: list[str] | None = None) -> dict[str, Any]:
+def compare(
+    model_dir: str | Path,
+    schemes: tuple[str, ...] = ("nf4", "nf4-mixed"),
+    *,
+    device: str = "cpu",
+    steps: int = 48,
+    seeds: tuple[int, ...] = (0, 1),
+    prompts: list[str] | None = None,
+) -> dict[str, Any]:
     """The report (see the module docstring)."""
     import torch
 
@@ -96,16 +112,25 @@ def compare(model_dir: str | Path, schemes: tuple[str, ...] = ("nf4", "nf4-mixed
         counts = []
         for prompt in prompts:
             for seed in seeds:
-                session.run(DraftRequest(prompt, max_new_tokens=session.info.canvas_length,
-                                         settings=DenoiseSettings(seed=seed, max_steps=steps)))
+                session.run(
+                    DraftRequest(
+                        prompt,
+                        max_new_tokens=session.info.canvas_length,
+                        settings=DenoiseSettings(seed=seed, max_steps=steps),
+                    )
+                )
                 assert session.last_output is not None
                 counts.append(session.last_output.steps)
         return counts
 
     full_steps = drafts(full)
-    report: dict[str, Any] = {"model": str(model_dir), "device": device, "states": len(states),
-                              "full_precision": {"mean_steps": statistics.mean(full_steps), "steps": full_steps},
-                              "schemes": {}}
+    report: dict[str, Any] = {
+        "model": str(model_dir),
+        "device": device,
+        "states": len(states),
+        "full_precision": {"mean_steps": statistics.mean(full_steps), "steps": full_steps},
+        "schemes": {},
+    }
     for scheme in schemes:
         quant = Session()
         quant.load(model_dir, device=device, quantization=scheme)  # type: ignore[arg-type]
@@ -131,11 +156,15 @@ def compare(model_dir: str | Path, schemes: tuple[str, ...] = ("nf4", "nf4-mixed
 
 def format_quality(report: dict[str, Any]) -> str:
     full = report["full_precision"]
-    lines = [f"quantization quality on {report['model']} ({report['device']}, {report['states']} denoising states, "
-             f"{len(full['steps'])} drafts)",
-             f"  full precision: {full['mean_steps']:.2f} steps per draft"]
+    lines = [
+        f"quantization quality on {report['model']} ({report['device']}, {report['states']} denoising states, "
+        f"{len(full['steps'])} drafts)",
+        f"  full precision: {full['mean_steps']:.2f} steps per draft",
+    ]
     for name, r in report["schemes"].items():
-        lines.append(f"  {name:<10} KL mean {r['kl_mean']:.4f} (max {r['kl_max']:.4f}), argmax agreement "
-                     f"{r['argmax_agreement']:.1%}, {r['mean_steps']:.2f} steps per draft "
-                     f"({r['steps_ratio']:.2f} x full)")
+        lines.append(
+            f"  {name:<10} KL mean {r['kl_mean']:.4f} (max {r['kl_max']:.4f}), argmax agreement "
+            f"{r['argmax_agreement']:.1%}, {r['mean_steps']:.2f} steps per draft "
+            f"({r['steps_ratio']:.2f} x full)"
+        )
     return "\n".join(lines)

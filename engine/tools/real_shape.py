@@ -48,7 +48,9 @@ def real_config_dict(layers: int = 30, vocab_size: int = 262144) -> dict[str, An
     """A config.json-shaped dict of the real model (default) or of a cut-down one (fewer layers, small vocab)."""
     from engine.tools.tiny import tiny_vision_config
 
-    text = dict(REAL_TEXT_CONFIG, num_hidden_layers=layers, vocab_size=vocab_size, layer_types=layer_types(layers))
+    text = dict(
+        REAL_TEXT_CONFIG, num_hidden_layers=layers, vocab_size=vocab_size, layer_types=layer_types(layers)
+    )
     return {
         "model_type": "diffusion_gemma",
         "architectures": ["DiffusionGemmaForBlockDiffusion"],
@@ -74,9 +76,9 @@ def make_real_shape(out_dir: str | Path, *, layers: int = 1, vocab_size: int = 4
     from transformers import DiffusionGemmaConfig
     from transformers.models.diffusion_gemma.generation_diffusion_gemma import DiffusionGemmaGenerationConfig
 
+    from engine.tools.tiny import SAMPLE_TEXT, _resolved, generation_defaults, train_tokenizer
     from engine.weights.stream_load import build_skeleton_from_config
     from engine.weights.tensorfile import PlannedTensor, TensorFileWriter
-    from engine.tools.tiny import SAMPLE_TEXT, _resolved, generation_defaults, train_tokenizer
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,7 +88,9 @@ def make_real_shape(out_dir: str | Path, *, layers: int = 1, vocab_size: int = 4
     seen: set[int] = set()
     names: list[str] = []
     # Shared encoder/decoder weights are saved once, under the decoder's name, as save_pretrained does.
-    for name in sorted(state, key=lambda k: (k.startswith("model.encoder.language_model."), k == "lm_head.weight")):
+    for name in sorted(
+        state, key=lambda k: (k.startswith("model.encoder.language_model."), k == "lm_head.weight")
+    ):
         if id(state[name]) not in seen:
             seen.add(id(state[name]))
             names.append(name)
@@ -94,25 +98,34 @@ def make_real_shape(out_dir: str | Path, *, layers: int = 1, vocab_size: int = 4
     def shard_of(name: str) -> str:
         for prefix in ("model.decoder.layers.", "model.encoder.language_model.layers."):
             if name.startswith(prefix):
-                return f"layer{int(name[len(prefix):].split('.')[0]):03d}"
+                return f"layer{int(name[len(prefix) :].split('.')[0]):03d}"
         return "rest"
 
     groups: dict[str, list[str]] = {}
     for name in names:
         groups.setdefault(shard_of(name), []).append(name)
-    shard_names = {g: f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i, g in enumerate(sorted(groups))}
+    shard_names = {
+        g: f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i, g in enumerate(sorted(groups))
+    }
     gen = torch.Generator().manual_seed(seed)
     weight_map: dict[str, str] = {}
     total = 0
     for group, members in sorted(groups.items()):
-        plan = [PlannedTensor(n, torch.bfloat16 if state[n].is_floating_point() else state[n].dtype,
-                              tuple(state[n].shape)) for n in members]
+        plan = [
+            PlannedTensor(
+                n, torch.bfloat16 if state[n].is_floating_point() else state[n].dtype, tuple(state[n].shape)
+            )
+            for n in members
+        ]
         writer = TensorFileWriter(out / shard_names[group], plan, {"format": "pt"})
         for item in plan:
             if item.name.endswith(("experts.gate_up_proj", "experts.down_proj")):
                 for e in range(item.shape[0]):
-                    writer.write_part(item.name, _fill(item.name, item.shape[1:], gen).unsqueeze(0),
-                                      final=e == item.shape[0] - 1)
+                    writer.write_part(
+                        item.name,
+                        _fill(item.name, item.shape[1:], gen).unsqueeze(0),
+                        final=e == item.shape[0] - 1,
+                    )
             else:
                 writer.write(item.name, _fill(item.name, item.shape, gen))
             weight_map[item.name] = shard_names[group]
@@ -134,7 +147,9 @@ def make_real_shape(out_dir: str | Path, *, layers: int = 1, vocab_size: int = 4
 
 def main_make_real_shape(argv: list[str]) -> int:
     """`python -m engine make-real-shape DIR --layers N [--vocab V]`."""
-    parser = argparse.ArgumentParser(prog="python -m engine make-real-shape", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m engine make-real-shape", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("out_dir")
     parser.add_argument("--layers", type=int, default=1)
     parser.add_argument("--vocab", type=int, default=4096)

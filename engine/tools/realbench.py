@@ -24,10 +24,20 @@ CANVAS = 256
 # Published specs: HBM/GDDR bandwidth in GB/s and dense bf16 tensor throughput in TFLOP/s (no sparsity). Matched
 # by substring of torch.cuda.get_device_name(), most specific first.
 DEVICE_PEAKS: list[tuple[str, float, float]] = [
-    ("h200", 4800, 989), ("h100 nvl", 3900, 835), ("h100 pcie", 2000, 756), ("h100", 3350, 989),
-    ("gh200", 4000, 989), ("a100-sxm4-80gb", 2039, 312), ("a100 80gb pcie", 1935, 312), ("a100", 1555, 312),
-    ("l40s", 864, 362), ("rtx 5090", 1792, 209), ("rtx 4090", 1008, 165), ("rtx 3090", 936, 71),
-    ("rtx 6000 ada", 960, 364), ("a10", 600, 125),
+    ("h200", 4800, 989),
+    ("h100 nvl", 3900, 835),
+    ("h100 pcie", 2000, 756),
+    ("h100", 3350, 989),
+    ("gh200", 4000, 989),
+    ("a100-sxm4-80gb", 2039, 312),
+    ("a100 80gb pcie", 1935, 312),
+    ("a100", 1555, 312),
+    ("l40s", 864, 362),
+    ("rtx 5090", 1792, 209),
+    ("rtx 4090", 1008, 165),
+    ("rtx 3090", 936, 71),
+    ("rtx 6000 ada", 960, 364),
+    ("a10", 600, 125),
 ]
 
 
@@ -45,8 +55,8 @@ def build_model(layers: int, vocab: int, device: str, quantize: str = "nf4", see
     from torch import nn
     from transformers import DiffusionGemmaConfig
 
-    from engine.weights.quantize import EXPERTS_IMPLEMENTATION, NF4Weight, register_experts_implementation
     from engine.tools.real_shape import real_config_dict
+    from engine.weights.quantize import EXPERTS_IMPLEMENTATION, NF4Weight, register_experts_implementation
     from engine.weights.stream_load import build_skeleton_from_config
 
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -78,7 +88,10 @@ def build_model(layers: int, vocab: int, device: str, quantize: str = "nf4", see
             if param is None or not param.is_meta:
                 continue
             if id(param) not in replaced:
-                replaced[id(param)] = (param, nn.Parameter(random(tuple(param.shape), name), requires_grad=False))
+                replaced[id(param)] = (
+                    param,
+                    nn.Parameter(random(tuple(param.shape), name), requires_grad=False),
+                )
             module._parameters[name] = replaced[id(param)][1]
         for name, buf in list(module._buffers.items()):
             if buf is not None and buf.device.type != torch.device(device).type:
@@ -130,10 +143,18 @@ class _LayerTimer:
             h.remove()
 
 
-def roofline(prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tflops: float | None) -> dict[str, Any]:
+def roofline(
+    prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tflops: float | None
+) -> dict[str, Any]:
     """Bytes read and FLOPs of one canvas forward of the full 26B-A4B after `prefix` tokens, and the time floors."""
-    from engine.weights.fit import _layer_groups, kv_cache_bytes, param_counts, plan_weight_bytes, weight_bytes
     from engine.tools.real_shape import real_config_dict
+    from engine.weights.fit import (
+        _layer_groups,
+        kv_cache_bytes,
+        param_counts,
+        plan_weight_bytes,
+        weight_bytes,
+    )
 
     config = real_config_dict(REAL_LAYERS, REAL_VOCAB)
     text = config["text_config"]
@@ -172,24 +193,39 @@ def roofline(prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tf
     if bandwidth_gbs and peak_tflops:
         mem_ms = total_bytes / (bandwidth_gbs * 1e9) * 1e3
         cmp_ms = flops / (peak_tflops * 1e12) * 1e3
-        out.update(bandwidth_gbs=bandwidth_gbs, peak_tflops=peak_tflops, memory_ms=round(mem_ms, 3),
-                   compute_ms=round(cmp_ms, 3), roofline_ms=round(max(mem_ms, cmp_ms), 3))
+        out.update(
+            bandwidth_gbs=bandwidth_gbs,
+            peak_tflops=peak_tflops,
+            memory_ms=round(mem_ms, 3),
+            compute_ms=round(cmp_ms, 3),
+            roofline_ms=round(max(mem_ms, cmp_ms), 3),
+        )
         out["arithmetic"].append(
             f"floor = max({total_bytes / 1e9:.2f} GB / {bandwidth_gbs:g} GB/s = {mem_ms:.2f} ms, "
-            f"{flops / 1e12:.3f} TFLOP / {peak_tflops:g} TFLOP/s = {cmp_ms:.2f} ms) = {max(mem_ms, cmp_ms):.2f} ms")
+            f"{flops / 1e12:.3f} TFLOP / {peak_tflops:g} TFLOP/s = {cmp_ms:.2f} ms) = {max(mem_ms, cmp_ms):.2f} ms"
+        )
     return out
 
 
-def run_real_shape(*, layers: int = 2, device: str = "auto", vocab: int | None = None,
-                   prefixes: list[int] | None = None, quantize: str = "nf4", experts: str = "loop", iters: int = 3,
-                   bandwidth_gbs: float | None = None, peak_tflops: float | None = None,
-                   log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_real_shape(
+    *,
+    layers: int = 2,
+    device: str = "auto",
+    vocab: int | None = None,
+    prefixes: list[int] | None = None,
+    quantize: str = "nf4",
+    experts: str = "loop",
+    iters: int = 3,
+    bandwidth_gbs: float | None = None,
+    peak_tflops: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Build, time and extrapolate (see the module docstring); returns the report."""
     import torch
     from transformers import DynamicCache
 
-    from engine.weights.loader import resolve_device
     from engine.tools.real_shape import layer_types
+    from engine.weights.loader import resolve_device
 
     dev, _ = resolve_device(device)  # type: ignore[arg-type]
     cuda = dev == "cuda"
@@ -229,24 +265,40 @@ def run_real_shape(*, layers: int = 2, device: str = "auto", vocab: int | None =
                 encoder = model.model.encoder
                 dummy = torch.empty((1, prefix, 0), dtype=model.dtype, device=dev)
                 enc_masks = encoder.create_masks_for_generate(
-                    config=config, inputs_embeds=dummy, attention_mask=mask, past_key_values=cache,
-                    position_ids=positions, mm_token_type_ids=None)
+                    config=config,
+                    inputs_embeds=dummy,
+                    attention_mask=mask,
+                    past_key_values=cache,
+                    position_ids=positions,
+                    mm_token_type_ids=None,
+                )
                 sync()
                 t = time.perf_counter()
-                cache = encoder(input_ids=ids, attention_mask=enc_masks, past_key_values=cache,
-                                position_ids=positions).past_key_values
+                cache = encoder(
+                    input_ids=ids, attention_mask=enc_masks, past_key_values=cache, position_ids=positions
+                ).past_key_values
                 sync()
                 prefill_s = time.perf_counter() - t
                 canvas = torch.randint(0, vocab, (1, CANVAS), device=dev)
                 dec_mask = torch.nn.functional.pad(mask, (0, CANVAS), value=True)
                 mapping = model.model.decoder.create_diffusion_decoder_attention_mask(
-                    config=config, inputs_embeds=canvas.unsqueeze(-1), past_key_values=cache,
-                    decoder_attention_mask=dec_mask)
+                    config=config,
+                    inputs_embeds=canvas.unsqueeze(-1),
+                    past_key_values=cache,
+                    decoder_attention_mask=dec_mask,
+                )
                 dec_pos = torch.arange(prefix, prefix + CANVAS, dtype=torch.int32, device=dev).unsqueeze(0)
-                sc = torch.randn((1, CANVAS, vocab), device=dev).to(model.model.decoder.embed_tokens.weight.dtype)
+                sc = torch.randn((1, CANVAS, vocab), device=dev).to(
+                    model.model.decoder.embed_tokens.weight.dtype
+                )
 
-                inputs = {"decoder_input_ids": canvas, "self_conditioning_logits": sc,
-                          "decoder_attention_mask": mapping, "past_key_values": cache, "decoder_position_ids": dec_pos}
+                inputs = {
+                    "decoder_input_ids": canvas,
+                    "self_conditioning_logits": sc,
+                    "decoder_attention_mask": mapping,
+                    "past_key_values": cache,
+                    "decoder_position_ids": dec_pos,
+                }
 
                 def forward(inputs: dict[str, Any] = inputs) -> None:
                     model(**inputs)
@@ -262,8 +314,21 @@ def run_real_shape(*, layers: int = 2, device: str = "auto", vocab: int | None =
                     totals.append(time.perf_counter() - t)
                 per_layer = timer.seconds()
                 head_s = _vocab_matmul_seconds(model, vocab, sync) if vocab != REAL_VOCAB else 0.0
-                results.append(_extrapolate(prefix, prefill_s, totals, per_layer, types, layer_types(REAL_LAYERS),
-                                            vocab, quantize, bandwidth_gbs, peak_tflops, head_s))
+                results.append(
+                    _extrapolate(
+                        prefix,
+                        prefill_s,
+                        totals,
+                        per_layer,
+                        types,
+                        layer_types(REAL_LAYERS),
+                        vocab,
+                        quantize,
+                        bandwidth_gbs,
+                        peak_tflops,
+                        head_s,
+                    )
+                )
                 if log:
                     log(_line(results[-1]))
                 del forward, inputs, cache, mapping, sc
@@ -305,9 +370,19 @@ def _vocab_matmul_seconds(model: Any, vocab: int, sync: Callable[[], None]) -> f
     return (time.perf_counter() - t) / 3
 
 
-def _extrapolate(prefix: int, prefill_s: float, totals: list[float], per_layer: list[list[float]], types: list[str],
-                 real_types: list[str], vocab: int, quantize: str, bandwidth_gbs: float | None,
-                 peak_tflops: float | None, vocab_matmul_s: float = 0.0) -> dict[str, Any]:
+def _extrapolate(
+    prefix: int,
+    prefill_s: float,
+    totals: list[float],
+    per_layer: list[list[float]],
+    types: list[str],
+    real_types: list[str],
+    vocab: int,
+    quantize: str,
+    bandwidth_gbs: float | None,
+    peak_tflops: float | None,
+    vocab_matmul_s: float = 0.0,
+) -> dict[str, Any]:
     total = statistics.median(totals)
     medians = [statistics.median(x) if x else 0.0 for x in per_layer]
     by_type: dict[str, float] = {}
@@ -325,9 +400,11 @@ def _extrapolate(prefix: int, prefill_s: float, totals: list[float], per_layer: 
     # Of the rest, only the two canvas x vocabulary products grow with the vocabulary: add them at full size.
     rest_full = rest + 2 * vocab_matmul_s * (REAL_VOCAB / vocab - 1)
     if vocab != REAL_VOCAB:
-        notes.append(f"built with a {vocab:,}-token vocabulary: the lm_head and self-conditioning products are "
-                     f"scaled to {REAL_VOCAB:,} from a timed {CANVAS} x {vocab} one (softmax/softcap over the full "
-                     "vocabulary not included)")
+        notes.append(
+            f"built with a {vocab:,}-token vocabulary: the lm_head and self-conditioning products are "
+            f"scaled to {REAL_VOCAB:,} from a timed {CANVAS} x {vocab} one (softmax/softcap over the full "
+            "vocabulary not included)"
+        )
     layers_30 = sum(by_type[t] for t in real_types)
     estimate = layers_30 + rest_full
     roof = roofline(prefix, quantize=quantize, bandwidth_gbs=bandwidth_gbs, peak_tflops=peak_tflops)
@@ -340,9 +417,11 @@ def _extrapolate(prefix: int, prefill_s: float, totals: list[float], per_layer: 
         "rest_ms_built": round(rest * 1e3, 3),
         "rest_ms_full_vocab": round(rest_full * 1e3, 3),
         "extrapolated_30_layers_ms": round(estimate * 1e3, 3),
-        "extrapolation": (f"25 x {by_type['sliding_attention'] * 1e3:.3f} ms (sliding) + 5 x "
-                          f"{by_type['full_attention'] * 1e3:.3f} ms (global) + {rest_full * 1e3:.3f} ms (embedding, "
-                          f"self-conditioning, lm_head) = {estimate * 1e3:.3f} ms"),
+        "extrapolation": (
+            f"25 x {by_type['sliding_attention'] * 1e3:.3f} ms (sliding) + 5 x "
+            f"{by_type['full_attention'] * 1e3:.3f} ms (global) + {rest_full * 1e3:.3f} ms (embedding, "
+            f"self-conditioning, lm_head) = {estimate * 1e3:.3f} ms"
+        ),
         "notes": notes,
         "roofline": roof,
     }
@@ -352,16 +431,23 @@ def _extrapolate(prefix: int, prefill_s: float, totals: list[float], per_layer: 
 
 
 def _line(r: dict[str, Any]) -> str:
-    ratio = f", {r['ratio_to_roofline']}x the roofline ({r['roofline']['roofline_ms']} ms)" \
-        if "ratio_to_roofline" in r else " (no roofline: unknown device peaks)"
-    return (f"prefix {r['prefix']:>6}: prefill {r['prefill_ms']:.1f} ms; canvas forward of the built layers "
-            f"{r['forward_ms_built']:.2f} ms; 30 layers ~ {r['extrapolated_30_layers_ms']:.2f} ms{ratio}")
+    ratio = (
+        f", {r['ratio_to_roofline']}x the roofline ({r['roofline']['roofline_ms']} ms)"
+        if "ratio_to_roofline" in r
+        else " (no roofline: unknown device peaks)"
+    )
+    return (
+        f"prefix {r['prefix']:>6}: prefill {r['prefill_ms']:.1f} ms; canvas forward of the built layers "
+        f"{r['forward_ms_built']:.2f} ms; 30 layers ~ {r['extrapolated_30_layers_ms']:.2f} ms{ratio}"
+    )
 
 
 def format_real_shape(report: dict[str, Any]) -> str:
-    lines = [f"real-shape forward on {report['device_name']} ({report['device']}), {report['layers_built']} layer(s) "
-             f"built ({', '.join(t.split('_')[0] for t in report['layer_types_built'])}), vocab "
-             f"{report['vocab_built']:,}, {report['quantize']}, experts forward: {report['experts_forward']}"]
+    lines = [
+        f"real-shape forward on {report['device_name']} ({report['device']}), {report['layers_built']} layer(s) "
+        f"built ({', '.join(t.split('_')[0] for t in report['layer_types_built'])}), vocab "
+        f"{report['vocab_built']:,}, {report['quantize']}, experts forward: {report['experts_forward']}"
+    ]
     for r in report["prefixes"]:
         lines.append(_line(r))
         lines.append("  " + r["extrapolation"])

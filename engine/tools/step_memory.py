@@ -26,6 +26,7 @@ from torch.utils._pytree import tree_leaves
 REAL_VOCAB = 262_144
 REAL_CANVAS = 256
 
+
 class LiveTensorBytes(TorchDispatchMode):
     """Tracks the bytes of live tensor storages created by ops under it, and their peak."""
 
@@ -91,16 +92,27 @@ class StepMemory:
 
     def line(self) -> str:
         kind = "infill (pinned)" if self.frozen else "draft"
-        return (f"{self.candidates} candidate(s) x {self.canvas} canvas x {self.vocab:,} vocabulary, {self.dtype}, "
-                f"{kind}: peak {self.peak_bytes / 1e9:.3f} GB = {self.bytes_per_cell:.2f} bytes per cell")
+        return (
+            f"{self.candidates} candidate(s) x {self.canvas} canvas x {self.vocab:,} vocabulary, {self.dtype}, "
+            f"{kind}: peak {self.peak_bytes / 1e9:.3f} GB = {self.bytes_per_cell:.2f} bytes per cell"
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"candidates": self.candidates, "canvas": self.canvas, "vocab": self.vocab, "dtype": self.dtype,
-                "frozen": self.frozen, "peak_bytes": self.peak_bytes, "bytes_per_cell": round(self.bytes_per_cell, 3),
-                "steps": self.steps}
+        return {
+            "candidates": self.candidates,
+            "canvas": self.canvas,
+            "vocab": self.vocab,
+            "dtype": self.dtype,
+            "frozen": self.frozen,
+            "peak_bytes": self.peak_bytes,
+            "bytes_per_cell": round(self.bytes_per_cell, 3),
+            "steps": self.steps,
+        }
 
 
-def tiny_body_model(vocab: int = REAL_VOCAB, canvas: int = REAL_CANVAS, dtype: torch.dtype = torch.bfloat16) -> Any:
+def tiny_body_model(
+    vocab: int = REAL_VOCAB, canvas: int = REAL_CANVAS, dtype: torch.dtype = torch.bfloat16
+) -> Any:
     """A DiffusionGemma with the real vocabulary and canvas and the smallest body (hidden 64, 2 layers)."""
     from transformers import DiffusionGemmaForBlockDiffusion
 
@@ -140,8 +152,21 @@ def measure_step_memory(
         pins = Frozen(mask, torch.randint(10, 400, (candidates, canvas)))
     settings = DenoiseSettings(max_steps=steps, candidates=candidates)
     tracker = LiveTensorBytes()
-    with torch.no_grad(), device_code_path(), tracker:  # not inference_mode: every allocation the process makes
-        out = denoise(model, prompt, settings, max_new_tokens=canvas, eos_token_ids=[1], pad_token_id=0, seed=0,
-                      frozen=pins, max_blocks=1)
+    with (
+        torch.no_grad(),
+        device_code_path(),
+        tracker,
+    ):  # not inference_mode: every allocation the process makes
+        out = denoise(
+            model,
+            prompt,
+            settings,
+            max_new_tokens=canvas,
+            eos_token_ids=[1],
+            pad_token_id=0,
+            seed=0,
+            frozen=pins,
+            max_blocks=1,
+        )
     name = str(model.dtype).removeprefix("torch.")
     return StepMemory(candidates, canvas, vocab, name, frozen, tracker.peak, out.steps)

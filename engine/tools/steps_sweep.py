@@ -16,8 +16,15 @@ import time
 from pathlib import Path
 
 
-def sweep(model: Path, budgets: list[int], drafts: int, tokens: int, candidates: int, seed: int,
-          corpus: str = "sample") -> list[dict]:
+def sweep(
+    model: Path,
+    budgets: list[int],
+    drafts: int,
+    tokens: int,
+    candidates: int,
+    seed: int,
+    corpus: str = "sample",
+) -> list[dict]:
     from engine.api import DenoiseSettings, DraftRequest
     from engine.session import Session
     from engine.training.evaluate import held_out_prompts, load_words, word_stats
@@ -37,9 +44,16 @@ def sweep(model: Path, budgets: list[int], drafts: int, tokens: int, candidates:
             texts.append(result.text)
             used.append(result.stats.steps)
         real, total = word_stats(texts, words)
-        rows.append({"max_steps": steps, "english_word_fraction": round(real / max(1, total), 4),
-                     "words": total, "steps_used_mean": round(statistics.mean(used), 1),
-                     "seconds_mean": round(statistics.mean(seconds), 3), "seconds_max": round(max(seconds), 3)})
+        rows.append(
+            {
+                "max_steps": steps,
+                "english_word_fraction": round(real / max(1, total), 4),
+                "words": total,
+                "steps_used_mean": round(statistics.mean(used), 1),
+                "seconds_mean": round(statistics.mean(seconds), 3),
+                "seconds_max": round(max(seconds), 3),
+            }
+        )
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
@@ -54,11 +68,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=64, help="draft length (the app's default)")
     parser.add_argument("--candidates", type=int, default=3, help="alternatives (the app's default)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corpus", choices=["sample", "web"], default="sample",
-                        help="held-out prompts: the bundled sample passages, or the web corpus (sword-text-web)")
+    parser.add_argument(
+        "--corpus",
+        choices=["sample", "web"],
+        default="sample",
+        help="held-out prompts: the bundled sample passages, or the web corpus (sword-text-web)",
+    )
     args = parser.parse_args(argv)
-    rows = sweep(args.model, [int(s) for s in args.steps.split(",")], args.drafts, args.tokens, args.candidates,
-                 args.seed, args.corpus)
+    rows = sweep(
+        args.model,
+        [int(s) for s in args.steps.split(",")],
+        args.drafts,
+        args.tokens,
+        args.candidates,
+        args.seed,
+        args.corpus,
+    )
     print(json.dumps(rows, indent=1))
     return 0
 

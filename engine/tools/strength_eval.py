@@ -71,8 +71,14 @@ def kept_share(selection: str, rewrite: str) -> float:
     return lcs_words(words, rewrite.split()) / len(words) if words else 0.0
 
 
-def measure(model_dir: str | Path, *, seeds: int = 3, strengths: tuple[float, ...] = STRENGTHS,
-            selections: tuple[str, ...] = SELECTIONS, device: str = "cpu") -> dict[str, Any]:
+def measure(
+    model_dir: str | Path,
+    *,
+    seeds: int = 3,
+    strengths: tuple[float, ...] = STRENGTHS,
+    selections: tuple[str, ...] = SELECTIONS,
+    device: str = "cpu",
+) -> dict[str, Any]:
     from engine.api import REWRITE_PRESETS, DenoiseSettings, RewriteRequest
     from engine.session import Session
 
@@ -85,28 +91,45 @@ def measure(model_dir: str | Path, *, seeds: int = 3, strengths: tuple[float, ..
         for seed in range(seeds):
             for strength in strengths:
                 request = RewriteRequest(
-                    selection=selection, instruction=REWRITE_PRESETS[preset], strength=strength,
+                    selection=selection,
+                    instruction=REWRITE_PRESETS[preset],
+                    strength=strength,
                     settings=DenoiseSettings(seed=seed),
                 )
                 result = session.run(request)
-                rows.append({
-                    "selection": i, "preset": preset, "seed": seed, "strength": strength,
-                    "kept": round(kept_share(selection, result.text), 4), "steps": result.stats.steps,
-                    "text": result.text,
-                })
+                rows.append(
+                    {
+                        "selection": i,
+                        "preset": preset,
+                        "seed": seed,
+                        "strength": strength,
+                        "kept": round(kept_share(selection, result.text), 4),
+                        "steps": result.stats.steps,
+                        "text": result.text,
+                    }
+                )
     summary = {}
     for strength in strengths:
         values = [r["kept"] for r in rows if r["strength"] == strength]
         steps = [r["steps"] for r in rows if r["strength"] == strength]
         summary[f"{strength:g}"] = {
-            "mean": round(statistics.fmean(values), 4), "median": round(statistics.median(values), 4),
-            "min": round(min(values), 4), "max": round(max(values), 4), "runs": len(values),
+            "mean": round(statistics.fmean(values), 4),
+            "median": round(statistics.median(values), 4),
+            "min": round(min(values), 4),
+            "max": round(max(values), 4),
+            "runs": len(values),
             "mean_steps": round(statistics.fmean(steps), 1),
         }
     return {
-        "model": info.name, "model_dir": str(model_dir), "device": info.device, "selections": len(selections),
-        "seeds": seeds, "metric": "LCS(selection words, rewrite words) / selection words",
-        "summary": summary, "seconds": round(time.perf_counter() - start, 1), "runs": rows,
+        "model": info.name,
+        "model_dir": str(model_dir),
+        "device": info.device,
+        "selections": len(selections),
+        "seeds": seeds,
+        "metric": "LCS(selection words, rewrite words) / selection words",
+        "summary": summary,
+        "seconds": round(time.perf_counter() - start, 1),
+        "runs": rows,
     }
 
 
@@ -129,8 +152,10 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for key in sorted(report["summary"], key=float):
         s = report["summary"][key]
-        lines.append(f"| {key} | {s['mean']:.3f} | {s['median']:.3f} | {s['min']:.3f} | {s['max']:.3f} | "
-                     f"{s['mean_steps']} | {s['runs']} |")
+        lines.append(
+            f"| {key} | {s['mean']:.3f} | {s['median']:.3f} | {s['min']:.3f} | {s['max']:.3f} | "
+            f"{s['mean_steps']} | {s['runs']} |"
+        )
     return "\n".join(lines)
 
 
@@ -149,8 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(report, indent=1, ensure_ascii=False)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
-    print(markdown(report) if args.markdown else json.dumps(
-        {k: v for k, v in report.items() if k != "runs"}, indent=1))
+    print(
+        markdown(report)
+        if args.markdown
+        else json.dumps({k: v for k, v in report.items() if k != "runs"}, indent=1)
+    )
     problems = check(report)
     for problem in problems:
         print(f"check failed: {problem}", file=sys.stderr)

@@ -24,12 +24,33 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-SYNCING_OPS = frozenset({
-    "_local_scalar_dense", "item", "is_nonzero", "equal", "allclose", "nonzero", "argwhere", "masked_select",
-    "masked_scatter", "unique", "_unique", "_unique2", "unique_dim", "unique_consecutive", "unique_dim_consecutive",
-    "bincount", "histogram", "multinomial", "_assert_scalar", "tolist",
-})
-GROUPED_MM_OPS = frozenset({"_grouped_mm", "grouped_mm", "grouped_mm_fallback"})  # sync on compute capability < 9
+SYNCING_OPS = frozenset(
+    {
+        "_local_scalar_dense",
+        "item",
+        "is_nonzero",
+        "equal",
+        "allclose",
+        "nonzero",
+        "argwhere",
+        "masked_select",
+        "masked_scatter",
+        "unique",
+        "_unique",
+        "_unique2",
+        "unique_dim",
+        "unique_consecutive",
+        "unique_dim_consecutive",
+        "bincount",
+        "histogram",
+        "multinomial",
+        "_assert_scalar",
+        "tolist",
+    }
+)
+GROUPED_MM_OPS = frozenset(
+    {"_grouped_mm", "grouped_mm", "grouped_mm_fallback"}
+)  # sync on compute capability < 9
 HOST_READS = ("cpu", "item", "tolist", "numpy")
 
 
@@ -57,7 +78,9 @@ def _is_sync(name: str, args: Any, kwargs: dict[str, Any], capability: tuple[int
 
 
 @contextmanager
-def auditing(capability: tuple[int, int] = (8, 6), quiet: Callable[[], bool] = lambda: False) -> Iterator[Audit]:
+def auditing(
+    capability: tuple[int, int] = (8, 6), quiet: Callable[[], bool] = lambda: False
+) -> Iterator[Audit]:
     """Record the ops run in the block and the ones that would synchronise on a CUDA device of `capability`.
     `quiet()` true means "inside a kernel launch being emulated": its ops are not the path's."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -84,7 +107,10 @@ def source_reads(*functions: Callable[..., Any]) -> list[str]:
     for fn in functions:
         source = textwrap.dedent(inspect.getsource(fn))
         for node in ast.walk(ast.parse(source)):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in HOST_READS):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in HOST_READS
+            ):
                 found.append(f"{fn.__qualname__}:{node.lineno}: .{node.func.attr}()")
     return found

@@ -61,7 +61,10 @@ def gemma4_style_tokenizer(texts: Iterable[str] = SAMPLE_TEXT, vocab_size: int =
 
 
 def train_tokenizer(
-    texts: Iterable[str], vocab_size: int = 512, *, extra_special: Iterable[str] | None = None,
+    texts: Iterable[str],
+    vocab_size: int = 512,
+    *,
+    extra_special: Iterable[str] | None = None,
     chat_template: str = CHAT_TEMPLATE,
 ) -> Any:
     """Train a Gemma-shaped BPE tokenizer (byte fallback, "▁" spaces) and return a `PreTrainedTokenizerFast`.
@@ -106,8 +109,9 @@ def train_tokenizer(
         eos_token="<eos>",
         pad_token="<pad>",
         unk_token="<unk>",
-        additional_special_tokens=list(extra_special) if extra_special is not None else ["<start_of_turn>",
-                                                                                          "<end_of_turn>"],
+        additional_special_tokens=list(extra_special)
+        if extra_special is not None
+        else ["<start_of_turn>", "<end_of_turn>"],
         chat_template=chat_template,
         model_max_length=1_000_000,
     )
@@ -163,7 +167,9 @@ def tiny_config(
         "eos_token_id": 1,
         "bos_token_id": 2,
     }
-    return DiffusionGemmaConfig(text_config=text, vision_config=tiny_vision_config(), canvas_length=canvas_length)
+    return DiffusionGemmaConfig(
+        text_config=text, vision_config=tiny_vision_config(), canvas_length=canvas_length
+    )
 
 
 def generation_defaults(tokenizer: Any, max_new_tokens: int = 256) -> dict[str, Any]:
@@ -194,7 +200,9 @@ def save_checkpoint(model: Any, tokenizer: Any, out_dir: str | Path, *, max_new_
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    model.generation_config = DiffusionGemmaGenerationConfig(**_resolved(generation_defaults(tokenizer, max_new_tokens)))
+    model.generation_config = DiffusionGemmaGenerationConfig(
+        **_resolved(generation_defaults(tokenizer, max_new_tokens))
+    )
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     # transformers 5 writes the template to chat_template.jinja; keep it in tokenizer_config.json too, where
@@ -217,7 +225,12 @@ def _resolved(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_tiny(
-    out_dir: str | Path, *, seed: int = 0, canvas_length: int = 32, vocab_size: int = 512, max_positions: int = 4096,
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    canvas_length: int = 32,
+    vocab_size: int = 512,
+    max_positions: int = 4096,
     gemma4: bool = False,
 ) -> Path:
     """Write a random-weight tiny checkpoint that loads in well under a second on CPU (`max_positions`: its

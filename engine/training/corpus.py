@@ -20,12 +20,14 @@ MODULE = "engWEB2015eb"
 PACKAGES = ("sword-text-web", "diatheke")
 SOURCE = "World English Bible (2015 edition with Deuterocanon), Debian package sword-text-web, via diatheke"
 LICENCE = (
-    "Public domain. \"The World English Bible is in the Public Domain. That means that it is not copyrighted.\" "
-    "(eBible.org, quoted in /usr/share/doc/sword-text-web/copyright). \"World English Bible\" is a trademark of "
+    'Public domain. "The World English Bible is in the Public Domain. That means that it is not copyrighted." '
+    '(eBible.org, quoted in /usr/share/doc/sword-text-web/copyright). "World English Bible" is a trademark of '
     "eBible.org; this model's outputs are not the World English Bible."
 )
 HELD_OUT_EVERY = 20
-_VERSE = re.compile(r"^\s*(?P<book>(?:I{1,3}V? )?[A-Z][A-Za-z ]*?) (?P<chapter>\d+):(?P<verse>\d+): (?P<text>.*)$")
+_VERSE = re.compile(
+    r"^\s*(?P<book>(?:I{1,3}V? )?[A-Z][A-Za-z ]*?) (?P<chapter>\d+):(?P<verse>\d+): (?P<text>.*)$"
+)
 _NOTE = re.compile(r"\[[^\[\]]*\]")
 
 
@@ -134,7 +136,9 @@ def sample_passages() -> list[Chapter]:
         "The king called his servants and said to them, go into the city and find the man who built the wall. "
         "They searched every street and every house, but they could not find him, so they returned to the king.",
     ]
-    return [Chapter("Sample", i + 1, " ".join(paragraphs[i:] + paragraphs[:i])) for i in range(len(paragraphs))]
+    return [
+        Chapter("Sample", i + 1, " ".join(paragraphs[i:] + paragraphs[:i])) for i in range(len(paragraphs))
+    ]
 
 
 def sentences(text: str) -> list[str]:

@@ -72,8 +72,14 @@ def held_out_prompts(count: int, seed: int, corpus: str) -> list[tuple[str, str,
     return out
 
 
-def run(model_dir: Path, drafts: int = 50, seed: int = 0, corpus: str = "web", denoise_examples: int = 96,
-        words: set[str] | None = None) -> dict[str, Any]:
+def run(
+    model_dir: Path,
+    drafts: int = 50,
+    seed: int = 0,
+    corpus: str = "web",
+    denoise_examples: int = 96,
+    words: set[str] | None = None,
+) -> dict[str, Any]:
     import torch
 
     from engine.api import DenoiseSettings, DraftRequest, InfillRequest, RewriteRequest
@@ -95,23 +101,46 @@ def run(model_dir: Path, drafts: int = 50, seed: int = 0, corpus: str = "web", d
     rewrite_s, infill_s, samples = [], [], {}
     for i, (before, middle, after) in enumerate(triples[:5]):
         settings = DenoiseSettings(seed=seed + i)
-        rw = session.run(RewriteRequest(selection=middle.strip(), instruction="Make it shorter while keeping its meaning.",
-                                        settings=settings))
+        rw = session.run(
+            RewriteRequest(
+                selection=middle.strip(),
+                instruction="Make it shorter while keeping its meaning.",
+                settings=settings,
+            )
+        )
         inf = session.run(InfillRequest(before=before, after=after, settings=settings))
         rewrite_s.append(rw.stats.seconds)
         infill_s.append(inf.stats.seconds)
         if i == 0:
-            samples = {"draft_prompt": before, "draft": texts[0], "rewrite_selection": middle.strip(),
-                       "rewrite_shorter": rw.text,
-                       "infill_before": before, "infill": inf.text, "infill_after": after}
+            samples = {
+                "draft_prompt": before,
+                "draft": texts[0],
+                "rewrite_selection": middle.strip(),
+                "rewrite_shorter": rw.text,
+                "infill_before": before,
+                "infill": inf.text,
+                "infill_after": after,
+            }
 
     # Denoising accuracy on held-out examples built the way training builds them.
-    record = json.loads((model_dir / "training.json").read_text()) if (model_dir / "training.json").is_file() else {}
+    record = (
+        json.loads((model_dir / "training.json").read_text())
+        if (model_dir / "training.json").is_file()
+        else {}
+    )
     hyper = Hyper(**{**record.get("hyperparameters", {}), "corpus": corpus})
     model, tok = session.model, session.tokenizer
-    train_chapters, held_chapters = load_corpus(hyper, Path("/nonexistent")) if corpus == "sample" else _web_split()
-    held = sample_examples(held_chapters, tok, int(model.config.canvas_length), hyper.max_prefix,
-                           random.Random(seed + 101), denoise_examples)
+    train_chapters, held_chapters = (
+        load_corpus(hyper, Path("/nonexistent")) if corpus == "sample" else _web_split()
+    )
+    held = sample_examples(
+        held_chapters,
+        tok,
+        int(model.config.canvas_length),
+        hyper.max_prefix,
+        random.Random(seed + 101),
+        denoise_examples,
+    )
     mode = unigram_mode(train_chapters, tok, hyper)
     log_unigram = _unigram_log_probs(train_chapters, tok, hyper)
     denoise: dict[str, float] = {}
@@ -122,8 +151,14 @@ def run(model_dir: Path, drafts: int = 50, seed: int = 0, corpus: str = "web", d
             targets: list[int] = []
             whole: Counter[str] = Counter()
             for i in range(0, len(held), 16):
-                c, k, tgt, s, counts = denoising_scores(model, collate(held[i : i + 16], tok.pad_token_id), t,
-                                                        tok.pad_token_id, seed=i, mode_id=mode)
+                c, k, tgt, s, counts = denoising_scores(
+                    model,
+                    collate(held[i : i + 16], tok.pad_token_id),
+                    t,
+                    tok.pad_token_id,
+                    seed=i,
+                    mode_id=mode,
+                )
                 correct, n, ce = correct + c, n + k, ce + s
                 targets.extend(tgt.tolist())
                 whole.update(counts)
@@ -156,8 +191,9 @@ def _unigram_log_probs(chapters, tokenizer, hyper) -> Any:
     from engine.training.examples import sample_examples
 
     counts = torch.ones(len(tokenizer))
-    for e in sample_examples(chapters, tokenizer, hyper.canvas_length, hyper.max_prefix,
-                             random.Random(hyper.seed + 7), 1024):
+    for e in sample_examples(
+        chapters, tokenizer, hyper.canvas_length, hyper.max_prefix, random.Random(hyper.seed + 7), 1024
+    ):
         for t in e.target:
             if t != tokenizer.pad_token_id:
                 counts[t] += 1

@@ -30,10 +30,23 @@ from engine.training.corpus import Chapter, sentences
 TASK_WEIGHTS = {"draft": 0.55, "rewrite": 0.25, "infill": 0.20}
 FREE_INSTRUCTION = "Rewrite it in your own words."
 _CONTRACTIONS = [
-    ("do not", "don't"), ("does not", "doesn't"), ("did not", "didn't"), ("will not", "won't"),
-    ("cannot", "can't"), ("is not", "isn't"), ("are not", "aren't"), ("was not", "wasn't"),
-    ("I am", "I'm"), ("I will", "I'll"), ("you are", "you're"), ("it is", "it's"), ("we are", "we're"),
-    ("they are", "they're"), ("I have", "I've"), ("that is", "that's"), ("there is", "there's"),
+    ("do not", "don't"),
+    ("does not", "doesn't"),
+    ("did not", "didn't"),
+    ("will not", "won't"),
+    ("cannot", "can't"),
+    ("is not", "isn't"),
+    ("are not", "aren't"),
+    ("was not", "wasn't"),
+    ("I am", "I'm"),
+    ("I will", "I'll"),
+    ("you are", "you're"),
+    ("it is", "it's"),
+    ("we are", "we're"),
+    ("they are", "they're"),
+    ("I have", "I've"),
+    ("that is", "that's"),
+    ("there is", "there's"),
 ]
 
 
@@ -190,7 +203,12 @@ def turn_to_examples(
 
 
 def sample_examples(
-    chapters: list[Chapter], tokenizer: Any, canvas_length: int, max_prefix: int, rng: random.Random, count: int
+    chapters: list[Chapter],
+    tokenizer: Any,
+    canvas_length: int,
+    max_prefix: int,
+    rng: random.Random,
+    count: int,
 ) -> list[Example]:
     """`count` examples drawn from random chapters and tasks."""
     out: list[Example] = []

@@ -22,7 +22,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-TEACHER_CORPUS = Path(__file__).resolve().parent / "teacher_corpus"  # the committed chunks, one folder a backend
+TEACHER_CORPUS = (
+    Path(__file__).resolve().parent / "teacher_corpus"
+)  # the committed chunks, one folder a backend
 TODAYS_DEMO = Path("resources/models/letterpress-demo")
 
 

@@ -94,7 +94,9 @@ def decode(model, batch: Batch, canvas: torch.Tensor, cache, sc_logits=None, sc_
     ).logits
 
 
-def noise(batch: Batch, t: torch.Tensor, vocab_size: int, generator: torch.Generator | None = None) -> torch.Tensor:
+def noise(
+    batch: Batch, t: torch.Tensor, vocab_size: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Replace each noisable canvas token by a uniform random token with probability t (per example)."""
     shape = batch.target.shape
     dev = batch.target.device
@@ -104,7 +106,11 @@ def noise(batch: Batch, t: torch.Tensor, vocab_size: int, generator: torch.Gener
 
 
 def diffusion_loss(
-    model, batch: Batch, self_conditioning_prob: float = 0.5, pad_id: int | None = None, pad_weight: float = 1.0
+    model,
+    batch: Batch,
+    self_conditioning_prob: float = 0.5,
+    pad_id: int | None = None,
+    pad_weight: float = 1.0,
 ) -> torch.Tensor:
     """Mean cross-entropy over the noisable canvas positions; `<pad>` targets weigh `pad_weight`."""
     vocab = model.config.get_text_config().vocab_size
@@ -117,7 +123,9 @@ def diffusion_loss(
         with torch.no_grad():
             sc_logits = decode(model, batch, canvas, cache).detach()
     logits = decode(model, batch, canvas, cache, sc_logits, sc_mask if sc_logits is not None else None)
-    losses = F.cross_entropy(logits.flatten(0, 1), batch.target.flatten(), reduction="none").view_as(batch.target)
+    losses = F.cross_entropy(logits.flatten(0, 1), batch.target.flatten(), reduction="none").view_as(
+        batch.target
+    )
     weight = batch.noisable.float()
     if pad_id is not None:
         weight = torch.where(batch.target == pad_id, weight * pad_weight, weight)
@@ -138,14 +146,20 @@ def denoising_scores(
     vocab = model.config.get_text_config().vocab_size
     b, c = batch.target.shape
     dev = batch.target.device
-    corrupt = (torch.rand((b, c), generator=generator) < t).to(dev) & batch.noisable & (batch.target != pad_id)
+    corrupt = (
+        (torch.rand((b, c), generator=generator) < t).to(dev) & batch.noisable & (batch.target != pad_id)
+    )
     random_ids = torch.randint(0, vocab, (b, c), generator=generator).to(dev)
     canvas = torch.where(corrupt, random_ids, batch.target)
     cache = encode_prefix(model, batch)
     logits = decode(model, batch, canvas, cache).float()
     predicted = logits.argmax(-1)
     correct = int(((predicted == batch.target) & corrupt).sum())
-    ce = F.cross_entropy(logits[corrupt], batch.target[corrupt], reduction="sum") if bool(corrupt.any()) else 0.0
+    ce = (
+        F.cross_entropy(logits[corrupt], batch.target[corrupt], reduction="sum")
+        if bool(corrupt.any())
+        else 0.0
+    )
     content = batch.noisable & (batch.target != pad_id)
     counts = {
         "all": int(content.sum()),
@@ -156,7 +170,9 @@ def denoising_scores(
     return correct, int(corrupt.sum()), batch.target[corrupt], float(ce), counts
 
 
-def denoising_accuracy(model, batch: Batch, t: float, pad_id: int, seed: int = 0) -> tuple[int, int, torch.Tensor]:
+def denoising_accuracy(
+    model, batch: Batch, t: float, pad_id: int, seed: int = 0
+) -> tuple[int, int, torch.Tensor]:
     """(correct, total, targets) over corrupted non-pad positions at noise level t (see `denoising_scores`)."""
     correct, total, targets, _, _ = denoising_scores(model, batch, t, pad_id, seed)
     return correct, total, targets

@@ -55,7 +55,9 @@ class Hyper:
     corpus: str = "web"  # "web" (Debian sword-text-web), "sample" (built in, for tests) or "teacher" (below)
     corpus_dirs: str = ""  # "teacher": comma-separated `engine.training.corpus_gen` output folders
     corpus_chunks: int = 0  # "teacher": read only the first N chunks of each folder (0: all; fixed for a run)
-    corpus_reload: int = 0  # "teacher": re-read the folders every N steps (0: never), while the corpus still grows
+    corpus_reload: int = (
+        0  # "teacher": re-read the folders every N steps (0: never), while the corpus still grows
+    )
     dtype: str = "bfloat16"  # dtype of the exported weights
 
 
@@ -80,8 +82,9 @@ def load_corpus(h: Hyper, cache_dir: Path) -> tuple[Any, Any]:
     return corpus_mod.split(corpus_mod.load_chapters(cache_dir / "corpus.txt"))
 
 
-def sample_examples(chapters: Any, tokenizer: Any, canvas_length: int, max_prefix: int, rng: random.Random,
-                    count: int) -> list[Example]:
+def sample_examples(
+    chapters: Any, tokenizer: Any, canvas_length: int, max_prefix: int, rng: random.Random, count: int
+) -> list[Example]:
     """Examples from either corpus kind (the teacher's corpus has its own builder, same canvases)."""
     build = examples_mod.sample_examples if isinstance(chapters, list) else story_examples.sample_examples
     return build(chapters, tokenizer, canvas_length, max_prefix, rng, count)
@@ -135,14 +138,25 @@ def evaluate_batch(model, examples: list[Example], pad_id: int, t: float) -> tup
 def unigram_mode(chapters, tokenizer, h: Hyper) -> int:
     """The most frequent non-pad canvas token in training data: the unigram baseline's constant guess."""
     counts: Counter[int] = Counter()
-    for e in sample_examples(chapters, tokenizer, h.canvas_length, h.max_prefix, random.Random(h.seed + 7), 256):
+    for e in sample_examples(
+        chapters, tokenizer, h.canvas_length, h.max_prefix, random.Random(h.seed + 7), 256
+    ):
         counts.update(t for t in e.target if t != tokenizer.pad_token_id)
     return counts.most_common(1)[0][0]
 
 
-def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save_every: int = 50,
-        max_minutes: float | None = None, quiet: bool = False, device: str = "cpu",
-        keep_exports: bool = False) -> dict[str, Any]:
+def run(
+    out: Path,
+    h: Hyper,
+    *,
+    log_every: int = 10,
+    eval_every: int = 200,
+    save_every: int = 50,
+    max_minutes: float | None = None,
+    quiet: bool = False,
+    device: str = "cpu",
+    keep_exports: bool = False,
+) -> dict[str, Any]:
     from transformers import DiffusionGemmaForBlockDiffusion
 
     out.mkdir(parents=True, exist_ok=True)
@@ -150,11 +164,18 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
     torch.manual_seed(h.seed)
     train_chapters, held_chapters = load_corpus(h, out)
     if h.corpus == "teacher" and not train_chapters.stories:
-        raise SystemExit(f"No usable stories in {h.corpus_dirs} yet: let engine.training.corpus_gen write a chunk.")
+        raise SystemExit(
+            f"No usable stories in {h.corpus_dirs} yet: let engine.training.corpus_gen write a chunk."
+        )
     tokenizer = run_tokenizer(out, train_chapters, h)
     config = tiny_config(
-        len(tokenizer), canvas_length=h.canvas_length, hidden_size=h.hidden_size, layers=h.layers,
-        experts=h.experts, top_k=h.top_k, max_positions=h.max_positions,
+        len(tokenizer),
+        canvas_length=h.canvas_length,
+        hidden_size=h.hidden_size,
+        layers=h.layers,
+        experts=h.experts,
+        top_k=h.top_k,
+        max_positions=h.max_positions,
     )
     # transformers types `to` as the unbound function (mypy reads `device` as `self`)
     model = DiffusionGemmaForBlockDiffusion(config).to(device)  # type: ignore[arg-type]
@@ -169,8 +190,9 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         optimizer.load_state_dict(state["optimizer"])
         step = state["step"]
         torch.set_rng_state(state["torch_rng"].cpu())
-    held = sample_examples(held_chapters, tokenizer, h.canvas_length, h.max_prefix, random.Random(h.seed + 1),
-                           h.eval_examples)
+    held = sample_examples(
+        held_chapters, tokenizer, h.canvas_length, h.max_prefix, random.Random(h.seed + 1), h.eval_examples
+    )
     mode = unigram_mode(train_chapters, tokenizer, h)
     log = (out / "log.jsonl").open("a", encoding="utf-8")
     started = time.monotonic()
@@ -184,8 +206,16 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
 
     def save_state() -> None:
         tmp = state_path.with_suffix(".tmp")
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                    "hyper": asdict(h), "torch_rng": torch.get_rng_state()}, tmp)
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "step": step,
+                "hyper": asdict(h),
+                "torch_rng": torch.get_rng_state(),
+            },
+            tmp,
+        )
         tmp.replace(state_path)
 
     def evaluate_and_export() -> None:
@@ -214,11 +244,21 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
             group["lr"] = lr_at(step, h)
         if h.corpus == "teacher" and h.corpus_reload and step and step % h.corpus_reload == 0:
             train_chapters = load_corpus(h, out)[0]  # the generator wrote more chunks meanwhile
-            emit({"step": step, "corpus_stories": len(train_chapters.stories),
-                  "corpus_rewrites": len(train_chapters.rewrites)})
+            emit(
+                {
+                    "step": step,
+                    "corpus_stories": len(train_chapters.stories),
+                    "corpus_rewrites": len(train_chapters.rewrites),
+                }
+            )
         examples = batches_for_step(train_chapters, tokenizer, h, step)
-        loss = diffusion_loss(model, collate(examples, tokenizer.pad_token_id).to(device), h.self_conditioning_prob,
-                              tokenizer.pad_token_id, h.pad_weight)
+        loss = diffusion_loss(
+            model,
+            collate(examples, tokenizer.pad_token_id).to(device),
+            h.self_conditioning_prob,
+            tokenizer.pad_token_id,
+            h.pad_weight,
+        )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -226,9 +266,15 @@ def run(out: Path, h: Hyper, *, log_every: int = 10, eval_every: int = 200, save
         step += 1
         running += loss.item()
         if step % log_every == 0:
-            emit({"step": step, "loss": running / log_every, "lr": lr_at(step, h),
-                  "canvas_tokens": step * h.batch_size * h.canvas_length,
-                  "elapsed_s": round(time.monotonic() - started, 1)})
+            emit(
+                {
+                    "step": step,
+                    "loss": running / log_every,
+                    "lr": lr_at(step, h),
+                    "canvas_tokens": step * h.batch_size * h.canvas_length,
+                    "elapsed_s": round(time.monotonic() - started, 1),
+                }
+            )
             running = 0.0
         if step % save_every == 0:
             save_state()
@@ -279,19 +325,40 @@ def corpus_record(h: Hyper) -> dict[str, Any]:
     if h.corpus == "teacher":
         from engine.training import recipes, teacher
 
-        manifests = [json.loads((Path(d) / "manifest.json").read_text()) for d in h.corpus_dirs.split(",") if d
-                     and (Path(d) / "manifest.json").is_file()]
-        return {"source": f"generated by the teacher {teacher.TEACHER_ID} from seeded prompts "
-                          "(engine.training.recipes, engine.training.corpus_gen)",
-                "licence": teacher.LICENCE, "teacher_sha256": teacher.SHA256,
-                "held_out": f"item index % {recipes.HELD_OUT_EVERY} == {recipes.HELD_OUT_AT}",
-                "chunks_per_folder": h.corpus_chunks or "all",
-                "generation": [{k: m.get(k) for k in ("seed", "chunk_size", "batch_size", "backend", "threads",
-                                                       "recipes_sha256", "command")} for m in manifests]}
-    return {"source": corpus_mod.SOURCE if h.corpus == "web" else "built-in sample passages",
-            "licence": corpus_mod.LICENCE if h.corpus == "web" else "written for this project",
-            "debian_packages": list(corpus_mod.PACKAGES) if h.corpus == "web" else [],
-            "held_out": f"every {corpus_mod.HELD_OUT_EVERY}th chapter"}
+        manifests = [
+            json.loads((Path(d) / "manifest.json").read_text())
+            for d in h.corpus_dirs.split(",")
+            if d and (Path(d) / "manifest.json").is_file()
+        ]
+        return {
+            "source": f"generated by the teacher {teacher.TEACHER_ID} from seeded prompts "
+            "(engine.training.recipes, engine.training.corpus_gen)",
+            "licence": teacher.LICENCE,
+            "teacher_sha256": teacher.SHA256,
+            "held_out": f"item index % {recipes.HELD_OUT_EVERY} == {recipes.HELD_OUT_AT}",
+            "chunks_per_folder": h.corpus_chunks or "all",
+            "generation": [
+                {
+                    k: m.get(k)
+                    for k in (
+                        "seed",
+                        "chunk_size",
+                        "batch_size",
+                        "backend",
+                        "threads",
+                        "recipes_sha256",
+                        "command",
+                    )
+                }
+                for m in manifests
+            ],
+        }
+    return {
+        "source": corpus_mod.SOURCE if h.corpus == "web" else "built-in sample passages",
+        "licence": corpus_mod.LICENCE if h.corpus == "web" else "written for this project",
+        "debian_packages": list(corpus_mod.PACKAGES) if h.corpus == "web" else [],
+        "held_out": f"every {corpus_mod.HELD_OUT_EVERY}th chapter",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,9 +367,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=Hyper.steps)
     parser.add_argument("--seed", type=int, default=Hyper.seed)
     parser.add_argument("--corpus", choices=["web", "sample", "teacher"], default=Hyper.corpus)
-    parser.add_argument("--corpus-dir", action="append", default=[],
-                        help="--corpus teacher: a corpus_gen output folder (repeatable)")
-    parser.add_argument("--corpus-chunks", type=int, default=0, help="read only the first N chunks of each folder")
+    parser.add_argument(
+        "--corpus-dir",
+        action="append",
+        default=[],
+        help="--corpus teacher: a corpus_gen output folder (repeatable)",
+    )
+    parser.add_argument(
+        "--corpus-chunks", type=int, default=0, help="read only the first N chunks of each folder"
+    )
     parser.add_argument("--corpus-reload", type=int, default=0, help="re-read the corpus every N steps")
     parser.add_argument("--batch-size", type=int, default=Hyper.batch_size)
     parser.add_argument("--lr", type=float, default=Hyper.lr)
@@ -317,11 +390,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-exports", action="store_true", help="keep each eval's model in DIR/exports/")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    h = Hyper(steps=args.steps, seed=args.seed, corpus=args.corpus, corpus_dirs=",".join(args.corpus_dir),
-              corpus_chunks=args.corpus_chunks, corpus_reload=args.corpus_reload, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
-              hidden_size=args.hidden_size, layers=args.layers)
-    metrics = run(args.out, h, eval_every=args.eval_every, save_every=args.save_every, max_minutes=args.max_minutes,
-                  device=args.device, keep_exports=args.keep_exports)
+    h = Hyper(
+        steps=args.steps,
+        seed=args.seed,
+        corpus=args.corpus,
+        corpus_dirs=",".join(args.corpus_dir),
+        corpus_chunks=args.corpus_chunks,
+        corpus_reload=args.corpus_reload,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup=args.warmup,
+        hidden_size=args.hidden_size,
+        layers=args.layers,
+    )
+    metrics = run(
+        args.out,
+        h,
+        eval_every=args.eval_every,
+        save_every=args.save_every,
+        max_minutes=args.max_minutes,
+        device=args.device,
+        keep_exports=args.keep_exports,
+    )
     print(json.dumps({"final": metrics}))
     return 0
 

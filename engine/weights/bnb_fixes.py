@@ -24,29 +24,45 @@ _installed: dict[str, bool] = {}
 
 
 def _fake_out(
-    A: torch.Tensor, absmax: torch.Tensor, blocksize: int, quant_type: str, shape: Sequence[int],
-    dtype: torch.dtype, out: torch.Tensor,
+    A: torch.Tensor,
+    absmax: torch.Tensor,
+    blocksize: int,
+    quant_type: str,
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    out: torch.Tensor,
 ) -> None:
     """bitsandbytes' own checks, with the shape compared as tuples."""
     torch._check(blocksize in _BLOCKSIZES, lambda: f"invalid blocksize {blocksize}")
-    torch._check(quant_type in ("nf4", "fp4"), lambda: f"quant_type must be 'nf4' or 'fp4', got {quant_type!r}")
+    torch._check(
+        quant_type in ("nf4", "fp4"), lambda: f"quant_type must be 'nf4' or 'fp4', got {quant_type!r}"
+    )
     torch._check(absmax.dtype == torch.float32, lambda: f"absmax must be float32, got {absmax.dtype}")
     torch._check(
         dtype in (torch.float16, torch.bfloat16, torch.float32),
         lambda: f"Blockwise 4bit dequantization only supports 16/32-bit floats, but got {dtype}",
     )
-    torch._check(tuple(out.shape) == tuple(shape), lambda: f"Expected out.shape == {tuple(shape)}, got {out.shape}")
+    torch._check(
+        tuple(out.shape) == tuple(shape), lambda: f"Expected out.shape == {tuple(shape)}, got {out.shape}"
+    )
     torch._check(out.device == A.device, lambda: f"Expected out.device == {A.device}, got {out.device}")
     torch._check(out.dtype == dtype, lambda: f"Expected out.dtype == {dtype}, got {out.dtype}")
 
 
 def _cpu_out(
-    A: torch.Tensor, absmax: torch.Tensor, blocksize: int, quant_type: str, shape: Sequence[int],
-    dtype: torch.dtype, out: torch.Tensor,
+    A: torch.Tensor,
+    absmax: torch.Tensor,
+    blocksize: int,
+    quant_type: str,
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    out: torch.Tensor,
 ) -> None:
     """The CPU stand-in for the CUDA in-place kernel: same op and arguments, result copied into `out` (it holds a
     temporary of the output's size, which the CUDA kernel does not)."""
-    out.copy_(torch.ops.bitsandbytes.dequantize_4bit.default(A, absmax, blocksize, quant_type, list(shape), dtype))
+    out.copy_(
+        torch.ops.bitsandbytes.dequantize_4bit.default(A, absmax, blocksize, quant_type, list(shape), dtype)
+    )
 
 
 def fake_kernel_is_broken() -> bool:

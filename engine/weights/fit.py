@@ -36,7 +36,9 @@ Verdict = Literal["fits", "tight", "wont_fit", "unknown"]
 
 GIB = 1024**3
 DEFAULT_CONTEXT = 8192
-CUDA_OVERHEAD = int(0.75 * GIB)  # CUDA context + cuBLAS workspace + allocator fragmentation, measured ballpark
+CUDA_OVERHEAD = int(
+    0.75 * GIB
+)  # CUDA context + cuBLAS workspace + allocator fragmentation, measured ballpark
 HOST_OVERHEAD = int(1.0 * GIB)  # Python, torch and transformers themselves
 FITS_SHARE = 0.90  # "fits" leaves >= 10% of the free memory; "tight" uses 90-100% of it
 NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
@@ -101,7 +103,11 @@ class FitEstimate:
     @property
     def total_bytes(self) -> int:
         return (
-            self.weights_bytes + self.kv_cache_bytes + self.logits_bytes + self.activations_bytes + self.overhead_bytes
+            self.weights_bytes
+            + self.kv_cache_bytes
+            + self.logits_bytes
+            + self.activations_bytes
+            + self.overhead_bytes
         )
 
     @property
@@ -137,8 +143,10 @@ def _int(section: dict[str, Any], key: str, default: int | None = None) -> int:
     if isinstance(value, float) and value.is_integer() and abs(value) < MAX_VALUE:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VALUE:
-        raise ModelDamagedError(f"config.json sets '{key}' to {str(value)[:40]!s}, which is not a size a model can "
-                                "have; download config.json again.")
+        raise ModelDamagedError(
+            f"config.json sets '{key}' to {str(value)[:40]!s}, which is not a size a model can "
+            "have; download config.json again."
+        )
     return value
 
 
@@ -147,7 +155,9 @@ def _text(config: dict[str, Any]) -> dict[str, Any]:
 
     text = config.get("text_config") or config if isinstance(config, dict) else None
     if not isinstance(text, dict):
-        raise ModelDamagedError("config.json is not a JSON object with a 'text_config' object; download it again.")
+        raise ModelDamagedError(
+            "config.json is not a JSON object with a 'text_config' object; download it again."
+        )
     return text
 
 
@@ -193,14 +203,19 @@ def _layer_groups(text: dict[str, Any]) -> dict[tuple[str, int, int, bool], int]
     return groups
 
 
-def _attention_shape(text: dict[str, Any], layer_type: str, overrides: dict[str, Any] | None) -> tuple[int, int, bool]:
+def _attention_shape(
+    text: dict[str, Any], layer_type: str, overrides: dict[str, Any] | None
+) -> tuple[int, int, bool]:
     """(kv heads, head dim, has v_proj) of a layer; global layers use the global head dim and share K with V.
 
     A saved config carries the global-layer overrides in `per_layer_config` (keyed by layer index)."""
     has_v = layer_type != "full_attention"
     if overrides:
-        return (_int(overrides, "num_key_value_heads", _int(text, "num_key_value_heads")),
-                _int(overrides, "head_dim", _int(text, "head_dim", 256)), has_v)
+        return (
+            _int(overrides, "num_key_value_heads", _int(text, "num_key_value_heads")),
+            _int(overrides, "head_dim", _int(text, "head_dim", 256)),
+            has_v,
+        )
     if layer_type == "full_attention":
         heads = _int(text, "num_global_key_value_heads", 0) or _int(text, "num_key_value_heads")
         return heads, _int(text, "global_head_dim", 0) or 512, False
@@ -245,7 +260,9 @@ def kind_counts(config: dict[str, Any]) -> tuple[dict[Kind, int], dict[Kind, int
     counts: dict[Kind, int] = dict.fromkeys(KINDS, 0)
     rows: dict[Kind, int] = dict.fromkeys(KINDS, 0)
     for (_layer_type, kv, hd, has_v), n in _layer_groups(text).items():
-        counts["attention"] += n * (h * heads * hd + h * kv * hd + (h * kv * hd if has_v else 0) + heads * hd * h)
+        counts["attention"] += n * (
+            h * heads * hd + h * kv * hd + (h * kv * hd if has_v else 0) + heads * hd * h
+        )
         rows["attention"] += n * (heads * hd + kv * hd + (kv * hd if has_v else 0) + h)
         counts["dense_mlp"] += n * 3 * h * inter
         rows["dense_mlp"] += n * (2 * inter + h)
@@ -264,16 +281,27 @@ def kind_counts(config: dict[str, Any]) -> tuple[dict[Kind, int], dict[Kind, int
 def plan_rows(config: dict[str, Any], scheme: str, compute_bytes: int = 2) -> list[PlanRow]:
     """The plan for `scheme` per module kind, with the weights and bytes of each kind."""
     counts, rows = kind_counts(config)
-    return [PlanRow(k, storage_for(scheme, k), counts[k], storage_bytes(storage_for(scheme, k), counts[k], rows[k],
-                                                                        compute_bytes)) for k in KINDS]
+    return [
+        PlanRow(
+            k,
+            storage_for(scheme, k),
+            counts[k],
+            storage_bytes(storage_for(scheme, k), counts[k], rows[k], compute_bytes),
+        )
+        for k in KINDS
+    ]
 
 
 def plan_text(config: dict[str, Any], scheme: str) -> str:
     rows = plan_rows(config, scheme)
     total = sum(r.bytes for r in rows)
-    return "\n".join([f"quantization plan '{scheme}' (per module kind):", *("  " + r.line() for r in rows),
-                      f"  {'total':<13} {'':>7}  {sum(r.weights for r in rows):>15,} weights  {total / 1e9:8.3f} GB"])
-
+    return "\n".join(
+        [
+            f"quantization plan '{scheme}' (per module kind):",
+            *("  " + r.line() for r in rows),
+            f"  {'total':<13} {'':>7}  {sum(r.weights for r in rows):>15,} weights  {total / 1e9:8.3f} GB",
+        ]
+    )
 
 
 def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
@@ -306,8 +334,11 @@ def plan_weight_bytes(config: dict[str, Any], scheme: str) -> tuple[int, str]:
         if not picked:
             continue
         weights = sum(r.weights for r in picked)
-        per = {"nf4": f"{NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)", "int8": "1 byte (int8) + 4-byte row scales",
-               "16-bit": "2 bytes"}[storage]
+        per = {
+            "nf4": f"{NF4_BYTES_PER_WEIGHT:.4f} bytes (4 bits + scales)",
+            "int8": "1 byte (int8) + 4-byte row scales",
+            "16-bit": "2 bytes",
+        }[storage]
         names = "/".join(KIND_LABELS[r.kind] for r in picked)
         parts.append(f"{weights:,} {names} weights x {per}")
     return sum(r.bytes for r in rows), " + ".join(parts)
@@ -336,8 +367,10 @@ def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int
         if layer_type == "sliding_attention" and window:
             positions = min(positions, window + canvas)
         total += n * 2 * kv * hd * 2 * positions * batch
-        parts.append(f"{n} {layer_type.split('_')[0]} layers x 2 (K,V) x {kv} heads x {hd} dims x 2 bytes x "
-                     f"{positions:,} positions" + (f" x {batch}" if batch > 1 else ""))
+        parts.append(
+            f"{n} {layer_type.split('_')[0]} layers x 2 (K,V) x {kv} heads x {hd} dims x 2 bytes x "
+            f"{positions:,} positions" + (f" x {batch}" if batch > 1 else "")
+        )
     return total, " + ".join(parts)
 
 
@@ -360,8 +393,11 @@ def attention_copy_bytes(config: dict[str, Any], queries: int, keys: int, rows: 
         mask = groups * queries * positions * rows if hd > 256 and groups > 1 else 0
         if kv_copy + mask > worst:
             worst = kv_copy + mask
-            how = (f"largest layer ({layer_type.split('_')[0]}): {rows} x 2 (K,V) x {kv} x {hd} x 2 bytes x "
-                   f"{positions:,} positions" + (f" + mask {groups} groups x {queries:,} x {positions:,}" if mask else ""))
+            how = (
+                f"largest layer ({layer_type.split('_')[0]}): {rows} x 2 (K,V) x {kv} x {hd} x 2 bytes x "
+                f"{positions:,} positions"
+                + (f" + mask {groups} groups x {queries:,} x {positions:,}" if mask else "")
+            )
     return worst, how
 
 
@@ -371,11 +407,15 @@ def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[i
     cells = batch * canvas * vocab
     scratch = min(STEP_CHUNK_BYTES, 5 * 4 * cells)
     total = math.ceil(cells * STEP_BYTES_PER_CELL_BF16) + scratch
-    return total, (f"{batch} x {canvas} canvas x {vocab:,} vocabulary x {STEP_BYTES_PER_CELL_BF16} bytes per cell "
-                   f"(measured lean step) + {scratch / 1e9:.2f} GB sampling chunk")
+    return total, (
+        f"{batch} x {canvas} canvas x {vocab:,} vocabulary x {STEP_BYTES_PER_CELL_BF16} bytes per cell "
+        f"(measured lean step) + {scratch / 1e9:.2f} GB sampling chunk"
+    )
 
 
-def activation_bytes(config: dict[str, Any], chunk: int, rows: int = 1, context: int | None = None) -> tuple[int, str]:
+def activation_bytes(
+    config: dict[str, Any], chunk: int, rows: int = 1, context: int | None = None
+) -> tuple[int, str]:
     """Prefill activations for `rows` rows encoding `chunk` tokens at a time, plus the encoder's dense
     sliding-window mask (one byte per query x key pair per row) over `context` keys."""
     text = _text(config)
@@ -414,8 +454,11 @@ def estimate(
     canvas = _int(config, "canvas_length", 256) if isinstance(config, dict) else 256
     canvas = canvas or 256
     counts = param_counts(config)
-    w, w_how = plan_weight_bytes(config, precision) if precision in ("nf4", "nf4-mixed") else weight_bytes(
-        counts, precision)
+    w, w_how = (
+        plan_weight_bytes(config, precision)
+        if precision in ("nf4", "nf4-mixed")
+        else weight_bytes(counts, precision)
+    )
     kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, rows)
     # the request's own prefix-cache entry (`engine.prefix_cache`): one batch-1 copy of the prompt's cache, held
     # on the device beside the rows' caches while the request runs
@@ -459,8 +502,21 @@ def estimate(
             f"available    {gb(available_bytes):>10}  on {device}; fits <= {FITS_SHARE:.0%} of it "
             f"({gb(FITS_SHARE * available_bytes)}), tight <= 100% -> {verdict}"
         )
-    est = FitEstimate(precision, context_tokens, canvas, w, kv, lg, act, overhead, device, available_bytes, verdict,
-                      tuple(lines), rows)
+    est = FitEstimate(
+        precision,
+        context_tokens,
+        canvas,
+        w,
+        kv,
+        lg,
+        act,
+        overhead,
+        device,
+        available_bytes,
+        verdict,
+        tuple(lines),
+        rows,
+    )
     return FitEstimate(**{**est.__dict__, "lines": (est.summary, *lines)})
 
 
@@ -516,7 +572,11 @@ def devices_found() -> list[DeviceMemory]:
 
 
 def estimate_for_device(
-    config: dict[str, Any], precision: Precision, device: str, *, context_tokens: int = DEFAULT_CONTEXT,
+    config: dict[str, Any],
+    precision: Precision,
+    device: str,
+    *,
+    context_tokens: int = DEFAULT_CONTEXT,
     candidates: int = 1,
 ) -> FitEstimate:
     """The estimate against what is free right now on `device` ("cpu", "cuda" or "cuda:N")."""

@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.api import (
-    EngineError,
     Device,
+    EngineError,
     LoadCancelledError,
     LoadProgress,
-    ModelIncompleteError,
     ModelInfo,
-    ModelNotFoundError,
     ProgressCallback,
     Quantization,
     UnsupportedModelError,
@@ -55,7 +53,9 @@ def resolve_device(device: Device = "auto") -> tuple[str, str]:
         raise UnsupportedModelError("No CUDA GPU is available; choose the CPU device (slow) in Settings.")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    notice = "" if device == "cuda" else "Running on the CPU: fine for the demo model, slow for the full model."
+    notice = (
+        "" if device == "cuda" else "Running on the CPU: fine for the demo model, slow for the full model."
+    )
     return device, notice
 
 
@@ -91,7 +91,9 @@ def choose_precision(quantization: Quantization, device: str, config: dict[str, 
         options = [("none", "bf16"), ("nf4-mixed", "nf4-mixed"), ("nf4", "nf4")]
     else:
         options = [("none", "fp32"), ("none", "bf16"), ("nf4-mixed", "nf4-mixed"), ("nf4", "nf4")]
-    estimates = [(scheme, precision, estimate_for_device(config, precision, device)) for scheme, precision in options]  # type: ignore[arg-type]
+    estimates = [
+        (scheme, precision, estimate_for_device(config, precision, device)) for scheme, precision in options
+    ]  # type: ignore[arg-type]
     chosen = next(((s, p, e) for s, p, e in estimates if e.verdict == "fits"), None)
     if chosen is None:
         chosen = estimates[-1]  # nothing fits comfortably: the smallest; the gate says whether it fits at all
@@ -100,10 +102,14 @@ def choose_precision(quantization: Quantization, device: str, config: dict[str, 
     if cuda or precision == "fp32":
         return scheme, dtype, ""
     first = estimates[0][2]
-    return scheme, dtype, (
-        f"Full precision (float32) would need about {first.total_bytes / 1e9:.1f} GB, more than this machine has "
-        f"free; loading {'in bfloat16' if scheme == 'none' else 'with ' + scheme + ' quantization'} instead "
-        f"({est.total_bytes / 1e9:.1f} GB)."
+    return (
+        scheme,
+        dtype,
+        (
+            f"Full precision (float32) would need about {first.total_bytes / 1e9:.1f} GB, more than this machine has "
+            f"free; loading {'in bfloat16' if scheme == 'none' else 'with ' + scheme + ' quantization'} instead "
+            f"({est.total_bytes / 1e9:.1f} GB)."
+        ),
     )
 
 
@@ -144,15 +150,24 @@ def load_model(
     if fit.verdict == "wont_fit":
         raise WontFitError(
             f"{ckpt.path.name} will not fit: {fit.summary} "
-            + ("Choose 4-bit quantization, close other programs using the GPU, or use a smaller model."
-               if precision not in QUANTIZED_SCHEMES else "Close other programs using the GPU or use a smaller model.")
-            + "\n" + fit.text()
+            + (
+                "Choose 4-bit quantization, close other programs using the GPU, or use a smaller model."
+                if precision not in QUANTIZED_SCHEMES
+                else "Close other programs using the GPU or use a smaller model."
+            )
+            + "\n"
+            + fit.text()
         )
     try:
         tokenizer = AutoTokenizer.from_pretrained(ckpt.path, local_files_only=True, trust_remote_code=False)
         model, load_notice = load_weights(
-            ckpt.path, ckpt.weight_files, dev, dtype, nf4=quant if quant in QUANTIZED_SCHEMES else False,
-            on_progress=on_progress, cancel=cancel,
+            ckpt.path,
+            ckpt.weight_files,
+            dev,
+            dtype,
+            nf4=quant if quant in QUANTIZED_SCHEMES else False,
+            on_progress=on_progress,
+            cancel=cancel,
         )
     except EngineError:
         raise
@@ -163,7 +178,7 @@ def load_model(
             f"The GPU ran out of memory while loading {ckpt.path.name} ({fit.summary}) "
             "Close other programs using the GPU, choose 4-bit quantization, or load on the CPU."
         ) from exc
-    except Exception as exc:  # noqa: BLE001 - the folder changed after the check, or a library refused a file
+    except Exception as exc:
         raise _explain_failure(ckpt.path, exc) from exc
     if on_progress:
         on_progress(LoadProgress(1, 1, ckpt.weight_bytes, ckpt.weight_bytes, "ready"))
@@ -196,8 +211,10 @@ def _explain_failure(path: Path, exc: Exception) -> EngineError:
     if isinstance(exc, MemoryError):
         from engine.api import OutOfMemoryError
 
-        return OutOfMemoryError(f"The computer ran out of memory while loading {path.name}. Close other programs, "
-                                "choose 4-bit quantization, or use a smaller model.")
+        return OutOfMemoryError(
+            f"The computer ran out of memory while loading {path.name}. Close other programs, "
+            "choose 4-bit quantization, or use a smaller model."
+        )
     return validate.ModelDamagedError(
         f"{path.name} passed the checks but could not be loaded ({type(exc).__name__}: {validate._first_line(exc)}). "
         "A file may be damaged: download the model again."
@@ -242,9 +259,15 @@ def load_weights(
     files = list(weight_files)
     if use_cache is None:
         switch = os.environ.get("LETTERPRESS_QCACHE", "on").strip().lower() or "on"
-        if switch not in ("on", "off", "1", "0"):  # engine.weights imports only engine.api: said here, not env.py
+        if switch not in (
+            "on",
+            "off",
+            "1",
+            "0",
+        ):  # engine.weights imports only engine.api: said here, not env.py
             logging.getLogger(__name__).warning(
-                "LETTERPRESS_QCACHE=%s is ignored: use one of on, off; using the default (on).", switch[:24])
+                "LETTERPRESS_QCACHE=%s is ignored: use one of on, off; using the default (on).", switch[:24]
+            )
         use_cache = switch not in ("off", "0")
     if not nf4:
         model = build_skeleton(model_dir, dtype, nf4=False)
@@ -255,8 +278,9 @@ def load_weights(
     notice = ""
     if slot is not None and slot.manifest.is_file():
         model = build_skeleton(model_dir, dtype, nf4=scheme)
-        reason = qcache.load_from_cache(slot, model, device, dtype, on_progress=on_progress, cancel=cancel,
-                                        weight_files=files)
+        reason = qcache.load_from_cache(
+            slot, model, device, dtype, on_progress=on_progress, cancel=cancel, weight_files=files
+        )
         if not reason:
             return model, ""
         del model

@@ -30,14 +30,32 @@ Storage = Literal["nf4", "int8", "16-bit", "compute"]
 Scheme = Literal["nf4", "nf4-mixed", "none"]
 
 KINDS: tuple[Kind, ...] = ("router", "attention", "dense_mlp", "experts", "embedding", "norms")
-KIND_LABELS = {"router": "router", "attention": "attention", "dense_mlp": "dense MLP", "experts": "experts",
-               "embedding": "embedding", "norms": "norms/scales"}
+KIND_LABELS = {
+    "router": "router",
+    "attention": "attention",
+    "dense_mlp": "dense MLP",
+    "experts": "experts",
+    "embedding": "embedding",
+    "norms": "norms/scales",
+}
 
 PLANS: dict[str, dict[Kind, Storage]] = {
-    "nf4": {"router": "16-bit", "attention": "nf4", "dense_mlp": "nf4", "experts": "nf4", "embedding": "16-bit",
-            "norms": "16-bit"},
-    "nf4-mixed": {"router": "16-bit", "attention": "int8", "dense_mlp": "int8", "experts": "nf4",
-                  "embedding": "16-bit", "norms": "16-bit"},
+    "nf4": {
+        "router": "16-bit",
+        "attention": "nf4",
+        "dense_mlp": "nf4",
+        "experts": "nf4",
+        "embedding": "16-bit",
+        "norms": "16-bit",
+    },
+    "nf4-mixed": {
+        "router": "16-bit",
+        "attention": "int8",
+        "dense_mlp": "int8",
+        "experts": "nf4",
+        "embedding": "16-bit",
+        "norms": "16-bit",
+    },
     "none": dict.fromkeys(KINDS, "compute"),
 }
 
@@ -74,8 +92,10 @@ class PlanRow:
     bytes: int
 
     def line(self) -> str:
-        return (f"{KIND_LABELS[self.kind]:<13} {self.storage:>7}  {self.weights:>15,} weights  "
-                f"{self.bytes / 1e9:8.3f} GB")
+        return (
+            f"{KIND_LABELS[self.kind]:<13} {self.storage:>7}  {self.weights:>15,} weights  "
+            f"{self.bytes / 1e9:8.3f} GB"
+        )
 
 
 def storage_bytes(storage: Storage, weights: int, rows: int, compute_bytes: int = 2) -> int:

@@ -77,7 +77,9 @@ def fingerprint(model_dir: Path, weight_files: tuple[Path, ...] | list[Path]) ->
             header_len = int.from_bytes(fh.read(8), "little")
             h.update(fh.read(min(header_len, size)))
             for i in range(SAMPLES_PER_SHARD):
-                fh.seek((size - SAMPLE_BYTES) * i // max(1, SAMPLES_PER_SHARD - 1) if size > SAMPLE_BYTES else 0)
+                fh.seek(
+                    (size - SAMPLE_BYTES) * i // max(1, SAMPLES_PER_SHARD - 1) if size > SAMPLE_BYTES else 0
+                )
                 h.update(fh.read(SAMPLE_BYTES))
     return h.hexdigest()[:24]
 
@@ -87,8 +89,13 @@ def shard_identity(path: Path) -> dict[str, int]:
     settable
     by user tools), inode and device."""
     st = path.stat()
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino,
-            "dev": st.st_dev}
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
+        "dev": st.st_dev,
+    }
 
 
 def content_hash(path: Path) -> str:
@@ -170,12 +177,20 @@ def read_manifest(
     `weight_files`, the checkpoint's shards must also be the ones the cache was made from (see
     check_shards)."""
     if not slot.manifest.is_file():
-        return None, "no cache yet" if not slot.folder.exists() else "cache has no manifest (unfinished write)"
+        return (
+            None,
+            "no cache yet" if not slot.folder.exists() else "cache has no manifest (unfinished write)",
+        )
     try:
         manifest = json.loads(slot.manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return None, f"cache manifest unreadable ({exc})"
-    expected = {"format": FORMAT_VERSION, "bitsandbytes": _bnb_version(), "fingerprint": slot.key, "dtype": slot.dtype}
+    expected = {
+        "format": FORMAT_VERSION,
+        "bitsandbytes": _bnb_version(),
+        "fingerprint": slot.key,
+        "dtype": slot.dtype,
+    }
     for field, value in expected.items():
         if manifest.get(field) != value:
             return None, f"cache is from another {field} ({manifest.get(field)!r}, need {value!r})"
@@ -184,7 +199,10 @@ def read_manifest(
     except OSError:
         return None, "cache data file is missing"
     if size != manifest.get("data_bytes"):
-        return None, f"cache data file is {size:,} bytes, the manifest says {manifest.get('data_bytes'):,} (truncated)"
+        return (
+            None,
+            f"cache data file is {size:,} bytes, the manifest says {manifest.get('data_bytes'):,} (truncated)",
+        )
     if weight_files is not None:
         why = check_shards(slot, manifest, weight_files)
         if why:
@@ -218,12 +236,25 @@ def load_from_cache(
         return reason
     try:
         stats = stream_into(
-            model, [slot.data], device, dtype, on_progress=on_progress, cancel=cancel, stage="reading cache",
+            model,
+            [slot.data],
+            device,
+            dtype,
+            on_progress=on_progress,
+            cancel=cancel,
+            stage="reading cache",
             checksums={k: int(v) for k, v in manifest["crc32"].items()},
         )
     except LoadCancelledError:
         raise
-    except (CacheCorruptError, TensorFileError, ModelIncompleteError, KeyError, ValueError, RuntimeError) as exc:
+    except (
+        CacheCorruptError,
+        TensorFileError,
+        ModelIncompleteError,
+        KeyError,
+        ValueError,
+        RuntimeError,
+    ) as exc:
         reason = f"cache failed its checks ({exc})"
         discard(slot, reason)
         return reason

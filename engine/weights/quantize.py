@@ -74,7 +74,8 @@ class NF4Weight(nn.Module):
         self.register_buffer("qweight", torch.empty(*lead, (n + 1) // 2, dtype=torch.uint8, device=device))
         self.register_buffer("absmax", torch.empty(*lead, blocks, dtype=torch.uint8, device=device))
         self.register_buffer(
-            "absmax2", torch.empty(*lead, math.ceil(blocks / NESTED_BLOCKSIZE), dtype=torch.float32, device=device)
+            "absmax2",
+            torch.empty(*lead, math.ceil(blocks / NESTED_BLOCKSIZE), dtype=torch.float32, device=device),
         )
         self.register_buffer("offset", torch.empty(lead, dtype=torch.float32, device=device))
         self.register_buffer("code2", torch.empty(256, dtype=torch.float32, device=device))
@@ -176,7 +177,9 @@ class NF4Weight(nn.Module):
         """x @ W.T with W the stored matrix: bitsandbytes' fused 4-bit GEMM on CUDA, dequantize + matmul elsewhere
         (which is what bitsandbytes does on the CPU anyway)."""
         if x.device.type == "cuda":
-            return _bnb().matmul_4bit(x, self.packed(index).view(-1, 1).t(), quant_state=self.quant_state(index))
+            return _bnb().matmul_4bit(
+                x, self.packed(index).view(-1, 1).t(), quant_state=self.quant_state(index)
+            )
         return torch.nn.functional.linear(x, self.dequantize(index).to(x.dtype))
 
 
@@ -200,8 +203,14 @@ class Int8Linear(nn.Module):
     CB: torch.Tensor  # buffers registered in __init__
     SCB: torch.Tensor
 
-    def __init__(self, in_features: int, out_features: int, *, device: torch.device | str = "meta",
-                 dtype: torch.dtype = torch.bfloat16) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        device: torch.device | str = "meta",
+        dtype: torch.dtype = torch.bfloat16,
+    ) -> None:
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -226,8 +235,9 @@ class Int8Linear(nn.Module):
     def store(self, weight: torch.Tensor, index: int | None = None) -> None:
         if tuple(weight.shape) != self.shape:
             raise ValueError(f"expected a {self.shape} matrix, got {tuple(weight.shape)}")
-        codes, scales, _ = _bnb().functional.int8_vectorwise_quant(weight.to(torch.float16 if weight.is_cuda
-                                                                             else torch.float32))
+        codes, scales, _ = _bnb().functional.int8_vectorwise_quant(
+            weight.to(torch.float16 if weight.is_cuda else torch.float32)
+        )
         self._buffers["CB"] = codes.to(weight.device).contiguous()
         self._buffers["SCB"] = scales.to(device=weight.device, dtype=torch.float32).contiguous()
 
@@ -370,6 +380,8 @@ def unquantized_text_weights(model: nn.Module) -> list[str]:
         for name, module in stack.named_modules():
             if name.endswith("router.proj"):
                 continue  # kept 16-bit on purpose (engine.weights.plan)
-            if isinstance(module, nn.Linear) or (is_experts(module) and isinstance(module.gate_up_proj, nn.Parameter)):
+            if isinstance(module, nn.Linear) or (
+                is_experts(module) and isinstance(module.gate_up_proj, nn.Parameter)
+            ):
                 left.append(f"{prefix}.{name}")
     return left

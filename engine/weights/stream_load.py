@@ -21,9 +21,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from engine.api import LoadCancelledError, LoadProgress, ModelDamagedError, ModelIncompleteError, ProgressCallback
-from engine.weights.quantize import Int8Linear, NF4Weight, convert_to_nf4, register_experts_implementation
+from engine.api import (
+    LoadCancelledError,
+    LoadProgress,
+    ModelDamagedError,
+    ModelIncompleteError,
+    ProgressCallback,
+)
 from engine.weights import tensorfile
+from engine.weights.quantize import Int8Linear, NF4Weight, convert_to_nf4, register_experts_implementation
 from engine.weights.tensorfile import TensorEntry, TensorFileReader
 
 if TYPE_CHECKING:
@@ -73,7 +79,9 @@ def build_skeleton(
     config = AutoConfig.from_pretrained(model_dir, local_files_only=True, trust_remote_code=False)
     model = build_skeleton_from_config(config, dtype, nf4=nf4)
     if (model_dir / "generation_config.json").is_file():
-        model.generation_config = model.generation_config_class.from_pretrained(model_dir, local_files_only=True)
+        model.generation_config = model.generation_config_class.from_pretrained(
+            model_dir, local_files_only=True
+        )
     return model
 
 
@@ -203,8 +211,15 @@ def stream_into(
                 readers = {path: (reader := TensorFileReader(path))}
             kind, target = targets.resolve(entry.name)
             if kind == "nf4" and checksums is None:
-                _quantize_entry(reader, entry, target, device, dtype, check_cancel,
-                                lambda part: report(index, stats.bytes_read + part))
+                _quantize_entry(
+                    reader,
+                    entry,
+                    target,
+                    device,
+                    dtype,
+                    check_cancel,
+                    lambda part: report(index, stats.bytes_read + part),
+                )
                 stats.quantized += 1
                 filled.add(id(target))
             elif kind == "nf4_part":
@@ -215,11 +230,20 @@ def stream_into(
                 if id(target) in targets.done:
                     pass  # a tied weight saved twice: the first copy is already in place
                 elif checksums is None and _converted_in_rows(entry, device, dtype):
-                    targets.assign(target, _read_cast_in_rows(reader, entry, device, dtype,
-                                                              lambda part: report(index, stats.bytes_read + part)))
+                    targets.assign(
+                        target,
+                        _read_cast_in_rows(
+                            reader, entry, device, dtype, lambda part: report(index, stats.bytes_read + part)
+                        ),
+                    )
                 else:
-                    _assign_checked(reader, entry, checksums, lambda t: targets.assign(target, _cast(t, device, dtype)),
-                                    lambda part: report(index, stats.bytes_read + part))
+                    _assign_checked(
+                        reader,
+                        entry,
+                        checksums,
+                        lambda t: targets.assign(target, _cast(t, device, dtype)),
+                        lambda part: report(index, stats.bytes_read + part),
+                    )
             else:
                 stats.unexpected.append(entry.name)
             stats.tensors += 1
@@ -270,8 +294,13 @@ def check_keys(model: nn.Module, targets: _Targets, filled: set[int], unexpected
     written = targets.done
     missing = []
     seen: set[int] = set()
-    quantized = {id(b): id(m) for m in model.modules() if isinstance(m, (NF4Weight, Int8Linear))
-                 for b in m._buffers.values() if b is not None}
+    quantized = {
+        id(b): id(m)
+        for m in model.modules()
+        if isinstance(m, (NF4Weight, Int8Linear))
+        for b in m._buffers.values()
+        if b is not None
+    }
     for name, tensor in model.state_dict(keep_vars=True).items():
         if id(tensor) in seen:
             continue
@@ -285,19 +314,27 @@ def check_keys(model: nn.Module, targets: _Targets, filled: set[int], unexpected
     if unexpected or missing:
         parts = []
         if missing:
-            parts.append(f"{len(missing)} weight(s)/buffer(s) the model needs are not in it (first: {missing[0]})")
+            parts.append(
+                f"{len(missing)} weight(s)/buffer(s) the model needs are not in it (first: {missing[0]})"
+            )
         if unexpected:
-            parts.append(f"{len(unexpected)} tensor(s) in it belong to no part of the model (first: {unexpected[0]})")
+            parts.append(
+                f"{len(unexpected)} tensor(s) in it belong to no part of the model (first: {unexpected[0]})"
+            )
         raise CheckpointMismatchError(
             "The checkpoint does not match its config.json: " + "; ".join(parts) + ". It may be from another "
-            "model or a damaged download; download the model again.", unexpected, missing,
+            "model or a damaged download; download the model again.",
+            unexpected,
+            missing,
         )
 
 
 def _set_buffer(module: nn.Module, name: str, value: torch.Tensor) -> None:
     old = module._buffers[name]
     if old is not None and (tuple(old.shape) != tuple(value.shape) or old.dtype != value.dtype):
-        raise ModelIncompleteError(f"stored {name} has shape {tuple(value.shape)}, expected {tuple(old.shape)}")
+        raise ModelIncompleteError(
+            f"stored {name} has shape {tuple(value.shape)}, expected {tuple(old.shape)}"
+        )
     module._buffers[name] = value
     if isinstance(module, NF4Weight):
         module._states = None
@@ -306,12 +343,21 @@ def _set_buffer(module: nn.Module, name: str, value: torch.Tensor) -> None:
 def _converted_in_rows(entry: TensorEntry, device: str, dtype: torch.dtype) -> bool:
     """A big floating tensor that must be cast or moved: converting it whole took seconds with the bar standing."""
     needs_work = entry.dtype != dtype or torch.device(device).type != "cpu"
-    return (needs_work and entry.dtype.is_floating_point and len(entry.shape) > 1 and entry.shape[0] > 1
-            and entry.nbytes > tensorfile.READ_CHUNK)
+    return (
+        needs_work
+        and entry.dtype.is_floating_point
+        and len(entry.shape) > 1
+        and entry.shape[0] > 1
+        and entry.nbytes > tensorfile.READ_CHUNK
+    )
 
 
 def _read_cast_in_rows(
-    reader: TensorFileReader, entry: TensorEntry, device: str, dtype: torch.dtype, report_part: Callable[[int], None]
+    reader: TensorFileReader,
+    entry: TensorEntry,
+    device: str,
+    dtype: torch.dtype,
+    report_part: Callable[[int], None],
 ) -> torch.Tensor:
     """Read, cast and place a tensor about READ_CHUNK bytes at a time, reporting each part (a 1 GB bf16 expert
     tensor cast to float32 in one piece held the bar for 2-3 s); it also never holds the whole raw copy."""
@@ -322,7 +368,7 @@ def _read_cast_in_rows(
     for start in range(0, rows, per):
         n = min(per, rows - start)
         raw = reader.read_bytes(entry, start * row_bytes, n * row_bytes)
-        out[start:start + n].copy_(torch.frombuffer(raw, dtype=entry.dtype).reshape((n, *entry.shape[1:])))
+        out[start : start + n].copy_(torch.frombuffer(raw, dtype=entry.dtype).reshape((n, *entry.shape[1:])))
         report_part((start + n) * row_bytes)
     return out
 
@@ -339,7 +385,9 @@ def _assign_checked(
         expected = checksums.get(entry.name)
         if expected is None or zlib.crc32(raw) != expected:
             raise CacheCorruptError(f"{reader.path.name}: tensor {entry.name} does not match its checksum")
-    tensor = torch.frombuffer(raw, dtype=entry.dtype).reshape(entry.shape) if raw else torch.empty(entry.shape)
+    tensor = (
+        torch.frombuffer(raw, dtype=entry.dtype).reshape(entry.shape) if raw else torch.empty(entry.shape)
+    )
     put(tensor)
 
 
@@ -362,7 +410,9 @@ def _quantize_entry(
         module.store(_quant_input(weight, dtype))
         return
     if entry.shape[0] != module.count:
-        raise ModelIncompleteError(f"{entry.name} has {entry.shape[0]} experts, the config says {module.count}")
+        raise ModelIncompleteError(
+            f"{entry.name} has {entry.shape[0]} experts, the config says {module.count}"
+        )
     module.materialize(device)
     row_bytes = entry.nbytes // module.count
     for expert in range(module.count):

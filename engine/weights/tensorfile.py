@@ -88,7 +88,10 @@ class TensorFileReader:
         self.close()
 
     def read_bytes(
-        self, entry: TensorEntry, offset: int = 0, nbytes: int | None = None,
+        self,
+        entry: TensorEntry,
+        offset: int = 0,
+        nbytes: int | None = None,
         on_chunk: Callable[[int], None] | None = None,
     ) -> memoryview:
         """The raw bytes of `entry` (or a part of it). With `on_chunk`, read READ_CHUNK bytes at a time into the
@@ -101,7 +104,7 @@ class TensorFileReader:
         else:
             got = 0
             while got < n:
-                part = self._fh.readinto(buf[got:got + READ_CHUNK])
+                part = self._fh.readinto(buf[got : got + READ_CHUNK])
                 if not part:
                     break
                 got += part
@@ -163,7 +166,9 @@ class TensorFileWriter:
     memory before its turn; `write` checks each tensor against its plan entry.
     """
 
-    def __init__(self, path: str | Path, plan: Iterable[PlannedTensor], metadata: dict[str, str] | None = None):
+    def __init__(
+        self, path: str | Path, plan: Iterable[PlannedTensor], metadata: dict[str, str] | None = None
+    ):
         self.path = Path(path)
         self.plan = list(plan)
         header: dict[str, Any] = {}
@@ -214,7 +219,9 @@ class TensorFileWriter:
         os.fsync(self._fh.fileno())
         self._fh.close()
         if not complete:
-            raise ValueError(f"{self.path.name}: only {self._next} of {len(self.plan)} planned tensors written")
+            raise ValueError(
+                f"{self.path.name}: only {self._next} of {len(self.plan)} planned tensors written"
+            )
 
 
 def iter_entries(paths: Iterable[Path]) -> Iterator[tuple[Path, TensorEntry]]:

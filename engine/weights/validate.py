@@ -47,7 +47,9 @@ DOWNLOAD = f"hf download {MODEL_ID} --local-dir <folder>"
 RERUN = f"Run the download again; it resumes where it stopped ({DOWNLOAD})."
 
 MAX_HEADER_BYTES = 100_000_000  # the safetensors format caps the JSON header at 100 MB
-MAX_SMALL_JSON_BYTES = 16 * 1024**2  # config.json, tokenizer_config.json, chat_template.json (real ones: < 1 MB)
+MAX_SMALL_JSON_BYTES = (
+    16 * 1024**2
+)  # config.json, tokenizer_config.json, chat_template.json (real ones: < 1 MB)
 MAX_INDEX_BYTES = 64 * 1024**2  # model.safetensors.index.json (the 26B-A4B's is ~100 KB)
 MAX_TOKENIZER_BYTES = 512 * 1024**2  # tokenizer.json (Gemma's is ~33 MB)
 MAX_TEMPLATE_BYTES = 4 * 1024**2  # chat_template.jinja (a few KB)
@@ -56,9 +58,26 @@ MAX_LISTED = 10_000  # directory entries looked at to tell "not a model folder" 
 
 # Bytes per element of every dtype the safetensors format knows; Letterpress loads the ones in LOADABLE_DTYPES.
 DTYPE_BYTES: dict[str, float] = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "F4": 0.5, "F6_E2M3": 0.75,
-    "F6_E3M2": 0.75, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8,
-    "F64": 8, "C64": 8,
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "F4": 0.5,
+    "F6_E2M3": 0.75,
+    "F6_E3M2": 0.75,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
+    "C64": 8,
 }
 LOADABLE_DTYPES = frozenset({"BF16", "F16", "F32", "F64", "U8", "I8", "I16", "I32", "I64", "BOOL"})
 
@@ -83,8 +102,14 @@ LIMITS: dict[str, tuple[int, int]] = {
     "max_position_embeddings": (1, 16_777_216),
     "sliding_window": (0, 16_777_216),
 }
-REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers",
-            "vocab_size")
+REQUIRED = (
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "vocab_size",
+)
 CANVAS_LIMITS = (1, 8_192)
 MAX_TOTAL_WEIGHTS = 2 * 10**12
 LAYER_TYPES = frozenset({"sliding_attention", "full_attention"})
@@ -234,7 +259,9 @@ def text_section(config: dict[str, Any], where: str = "config.json") -> dict[str
     if text is None:
         text = config
     if not isinstance(text, dict):
-        raise ModelDamagedError(f"{where}: 'text_config' is {_show(text)}, not an object; download config.json again.")
+        raise ModelDamagedError(
+            f"{where}: 'text_config' is {_show(text)}, not an object; download config.json again."
+        )
     return text
 
 
@@ -250,7 +277,9 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
             f"'diffusion_gemma'), such as {MODEL_ID}."
         )
     if "auto_map" in config:
-        raise UnsupportedModelError(f"{where} asks to run its own code (auto_map); Letterpress never does that.")
+        raise UnsupportedModelError(
+            f"{where} asks to run its own code (auto_map); Letterpress never does that."
+        )
     soundness.check_config_numbers(config, where)
     text = text_section(config, where)
     if text.get("use_bidirectional_attention") == "all":
@@ -264,7 +293,11 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
             values[key] = config_int(text, key, where, default=0 if key not in ("head_dim",) else 256)
     canvas = config.get("canvas_length")
     if canvas is not None:
-        if isinstance(canvas, bool) or not isinstance(canvas, int) or not CANVAS_LIMITS[0] <= canvas <= CANVAS_LIMITS[1]:
+        if (
+            isinstance(canvas, bool)
+            or not isinstance(canvas, int)
+            or not CANVAS_LIMITS[0] <= canvas <= CANVAS_LIMITS[1]
+        ):
             raise UnsupportedModelError(
                 f"{where} sets 'canvas_length' to {_show(canvas)}; a DiffusionGemma canvas is a whole number of "
                 f"tokens from {CANVAS_LIMITS[0]} to {CANVAS_LIMITS[1]:,}. Download config.json again."
@@ -363,7 +396,9 @@ def parse_header(fh: Any, size: int, name: str) -> Header:
             f"{name} declares a {length:,}-byte header; the safetensors format allows 2 to {MAX_HEADER_BYTES:,}"
         )
     if length > size - 8:
-        raise HeaderError(f"{name} is {size:,} bytes, shorter than its own {length:,}-byte header", "incomplete")
+        raise HeaderError(
+            f"{name} is {size:,} bytes, shorter than its own {length:,}-byte header", "incomplete"
+        )
     blob = fh.read(length)
     if len(blob) != length:
         raise HeaderError(f"{name} ended while its header was being read", "incomplete")
@@ -388,12 +423,20 @@ def parse_header(fh: Any, size: int, name: str) -> Header:
         if dtype not in LOADABLE_DTYPES:
             raise HeaderError(
                 f"{name} stores tensor {tname[:80]} as {dtype}, a number format Letterpress cannot load "
-                "(it loads bf16, fp16 and fp32 checkpoints)", "unsupported")
-        if (not isinstance(shape, list) or len(shape) > 8
-                or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**40 for d in shape)):
+                "(it loads bf16, fp16 and fp32 checkpoints)",
+                "unsupported",
+            )
+        if (
+            not isinstance(shape, list)
+            or len(shape) > 8
+            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**40 for d in shape)
+        ):
             raise HeaderError(f"{name}: tensor {tname[:80]} has a malformed shape {_show(shape)}")
-        if (not isinstance(offsets, list) or len(offsets) != 2
-                or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+        ):
             raise HeaderError(f"{name}: tensor {tname[:80]} has no valid data_offsets")
         begin, end = offsets
         if not 0 <= begin <= end < 2**62:
@@ -401,14 +444,17 @@ def parse_header(fh: Any, size: int, name: str) -> Header:
         numel = math.prod(shape)
         if numel * DTYPE_BYTES[dtype] != end - begin:
             raise HeaderError(
-                f"{name}: tensor {tname[:80]} has shape {shape} ({dtype}) but {end - begin:,} bytes of data")
+                f"{name}: tensor {tname[:80]} has shape {shape} ({dtype}) but {end - begin:,} bytes of data"
+            )
         entries[tname] = RawEntry(tname, dtype, tuple(shape), begin, end)
         spans.append((begin, end, tname))
     spans.sort()
     last = spans[-1][1] if spans else 0
     if last > data_size:  # the commonest broken download: the file stops before the data its header promises
-        raise HeaderError(f"{name} is {size:,} bytes but its header says {8 + length + last:,}, so it is incomplete",
-                          "incomplete")
+        raise HeaderError(
+            f"{name} is {size:,} bytes but its header says {8 + length + last:,}, so it is incomplete",
+            "incomplete",
+        )
     cursor = 0
     for begin, end, tname in spans:
         if begin != cursor:
@@ -471,8 +517,11 @@ def expected_shape(text: dict[str, Any], name: str) -> tuple[int, ...] | None:
         return (experts, h)
     index = int(index_text)
     types = text.get("layer_types")
-    layer_type = types[index] if isinstance(types, list) and index < len(types) else (
-        "sliding_attention" if (index + 1) % 6 else "full_attention")
+    layer_type = (
+        types[index]
+        if isinstance(types, list) and index < len(types)
+        else ("sliding_attention" if (index + 1) % 6 else "full_attention")
+    )
     overridden = str(index) in (text.get("per_layer_config") or {})
     if layer_type != "sliding_attention" or overridden or not rest.startswith("self_attn."):
         return None
@@ -515,16 +564,25 @@ def check_header_against_config(header: Header, text: dict[str, Any], path: Path
 def _confined(folder: Path, name: Any, index: Path) -> Path:
     """A shard named by the index, which must be a plain relative path inside the folder."""
     if not isinstance(name, str) or not name or "\0" in name:
-        raise ModelDamagedError(f"{index} names a weight file {_show(name)}, which is not a file name; "
-                                "download the index again.")
+        raise ModelDamagedError(
+            f"{index} names a weight file {_show(name)}, which is not a file name; download the index again."
+        )
     posix, windows = PurePosixPath(name), PureWindowsPath(name)
-    if posix.is_absolute() or windows.is_absolute() or windows.drive or ".." in posix.parts or ".." in windows.parts:
+    if (
+        posix.is_absolute()
+        or windows.is_absolute()
+        or windows.drive
+        or ".." in posix.parts
+        or ".." in windows.parts
+    ):
         raise ModelDamagedError(
             f"{index} points at {name[:120]}, outside the model folder; Letterpress only reads files inside it. "
             "The index is damaged or was tampered with: download it again."
         )
     if not name.endswith(".safetensors"):
-        raise ModelDamagedError(f"{index} names {name[:120]}, which is not a .safetensors file; download it again.")
+        raise ModelDamagedError(
+            f"{index} names {name[:120]}, which is not a .safetensors file; download it again."
+        )
     return folder / name
 
 
@@ -556,8 +614,9 @@ def _open_folder(model_dir: str | Path) -> Path:
             "downloaded the model into."
         ) from exc
     except NotADirectoryError as exc:
-        raise ModelNotFoundError(f"{path} is not a folder: a part of that path is a file. Choose the model "
-                                 "folder.") from exc
+        raise ModelNotFoundError(
+            f"{path} is not a folder: a part of that path is a file. Choose the model folder."
+        ) from exc
     except OSError as exc:
         raise _os_error(exc, path, "folder") from exc
     if not path.is_dir():
@@ -575,16 +634,19 @@ def validate_folder(model_dir: str | Path, *, cancel: threading.Event | None = N
     names = _listing(path)
     config_path = path / "config.json"
     if _regular(config_path) is None:
-        model_like = [n for n in names if n.endswith((".safetensors", ".bin", ".pt", ".gguf"))
-                      or n in ("tokenizer.json", "tokenizer.model", "model.safetensors.index.json")]
+        model_like = [
+            n
+            for n in names
+            if n.endswith((".safetensors", ".bin", ".pt", ".gguf"))
+            or n in ("tokenizer.json", "tokenizer.model", "model.safetensors.index.json")
+        ]
         if not model_like:
             raise NotAModelFolderError(
                 f"{path} is not a model folder: it has no config.json, no tokenizer and no weights. Choose the "
                 "folder you downloaded the model into (the one passed to --local-dir), which holds config.json."
             )
         raise ModelIncompleteError(
-            f"{path} has {model_like[0]} but no config.json, so the download did not finish. "
-            f"{RERUN}"
+            f"{path} has {model_like[0]} but no config.json, so the download did not finish. {RERUN}"
         )
     config = read_json(config_path)
     text = check_config(config, str(config_path))
@@ -611,25 +673,30 @@ def _cancelled(cancel: threading.Event | None) -> None:
 
 def _finite(header: Header, shard: Path, names: set[str] | None = None) -> None:
     """The sampled NaN/infinity check of a shard's tensors (those the index assigns to it, when given)."""
-    entries = [(e.name, e.dtype, e.begin, e.end) for e in header.entries.values()
-               if names is None or e.name in names]
+    entries = [
+        (e.name, e.dtype, e.begin, e.end) for e in header.entries.values() if names is None or e.name in names
+    ]
     soundness.check_finite_samples(shard, 8 + header.length, entries)
 
 
-def _weight_files(path: Path, names: list[str], text: dict[str, Any],
-                  cancel: threading.Event | None = None) -> tuple[Path, ...]:
+def _weight_files(
+    path: Path, names: list[str], text: dict[str, Any], cancel: threading.Event | None = None
+) -> tuple[Path, ...]:
     index = path / "model.safetensors.index.json"
     if _regular(index) is not None:
         data = read_json(index, MAX_INDEX_BYTES)
         weight_map = data.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
-            raise ModelDamagedError(f"{index} has no 'weight_map' of tensor names to files; it is damaged. "
-                                    "Download it again.")
+            raise ModelDamagedError(
+                f"{index} has no 'weight_map' of tensor names to files; it is damaged. Download it again."
+            )
         shards: dict[Path, set[str]] = {}
         for tensor, name in weight_map.items():
             shards.setdefault(_confined(path, name, index), set()).add(str(tensor))
             if len(shards) > MAX_SHARDS:
-                raise ModelDamagedError(f"{index} names more than {MAX_SHARDS:,} weight files; it is damaged.")
+                raise ModelDamagedError(
+                    f"{index} names more than {MAX_SHARDS:,} weight files; it is damaged."
+                )
         missing = [s.name for s in sorted(shards) if _regular(s, "weight file") is None]
         if missing:
             raise ModelIncompleteError(
@@ -644,8 +711,11 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any],
             # the loader reads every tensor of a shard: an unlisted copy would replace the listed one
             if extra:
                 listed = weight_map.get(extra[0])
-                where = (f"which the index says is in {listed}" if isinstance(listed, str)
-                         else "which the index does not list at all")
+                where = (
+                    f"which the index says is in {listed}"
+                    if isinstance(listed, str)
+                    else "which the index does not list at all"
+                )
                 raise ModelDamagedError(
                     f"{shard.name} also holds tensor {extra[0][:80]}, {where}; the shards and the index come "
                     "from "
@@ -679,8 +749,7 @@ def _weight_files(path: Path, names: list[str], text: dict[str, Any],
             f"how the shards fit together; the download did not finish. {RERUN}"
         )
     raise ModelIncompleteError(
-        f"{path} has config.json but no model.safetensors weights; the download did not finish. "
-        f"{RERUN}"
+        f"{path} has config.json but no model.safetensors weights; the download did not finish. {RERUN}"
     )
 
 
@@ -721,7 +790,7 @@ def check_tokenizer(path: Path, vocab_size: int, cancel: threading.Event | None 
         jinja2.Environment().parse(template)
     except ImportError:  # pragma: no cover
         pass
-    except Exception as exc:  # noqa: BLE001 - jinja2.TemplateSyntaxError and friends
+    except Exception as exc:
         raise ModelDamagedError(
             f"The chat template in {path} does not parse ({_first_line(exc)}); download chat_template.jinja "
             "and tokenizer_config.json again."
@@ -771,7 +840,7 @@ def _parse_tokenizer(tok_json: Path) -> int:
     except ImportError:  # pragma: no cover - tokenizers ships with transformers
         read_json(tok_json, MAX_TOKENIZER_BYTES)
         return 0
-    except Exception as exc:  # noqa: BLE001 - the Rust parser raises its own Exception type
+    except Exception as exc:
         raise ModelDamagedError(
             f"{tok_json} cannot be parsed as a tokenizer ({_first_line(exc)}); it is damaged or cut short. "
             "Download tokenizer.json again."
@@ -798,7 +867,11 @@ def chat_template(path: Path) -> str:
             return value
         if isinstance(value, list):  # named templates: [{"name": ..., "template": ...}]
             for item in value:
-                if isinstance(item, dict) and isinstance(item.get("template"), str) and item["template"].strip():
+                if (
+                    isinstance(item, dict)
+                    and isinstance(item.get("template"), str)
+                    and item["template"].strip()
+                ):
                     return item["template"]
     return ""
 
@@ -814,6 +887,11 @@ def problems(model_dir: str | Path) -> list[str]:
         validate_folder(model_dir)
     except EngineError as exc:
         return [exc.message]
-    except (OSError, ValueError, RecursionError, MemoryError) as exc:  # a bug here must still read as a sentence
+    except (
+        OSError,
+        ValueError,
+        RecursionError,
+        MemoryError,
+    ) as exc:  # a bug here must still read as a sentence
         return [f"{model_dir} could not be checked ({type(exc).__name__}: {_first_line(exc)})."]
     return []

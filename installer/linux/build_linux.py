@@ -119,8 +119,13 @@ def _installed_kib(root: Path) -> int:
 
 
 def build_deb(
-    bundle_dir: Path, out_dir: Path, version: str | None = None, *, arch: str | None = None,
-    compression: str = "xz", level: int | None = None,
+    bundle_dir: Path,
+    out_dir: Path,
+    version: str | None = None,
+    *,
+    arch: str | None = None,
+    compression: str = "xz",
+    level: int | None = None,
 ) -> Path:
     """Build `letterpress_<version>_<arch>.deb` in out_dir with dpkg-deb; returns its path.
 
@@ -152,8 +157,11 @@ def build_deb(
     license_file = ROOT / "LICENSE"
     (doc / "copyright").write_text(
         "Letterpress\nLicense: Apache-2.0\n"
-        + (license_file.read_text(encoding="utf-8") if license_file.is_file() else
-           " On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0.\n"),
+        + (
+            license_file.read_text(encoding="utf-8")
+            if license_file.is_file()
+            else " On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0.\n"
+        ),
         encoding="utf-8",
     )
 

@@ -7,7 +7,13 @@ a clear error instead of trying a download.
 
 import os
 
-for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
-              "HF_HUB_DISABLE_IMPLICIT_TOKEN", "DO_NOT_TRACK"):
+for _name in (
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "HF_HUB_DISABLE_IMPLICIT_TOKEN",
+    "DO_NOT_TRACK",
+):
     os.environ[_name] = "1"
 os.environ.pop("HF_ENDPOINT", None)

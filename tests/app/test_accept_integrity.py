@@ -20,7 +20,6 @@ CTRL = Qt.KeyboardModifier.ControlModifier
 SHIFT = Qt.KeyboardModifier.ShiftModifier
 
 
-
 def select_sentence(window):
     s = DOC.index(SENTENCE)
     set_text(window, DOC, select=(s, s + len(SENTENCE)))
@@ -56,7 +55,9 @@ def test_shorter_then_two_word_accepts_replaces_the_sentence_and_undoes_exactly(
     undo(qtbot, window)
     assert window.editor.toPlainText() == DOC
     assert not window.editor.document().isUndoAvailable()
-    assert window.editor.textCursor().position() == len(BEFORE + SENTENCE), "caret at the restored region's end"
+    assert window.editor.textCursor().position() == len(BEFORE + SENTENCE), (
+        "caret at the restored region's end"
+    )
     redo(qtbot, window)
     assert window.editor.toPlainText() == BEFORE + "She" + AFTER
     assert window.editor.textCursor().position() == len(BEFORE + "She")
@@ -242,16 +243,16 @@ def test_shift_tab_accepts_the_next_line_on_screen(qtbot):
     wait_ready(qtbot, window)
     window.assistant.ghost.flush()
     qtbot.keyClick(window.editor, Qt.Key.Key_Backtab, SHIFT)
-    first = window.editor.toPlainText()[len("Begin"):]
+    first = window.editor.toPlainText()[len("Begin") :]
     assert first and len(first) < len(long) / 2, "one visual line, not the whole paragraph"
-    assert long.startswith(first) and ghost_text(window) == long[len(first):]
+    assert long.startswith(first) and ghost_text(window) == long[len(first) :]
     # What was taken is what the first ghost line showed: the rest started on the next line.
     editor = window.editor
     top = editor.rect_for_position(len("Begin")).top()
     assert editor.rect_for_position(len(editor.toPlainText())).top() == top
     qtbot.keyClick(window.editor, Qt.Key.Key_Backtab, SHIFT)
-    second = window.editor.toPlainText()[len("Begin" + first):]
-    assert second.strip() and long[len(first):].startswith(second)
+    second = window.editor.toPlainText()[len("Begin" + first) :]
+    assert second.strip() and long[len(first) :].startswith(second)
 
 
 def test_shift_tab_stops_at_a_line_break(qtbot):
@@ -265,8 +266,9 @@ def test_shift_tab_stops_at_a_line_break(qtbot):
 
 def test_badge_count_is_the_same_while_denoising_and_when_ready(qtbot, settings):
     # One row ends at once (empty): it is not offered while denoising either.
-    window = build_window(qtbot, FakeEngine(texts=[" one", "", " two"], steps=6, hold_at_step=3),
-                          settings=settings)
+    window = build_window(
+        qtbot, FakeEngine(texts=[" one", "", " two"], steps=6, hold_at_step=3), settings=settings
+    )
     set_text(window, "Count:")
     window.actionDraft.trigger()
     qtbot.waitUntil(lambda: "step 3/6" in window.assistant.ghost.content.badge, timeout=5000)
@@ -298,12 +300,22 @@ def test_badge_count_when_the_engine_computes_more_rows_than_it_offers(qtbot, se
         def run(self, request, on_step=None, cancel=None):
             def wider(event):
                 extra = CandidateView((Span(" a fourth length", 0.5),))  # a row the result will not keep
-                on_step(type(event)(event.request_id, event.step, event.max_steps, event.block,
-                                    (*event.candidates, extra), event.elapsed))
+                on_step(
+                    type(event)(
+                        event.request_id,
+                        event.step,
+                        event.max_steps,
+                        event.block,
+                        (*event.candidates, extra),
+                        event.elapsed,
+                    )
+                )
+
             return super().run(request, wider if on_step else None, cancel)
 
-    window = build_window(qtbot, SearchingEngine(texts=[" one", " two", " three"], steps=6, hold_at_step=3),
-                          settings=settings)
+    window = build_window(
+        qtbot, SearchingEngine(texts=[" one", " two", " three"], steps=6, hold_at_step=3), settings=settings
+    )
     set_text(window, "Count:")
     window.actionInfill.trigger()
     qtbot.waitUntil(lambda: "step 3/6" in window.assistant.ghost.content.badge, timeout=5000)

@@ -43,12 +43,32 @@ def test_engine_never_imports_qt_anywhere():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-RUNTIME_PATH = ("api", "prompts", "plan", "infill", "canvas", "prefix_cache", "denoise", "sampling", "fastpath",
-                "display", "candidates", "session", "threads", "fake", "__main__", "lean_step", "budget",
-                "special_tokens")
+RUNTIME_PATH = (
+    "api",
+    "prompts",
+    "plan",
+    "infill",
+    "canvas",
+    "prefix_cache",
+    "denoise",
+    "sampling",
+    "fastpath",
+    "display",
+    "candidates",
+    "session",
+    "threads",
+    "fake",
+    "__main__",
+    "lean_step",
+    "budget",
+    "special_tokens",
+)
 ROOMS = ("weights", "kernels", "tools", "training", "remote")
 RUNTIME_PATH += ("resources",)  # where the shipped resources/ live (the app asks the engine)
-RUNTIME_PATH += ("declared", "env")  # a checkpoint's declared steps (torch-free); environment values, validated
+RUNTIME_PATH += (
+    "declared",
+    "env",
+)  # a checkpoint's declared steps (torch-free); environment values, validated
 
 
 def engine_imports(path: Path) -> set[str]:
@@ -76,15 +96,20 @@ def test_the_engine_rooms_are_the_documented_ones():
     assert top == set(RUNTIME_PATH)
     assert packages == set(ROOMS)
     for room in ("", *ROOMS):
-        doc = ast.get_docstring(ast.parse((ROOT / "engine" / room / "__init__.py").read_text(encoding="utf-8")))
+        doc = ast.get_docstring(
+            ast.parse((ROOT / "engine" / room / "__init__.py").read_text(encoding="utf-8"))
+        )
         assert doc and "import" in doc, f"engine/{room} says what it is for and what it may import"
 
 
 def test_the_runtime_path_imports_nothing_from_tools_or_training():
     offenders = {}
     for name in RUNTIME_PATH:
-        bad = {m for m in engine_imports(ROOT / "engine" / f"{name}.py")
-               if m.startswith(("engine.tools", "engine.training"))}
+        bad = {
+            m
+            for m in engine_imports(ROOT / "engine" / f"{name}.py")
+            if m.startswith(("engine.tools", "engine.training"))
+        }
         if name == "__main__":
             bad = set()  # the command line dispatches to the tools (lazily, by name), by design
         if bad:
@@ -120,8 +145,9 @@ def _run(code: str, tmp_path: Path) -> dict:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
     for name in ("CONFIG", "DATA", "LOG"):
         env[f"LETTERPRESS_{name}_DIR"] = str(tmp_path / name.lower())
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -232,8 +258,13 @@ def test_the_engine_has_no_import_circle():
 def test_the_app_packages_are_the_documented_layers():
     packages = {p.name for p in (ROOT / "app").iterdir() if (p / "__init__.py").is_file()}
     assert packages == {"platform", "config", "ui", "documents", "assist"}
-    assert {p.stem for p in (ROOT / "app").glob("*.py")} == {"__init__", "__main__", "selftest", "integration",
-                                                               "main_window"}
+    assert {p.stem for p in (ROOT / "app").glob("*.py")} == {
+        "__init__",
+        "__main__",
+        "selftest",
+        "integration",
+        "main_window",
+    }
     for name in packages:
         doc = ast.get_docstring(ast.parse((ROOT / "app" / name / "__init__.py").read_text(encoding="utf-8")))
         assert doc and "import" in doc.lower(), f"app/{name} says what it is for and what it may import"
@@ -243,10 +274,18 @@ def test_the_import_contracts_hold():
     """pyproject.toml's import-linter contracts: app layers only import downward, engine never imports the app or
     Qt, the app never imports torch or transformers itself."""
     lint = Path(sys.executable).with_name("lint-imports")
-    command = [str(lint)] if lint.is_file() else [
-        sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
+    command = (
+        [str(lint)]
+        if lint.is_file()
+        else [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+        ]
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([*command, "--no-cache"], check=False, cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [*command, "--no-cache"], check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "0 broken" in out.stdout

@@ -112,9 +112,16 @@ def test_the_brief_survives_a_real_restart_of_the_process(tmp_path) -> None:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     outs = []
     for mode in ("write", "read"):
-        out = subprocess.run([sys.executable, "-c", child, mode, str(doc)], env=env, capture_output=True,
-                             text=True, timeout=120)
-        outs.append(next((x for x in out.stdout.splitlines() if x.startswith("BRIEF")), out.stdout + out.stderr))
+        out = subprocess.run(
+            [sys.executable, "-c", child, mode, str(doc)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        outs.append(
+            next((x for x in out.stdout.splitlines() if x.startswith("BRIEF")), out.stdout + out.stderr)
+        )
     assert outs == ["BRIEF 'Use British spelling.'"] * 2
 
 
@@ -185,8 +192,10 @@ def test_an_untitled_documents_brief_comes_back_with_its_recovered_copy(qtbot, t
     recovery.mkdir(parents=True, exist_ok=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (recovery / "crashed.json").write_text(json.dumps(
-        {"version": 1, "pid": dead.pid, "path": None, "saved_at": 1.0, "text": "Unsaved story."}), encoding="utf-8")
+    (recovery / "crashed.json").write_text(
+        json.dumps({"version": 1, "pid": dead.pid, "path": None, "saved_at": 1.0, "text": "Unsaved story."}),
+        encoding="utf-8",
+    )
     BriefStore(_briefs_dir()).save(untitled_key("crashed"), "Told in the first person.")
     services.recovery.ask = lambda doc, i, n: "restore"
     restored = integration.offer(services, window)
@@ -206,13 +215,16 @@ def test_orphaned_untitled_briefs_are_forgotten(tmp_path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     gone = store.file(untitled_key("gone"))
-    gone.write_text(gone.read_text(encoding="utf-8").replace(f'"pid": {os.getpid()}', f'"pid": {dead.pid}'),
-                    encoding="utf-8")
+    gone.write_text(
+        gone.read_text(encoding="utf-8").replace(f'"pid": {os.getpid()}', f'"pid": {dead.pid}'),
+        encoding="utf-8",
+    )
     store.save(path_key(tmp_path / "a.md"), "kept")
     store.forget_orphans(tmp_path / "recovery", keep=untitled_key("mine"))
     # "running": no recovery copy yet, but its window (this process) is alive: kept.
     assert sorted(p.stem for p in (tmp_path / "briefs").glob("*.json")) == sorted(
-        [untitled_key("alive"), untitled_key("running"), untitled_key("mine"), path_key(tmp_path / "a.md")])
+        [untitled_key("alive"), untitled_key("running"), untitled_key("mine"), path_key(tmp_path / "a.md")]
+    )
 
 
 def test_an_unreadable_brief_reads_as_none(tmp_path) -> None:
@@ -231,8 +243,9 @@ def test_a_brief_whose_window_holds_its_session_lock_is_kept_whatever_its_pid(tm
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     f = store.file(untitled_key("sandboxed"))
-    f.write_text(f.read_text(encoding="utf-8").replace(f'"pid": {os.getpid()}', f'"pid": {dead.pid}'),
-                 encoding="utf-8")
+    f.write_text(
+        f.read_text(encoding="utf-8").replace(f'"pid": {os.getpid()}', f'"pid": {dead.pid}'), encoding="utf-8"
+    )
     lock = FileLock(tmp_path / "recovery" / "sandboxed.lock")
     assert lock.acquire()
     store.forget_orphans(tmp_path / "recovery", keep=untitled_key("mine"))

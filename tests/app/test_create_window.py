@@ -8,7 +8,6 @@ import app
 from app import __main__ as entry
 from tests.helpers.gui import ghost_state
 
-
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
 

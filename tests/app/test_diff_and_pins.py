@@ -20,9 +20,12 @@ def test_word_diff_marks_deleted_and_inserted_words_and_keeps_the_rest():
         new = spans_of("the cat sat down on a mat", trailing)
         diff = word_diff("the cat sat on the mat", new)
         merged = "".join(s.text for s in diff.spans)
-        assert [s.text.strip() for s, st in zip(diff.spans, diff.styles, strict=True) if st == "deleted"] == ["the"]
-        assert [s.text.strip() for s, st in zip(diff.spans, diff.styles, strict=True) if st == "inserted"] == [
-            "down", "a"]
+        assert [s.text.strip() for s, st in zip(diff.spans, diff.styles, strict=True) if st == "deleted"] == [
+            "the"
+        ]
+        assert [
+            s.text.strip() for s, st in zip(diff.spans, diff.styles, strict=True) if st == "inserted"
+        ] == ["down", "a"]
         assert (diff.deleted, diff.inserted) == (1, 2)
         assert "  " not in merged.strip() and all(w for w in merged.split(" ") if w), merged
         kept = [diff.spans[i] for i, src in enumerate(diff.sources) if src >= 0]
@@ -63,6 +66,8 @@ def test_reroll_request_pins_the_words_and_noises_the_rest():
 def test_strength_memory_defaults_light_for_grammar_and_full_for_free_rewrites():
     memory = StrengthMemory(None, dict(REWRITE_PRESETS))
     assert memory.key_for(REWRITE_PRESETS["grammar"]) == "grammar" and memory.get("grammar") == 0.2
-    assert memory.get("freely") == 1.0 and memory.key_for("my own words") == CUSTOM and memory.get(CUSTOM) == 1.0
+    assert (
+        memory.get("freely") == 1.0 and memory.key_for("my own words") == CUSTOM and memory.get(CUSTOM) == 1.0
+    )
     memory.set("grammar", 0.04)
     assert memory.get("grammar") == 0.1, "clamped to the dial's range"

@@ -15,7 +15,6 @@ pytestmark = pytest.mark.usefixtures("user_dirs")
 DOC = "The committee met on Tuesday and agreed that the budget should be cut."
 
 
-
 def draft(qtbot, window, text="Evening fell."):
     set_text(window, text)
     qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
@@ -46,7 +45,9 @@ def test_fake_engine_keeps_pins_and_runs_only_the_matching_steps():
     engine.load("fake")
     text = "one two three four five six seven eight"
     events = []
-    result = engine.run(DraftRequest(before="x", canvas=WarmStart(text, pins=((4, 7), (19, 23)))), events.append)
+    result = engine.run(
+        DraftRequest(before="x", canvas=WarmStart(text, pins=((4, 7), (19, 23)))), events.append
+    )
     assert in_order(["two", "five"], result.text)
     assert [s.text for s in events[0].candidates[0].spans if s.pinned] == ["two", "five"]
     light = []
@@ -70,7 +71,9 @@ def test_presets_use_their_remembered_strength_and_the_dial_reruns_the_rewrite(q
 
     dial.set_value(0.5)  # the writer turns the dial while the grammar rewrite is on screen
     qtbot.waitUntil(lambda: len(engine.requests) == 2)
-    assert isinstance(engine.requests[-1], RewriteRequest) and engine.requests[-1].strength == pytest.approx(0.5)
+    assert isinstance(engine.requests[-1], RewriteRequest) and engine.requests[-1].strength == pytest.approx(
+        0.5
+    )
     wait_ready(qtbot, window)
     assert settings["rewrite.strengths"]["grammar"] == pytest.approx(0.5)
 
@@ -166,8 +169,11 @@ def _click_word(qtbot, window, index):
     window.assistant.ghost.flush()
     qtbot.waitUntil(lambda: bool(window.assistant.ghost.hits))
     rect = next(r for r, i in window.assistant.ghost.hits if i == index)
-    qtbot.mouseClick(window.editor.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(int(rect.center().x()),
-                                                                                    int(rect.center().y())))
+    qtbot.mouseClick(
+        window.editor.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=QPoint(int(rect.center().x()), int(rect.center().y())),
+    )
 
 
 def test_click_and_keys_pin_words_which_are_drawn_pinned_and_survive_a_reroll(qtbot):
@@ -187,7 +193,9 @@ def test_click_and_keys_pin_words_which_are_drawn_pinned_and_survive_a_reroll(qt
     assert [s.text.strip() for s in window.assistant.ghost.content.spans if s.pinned] == kept
     assert window.editor.toPlainText() == "Evening fell.", "pinning never edits the document"
 
-    qtbot.keyClick(window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(
+        window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier
+    )
     request = sent(qtbot, engine, 2)
     assert [w for s, e in request.canvas.pins for w in request.canvas.text[s:e].split()] == kept
     wait_ready(qtbot, window)
@@ -202,7 +210,9 @@ def test_click_and_keys_pin_words_which_are_drawn_pinned_and_survive_a_reroll(qt
 
 def test_diff_view_strikes_deleted_words_and_highlights_inserted_ones(qtbot, settings):
     settings.set("rewrite.view", "diff")
-    engine = FakeEngine(steps=4, texts=["The committee met on Monday and agreed that the budget must be cut."])
+    engine = FakeEngine(
+        steps=4, texts=["The committee met on Monday and agreed that the budget must be cut."]
+    )
     window = build_window(qtbot, engine, settings=settings)
     assert window.editing.actionToggleDiffView.isChecked()
     set_text(window, DOC, select=(0, len(DOC)))
@@ -211,7 +221,9 @@ def test_diff_view_strikes_deleted_words_and_highlights_inserted_ones(qtbot, set
     window.assistant.ghost.flush()
     content = window.assistant.ghost.content
     deleted = [s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "deleted"]
-    inserted = [s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "inserted"]
+    inserted = [
+        s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "inserted"
+    ]
     assert deleted == ["Tuesday", "should"] and inserted == ["Monday", "must"]
     assert "−2 +2 words" in content.badge
     assert ghost_text(window) == "The committee met on Monday and agreed that the budget must be cut."
@@ -220,7 +232,9 @@ def test_diff_view_strikes_deleted_words_and_highlights_inserted_ones(qtbot, set
     assert not any(window.assistant.ghost.content.styles)
     window.editing.actionToggleDiffView.trigger()
     qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
-    assert window.editor.toPlainText() == "The committee met on Monday and agreed that the budget must be cut."
+    assert (
+        window.editor.toPlainText() == "The committee met on Monday and agreed that the budget must be cut."
+    )
 
 
 # -- the alternatives panel ---------------------------------------------------------------------------------------
@@ -264,7 +278,9 @@ def test_an_infill_can_be_rerolled_around_its_confident_words(qtbot, settings):
     window = build_window(qtbot, engine, settings=settings)
     doc = "The first paragraph ends here.\n\n\nThe last paragraph starts here."
     set_text(window, doc, cursor=doc.index("\n\n\n") + 2)
-    qtbot.keyClick(window.editor, Qt.Key.Key_I, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(
+        window.editor, Qt.Key.Key_I, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    )
     wait_ready(qtbot, window)
     spans = window.assistant.suggestion.spans
     confident = [s.text.strip() for s in spans if s.confidence >= 0.9 and s.text.strip()]

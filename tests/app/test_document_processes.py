@@ -75,8 +75,14 @@ QApplication.instance().exec()
 
 def _spawn(mode: str, doc: Path) -> subprocess.Popen:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    return subprocess.Popen([sys.executable, "-c", CHILD, mode, str(doc)], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, mode, str(doc)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(proc: subprocess.Popen, prefix: str, timeout: float = 120) -> str:
@@ -179,7 +185,9 @@ def test_a_file_held_by_another_process_is_not_edited_twice_and_its_crash_frees_
         docs.ask_already_open = lambda name, where: asked.append(where) or "switch"
         assert not docs.open(doc)
         assert "another Letterpress program" in asked[0]
-        assert _wait_for(holder, "SWITCH") == f"SWITCH {os.path.realpath(doc)}"  # the holder raised its window
+        assert (
+            _wait_for(holder, "SWITCH") == f"SWITCH {os.path.realpath(doc)}"
+        )  # the holder raised its window
         docs.ask_already_open = lambda name, where: "read-only"
         assert docs.open(doc) and docs.read_only
         _kill(holder)  # a crash: nobody cleans up the lock file, the kernel drops the lock
@@ -215,13 +223,16 @@ def _wrap(fn, done):
         result = fn()
         done.append(True)
         return result
+
     return wrapped
 
 
 @pytest.mark.slow
 def test_recovery_is_offered_although_the_dead_session_s_pid_belongs_to_a_live_process(qtbot, tmp_path):
     """After a reboot or inside a PID namespace the crashed app's PID is someone else's: here, this test's."""
-    (tmp_path / "config" / "settings.toml").write_text("[documents]\nautosave_seconds = 1\n", encoding="utf-8")
+    (tmp_path / "config" / "settings.toml").write_text(
+        "[documents]\nautosave_seconds = 1\n", encoding="utf-8"
+    )
     doc = tmp_path / "novel.md"
     doc.write_text("Saved.", encoding="utf-8")
     child = _spawn("autosave", doc)
@@ -242,8 +253,11 @@ def test_a_live_session_s_copy_is_not_offered_whatever_its_pid(qtbot, tmp_path):
 
     folder = tmp_path / "data" / "recovery"
     folder.mkdir(parents=True)
-    (folder / "alive.json").write_text(json.dumps(
-        {"version": 1, "pid": 999_999_999, "path": None, "saved_at": 1.0, "text": "still being typed"}))
+    (folder / "alive.json").write_text(
+        json.dumps(
+            {"version": 1, "pid": 999_999_999, "path": None, "saved_at": 1.0, "text": "still being typed"}
+        )
+    )
     lock = FileLock(folder / "alive.lock")
     assert lock.acquire()
     window, offered = _offered_at_start(qtbot)
@@ -261,7 +275,9 @@ def test_a_kill_during_the_fsync_of_a_save_leaves_nothing_behind_at_the_next_sta
         temp = Path(_wait_for(child, "IN FSYNC").split(" ", 2)[2])
     finally:
         _kill(child)
-    assert temp.exists() and temp.name.startswith(".essay.md.")  # the kill left the temp in the writer's folder
+    assert temp.exists() and temp.name.startswith(
+        ".essay.md."
+    )  # the kill left the temp in the writer's folder
     assert doc.read_text(encoding="utf-8") == "Saved."
     window, offered = _offered_at_start(qtbot)
     assert not temp.exists()
@@ -287,8 +303,8 @@ def test_a_leftover_temp_equal_to_the_document_is_just_removed(tmp_path):
 
 
 def test_a_running_session_s_temp_files_are_left_alone(tmp_path):
-    from app.platform.locks import FileLock, is_locked
     from app.documents.recovery import clean_interrupted_saves
+    from app.platform.locks import FileLock, is_locked
 
     folder = tmp_path / "recovery"
     folder.mkdir()

@@ -36,7 +36,9 @@ def _window(qtbot, argv: list[str] | None = None):
     docs.show_error = lambda title, text: answers.errors.append(text)
     docs.ask_unsaved = lambda name: answers.asked.append(("unsaved", name)) or "discard"
     docs.ask_replace = lambda target: answers.asked.append(("replace", str(target))) or answers.replace
-    docs.choose_save_path = lambda suggested: answers.asked.append(("save as", suggested)) or answers.save_path
+    docs.choose_save_path = lambda suggested: (
+        answers.asked.append(("save as", suggested)) or answers.save_path
+    )
     window.services.recovery.ask = lambda doc, i, n: "later"  # the start-up offer must not block on a box
     window.answers = answers
     return window, docs, answers
@@ -213,7 +215,9 @@ def test_a_hard_linked_file_is_updated_in_place_so_every_name_sees_the_new_text(
     assert b.read_text(encoding="utf-8") == "shared\nmore" and a.stat().st_ino == inode
     assert a.stat().st_nlink == 2
     assert sorted(x.name for x in tmp_path.iterdir() if x.name.endswith(".md") or x.name.startswith(".")) == [
-        "a.md", "b.md"]  # the backup copy is gone once the new text is in place
+        "a.md",
+        "b.md",
+    ]  # the backup copy is gone once the new text is in place
 
 
 def test_a_failed_in_place_write_puts_the_old_text_back(win, qtbot, tmp_path, monkeypatch):
@@ -335,7 +339,9 @@ def test_a_change_on_disk_is_never_overwritten_silently_by_save(win, qtbot, tmp_
     assert docs.save()
 
 
-def test_compare_shows_both_versions_and_reload_keeps_the_unsaved_edits_as_a_recovery_copy(win, qtbot, tmp_path):
+def test_compare_shows_both_versions_and_reload_keeps_the_unsaved_edits_as_a_recovery_copy(
+    win, qtbot, tmp_path
+):
     from app.documents.recovery import find_recovered
 
     window, docs, answers = win
@@ -396,7 +402,10 @@ def test_a_deleted_file_is_reported_and_save_recreates_it(win, qtbot, tmp_path):
         p.unlink()
     assert got.args == ["deleted"]
     assert window.isWindowModified()  # closing now asks before the only copy goes
-    assert "deleted" in window.statusBar().currentMessage() and "Save recreates" in window.statusBar().currentMessage()
+    assert (
+        "deleted" in window.statusBar().currentMessage()
+        and "Save recreates" in window.statusBar().currentMessage()
+    )
     assert docs.save()
     assert p.read_text(encoding="utf-8") == "still wanted\n"
 
@@ -450,7 +459,9 @@ def test_a_change_the_writer_already_answered_is_not_asked_again_on_every_folder
     assert len(answers.asked) == asked + 1 and p.read_bytes() == b"bin\x00ary\n"
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another owner needs root")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another owner needs root"
+)
 def test_saving_keeps_the_file_s_owner_and_group(win, qtbot, tmp_path):
     """The atomic save writes a new file and renames it over the old one; that new file must get the old owner
     and group back (sudo editing a user's file, a shared project folder's group), as it gets the old mode."""
@@ -477,8 +488,9 @@ QT_ALTERED = {
 
 
 @pytest.mark.parametrize("name", QT_ALTERED)
-def test_characters_the_editor_cannot_hold_survive_a_save_without_an_edit_and_the_writer_is_told(win, qtbot,
-                                                                                                 tmp_path, name):
+def test_characters_the_editor_cannot_hold_survive_a_save_without_an_edit_and_the_writer_is_told(
+    win, qtbot, tmp_path, name
+):
     window, docs, answers = win
     data = QT_ALTERED[name]
     p = tmp_path / "odd.txt"
@@ -517,7 +529,9 @@ def test_a_link_whose_target_folder_is_missing_says_which_folder(win, qtbot, tmp
     assert link.is_symlink() and editor_text(window.editor) == "words"
 
 
-def test_a_file_changed_on_disk_after_its_crash_copy_was_made_is_not_overwritten_silently(win, qtbot, tmp_path):
+def test_a_file_changed_on_disk_after_its_crash_copy_was_made_is_not_overwritten_silently(
+    win, qtbot, tmp_path
+):
     """The app crashed with unsaved edits; then another program (a sync client, another editor) changed the
     file. Restoring the crash copy and saving must ask first, like any other change made on disk."""
     window, docs, answers = win
@@ -555,9 +569,19 @@ def test_the_start_up_offer_keeps_the_changed_on_disk_warning_in_view(qtbot, tmp
     p.write_text("changed after the crash\n", encoding="utf-8")
     folder = recovery_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "deadbeefdeadbeefdeadbeefdeadbeef.json").write_text(json.dumps(
-        {"version": 1, "pid": 999999, "path": str(p), "saved_at": time.time() - 3600, "kind": "autosave",
-         "text": "my words before the crash\n"}), encoding="utf-8")
+    (folder / "deadbeefdeadbeefdeadbeefdeadbeef.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "pid": 999999,
+                "path": str(p),
+                "saved_at": time.time() - 3600,
+                "kind": "autosave",
+                "text": "my words before the crash\n",
+            }
+        ),
+        encoding="utf-8",
+    )
     window = app.create_window(["--fake-engine"])
     qtbot.addWidget(window)
     docs = window.services.documents

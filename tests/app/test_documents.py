@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QMainWindow, QMenu, QPlainTextEdit
 
-from app.platform import atomic
 from app.documents.controller import (
     DocumentController,
     DocumentError,
@@ -22,6 +21,7 @@ from app.documents.controller import (
     read_text_file,
     write_text_file,
 )
+from app.platform import atomic
 
 MIXED = "Hello — 안녕하세요, 你好, こんにちは 👋🏽 שלום עולם مرحبا\u00a0!\n\tTabbed line\u2028soft break\n"
 
@@ -39,10 +39,13 @@ def test_utf8_round_trips_byte_for_byte(tmp_path):
     assert p.read_bytes() == MIXED.encode("utf-8")
 
 
-@pytest.mark.parametrize("raw, encoding", [
-    ("\ufeffBOM text\n".encode("utf-8"), "utf-8-sig"),
-    (codecs.BOM_UTF16_LE + "UTF-16 text é\n".encode("utf-16-le"), "utf-16-le"),
-])
+@pytest.mark.parametrize(
+    "raw, encoding",
+    [
+        ("\ufeffBOM text\n".encode("utf-8"), "utf-8-sig"),
+        (codecs.BOM_UTF16_LE + "UTF-16 text é\n".encode("utf-16-le"), "utf-16-le"),
+    ],
+)
 def test_byte_order_marks_are_detected_and_kept(tmp_path, raw, encoding):
     p = tmp_path / "bom.txt"
     p.write_bytes(raw)
@@ -110,7 +113,9 @@ def test_failure_mid_write_leaves_the_original_intact(tmp_path, monkeypatch):
 def test_failure_at_rename_leaves_the_original_intact(tmp_path, monkeypatch):
     p = tmp_path / "novel.md"
     p.write_text("v1", encoding="utf-8")
-    monkeypatch.setattr(atomic.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(errno.EIO, "I/O error")))
+    monkeypatch.setattr(
+        atomic.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(errno.EIO, "I/O error"))
+    )
     with pytest.raises(DocumentError, match="not saved"):
         write_text_file(p, TextFile("v2"))
     assert p.read_text(encoding="utf-8") == "v1"
@@ -176,7 +181,9 @@ def test_file_menu_has_the_standard_actions(ui):
     window, _, ctrl = ui
     menu = window.findChild(QMenu, "menuFile")
     names = [a.objectName() for a in menu.actions() if a.objectName()]
-    assert names[:4] == ["actionNew", "actionOpen", "actionSave", "actionSaveAs"] and names[-1] == "actionQuit"
+    assert (
+        names[:4] == ["actionNew", "actionOpen", "actionSave", "actionSaveAs"] and names[-1] == "actionQuit"
+    )
     assert ctrl.action_save.shortcut().toString() == "Ctrl+S"
     assert ctrl.action_save_as.shortcut().toString() == "Ctrl+Shift+S"
 
@@ -238,8 +245,9 @@ def test_read_only_file_save_offers_save_as(ui, tmp_path):
         p.chmod(0o600)
 
 
-@pytest.mark.parametrize("answer, closes, saved", [("save", True, True), ("discard", True, False),
-                                                   ("cancel", False, False)])
+@pytest.mark.parametrize(
+    "answer, closes, saved", [("save", True, True), ("discard", True, False), ("cancel", False, False)]
+)
 def test_closing_unsaved_work_asks_first(ui, tmp_path, answer, closes, saved, qtbot):
     window, editor, ctrl = ui
     window.show()

@@ -41,12 +41,20 @@ def still_usable(qtbot, window, text_before: str) -> None:
     assert window.editor.toPlainText() == text_before + " ok"
 
 
-@pytest.mark.parametrize("error, words", [
-    (OutOfMemoryError("The GPU ran out of memory for this request. Try fewer alternatives or a shorter "
-                      "selection; the model stays loaded."), ["out of memory", "fewer alternatives"]),
-    (GenerationError("Generation failed unexpectedly (IndexError: boom). Try again."), ["Try again"]),
-    (RuntimeError("a bug deep in the engine"), ["Try again"]),  # not an EngineError: the host wraps it
-])
+@pytest.mark.parametrize(
+    "error, words",
+    [
+        (
+            OutOfMemoryError(
+                "The GPU ran out of memory for this request. Try fewer alternatives or a shorter "
+                "selection; the model stays loaded."
+            ),
+            ["out of memory", "fewer alternatives"],
+        ),
+        (GenerationError("Generation failed unexpectedly (IndexError: boom). Try again."), ["Try again"]),
+        (RuntimeError("a bug deep in the engine"), ["Try again"]),  # not an EngineError: the host wraps it
+    ],
+)
 def test_engine_failure_mid_request_leaves_the_document_alone(qtbot, error, words):
     window = build_window(qtbot, FakeEngine(steps=8, step_delay=0.01, fail_at_step=4, error=error))
     set_text(window, "A calm sentence.")
@@ -61,8 +69,12 @@ def test_engine_failure_mid_request_leaves_the_document_alone(qtbot, error, word
 
 
 def test_a_request_after_a_failure_works(qtbot):
-    engine = FakeEngine(texts=[" Then it worked."], steps=4, fail_at_step=2,
-                        error=OutOfMemoryError("The GPU ran out of memory for this request."))
+    engine = FakeEngine(
+        texts=[" Then it worked."],
+        steps=4,
+        fail_at_step=2,
+        error=OutOfMemoryError("The GPU ran out of memory for this request."),
+    )
     window = build_window(qtbot, engine)
     set_text(window, "Try.")
     window.actionDraft.trigger()
@@ -183,7 +195,9 @@ def real_window(qtbot, model_dir, settings, monkeypatch):
     from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
 
-    monkeypatch.setattr(engine.session, "secrets", type("FixedSeed", (), {"randbelow": staticmethod(lambda n: 7)}))
+    monkeypatch.setattr(
+        engine.session, "secrets", type("FixedSeed", (), {"randbelow": staticmethod(lambda n: 7)})
+    )
 
     settings.update({"denoise.steps": 4, "denoise.alternatives": 1, "draft.length": 16})
     host = EngineHost()

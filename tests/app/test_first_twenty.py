@@ -37,9 +37,29 @@ from tests.helpers.gui import build_window, ghost_state, set_text
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
 DESKTOP_TAKEN = {
-    "Ctrl+Alt+Left", "Ctrl+Alt+Right", "Ctrl+Alt+Up", "Ctrl+Alt+Down", "Alt+Shift+Left", "Alt+Shift+Right",
-    "Ctrl+Alt+Del", "Ctrl+Alt+T", "Ctrl+Alt+L", "Ctrl+Alt+D", "Alt+Tab", "Alt+Shift+Tab", "Alt+F1", "Alt+F2",
-    "Alt+F4", "Alt+F7", "Alt+F8", "Alt+F10", "Alt+Space", "Alt+Esc", "Ctrl+Esc", "Meta+Left", "Meta+Right",
+    "Ctrl+Alt+Left",
+    "Ctrl+Alt+Right",
+    "Ctrl+Alt+Up",
+    "Ctrl+Alt+Down",
+    "Alt+Shift+Left",
+    "Alt+Shift+Right",
+    "Ctrl+Alt+Del",
+    "Ctrl+Alt+T",
+    "Ctrl+Alt+L",
+    "Ctrl+Alt+D",
+    "Alt+Tab",
+    "Alt+Shift+Tab",
+    "Alt+F1",
+    "Alt+F2",
+    "Alt+F4",
+    "Alt+F7",
+    "Alt+F8",
+    "Alt+F10",
+    "Alt+Space",
+    "Alt+Esc",
+    "Ctrl+Esc",
+    "Meta+Left",
+    "Meta+Right",
 }
 
 
@@ -133,11 +153,24 @@ def test_self_test_offscreen_prints_no_qt_notes_before_its_json(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen", "OMP_NUM_THREADS": "1",
-           "LETTERPRESS_CONFIG_DIR": str(tmp_path / "c"), "LETTERPRESS_DATA_DIR": str(tmp_path / "d"),
-           "LETTERPRESS_LOG_DIR": str(tmp_path / "l")}
-    run = subprocess.run([sys.executable, "-m", "app", "--self-test", "--fake-engine"], capture_output=True,
-                         text=True, env=env, cwd=tmp_path, timeout=240, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "QT_QPA_PLATFORM": "offscreen",
+        "OMP_NUM_THREADS": "1",
+        "LETTERPRESS_CONFIG_DIR": str(tmp_path / "c"),
+        "LETTERPRESS_DATA_DIR": str(tmp_path / "d"),
+        "LETTERPRESS_LOG_DIR": str(tmp_path / "l"),
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "app", "--self-test", "--fake-engine"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=240,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-800:]
     assert "propagateSizeHints" not in run.stderr and "This plugin does not support" not in run.stderr
     assert json.loads(run.stdout.splitlines()[0])["ok"] is True
@@ -152,13 +185,21 @@ def test_settings_show_the_models_own_steps_not_a_constant(qtbot, settings):
     from engine.api import DenoiseSettings
     from engine.resources import demo_model_dir
 
-    declared = json.loads((Path(demo_model_dir()) / "generation_config.json").read_text())["max_denoising_steps"]
+    declared = json.loads((Path(demo_model_dir()) / "generation_config.json").read_text())[
+        "max_denoising_steps"
+    ]
     dlg = SettingsDialog(settings)
     qtbot.addWidget(dlg)
     spin = dlg.inputs["denoise.steps"]
     assert spin.text() == f"Model's own ({declared})" and "48" not in spin.text()
-    assert settings.denoise_settings().resolved(DenoiseSettings.from_generation_config(
-        type("Gen", (), {"max_denoising_steps": declared})())).max_steps == declared
+    assert (
+        settings.denoise_settings()
+        .resolved(
+            DenoiseSettings.from_generation_config(type("Gen", (), {"max_denoising_steps": declared})())
+        )
+        .max_steps
+        == declared
+    )
     settings.set("denoise.steps", 20)
     assert settings.denoise_settings().max_steps == 20
 
@@ -172,12 +213,14 @@ def test_an_empty_document_draft_says_write_a_few_words_at_once(qtbot, settings)
     assert not engine.requests, "nothing was sent to the model (no waiting for it)"
 
 
-
-@pytest.mark.parametrize(("doc", "text", "drawn", "after_tab"), [
-    ("The ships.", "rey sails.", " rey sails.", "The ships. rey sails."),
-    ("The ships ", " rey sails.", "rey sails.", "The ships rey sails."),
-    ("The ships", "rey", " rey", "The ships rey"),
-])
+@pytest.mark.parametrize(
+    ("doc", "text", "drawn", "after_tab"),
+    [
+        ("The ships.", "rey sails.", " rey sails.", "The ships. rey sails."),
+        ("The ships ", " rey sails.", "rey sails.", "The ships rey sails."),
+        ("The ships", "rey", " rey", "The ships rey"),
+    ],
+)
 def test_the_ghost_is_drawn_with_the_joining_space_tab_inserts(qtbot, settings, doc, text, drawn, after_tab):
     window = build_window(qtbot, FakeEngine(steps=2, texts=[text]), settings=settings)
     set_text(window, doc)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import threading
 
+from app.ui.load_status import describe, percent
 from engine.api import LoadProgress, ModelInfo
 from engine.fake import FakeEngine
-
-from app.ui.load_status import describe, percent
 
 
 def test_a_measurable_phase_shows_the_share_of_bytes():
@@ -19,8 +18,12 @@ def test_a_measurable_phase_shows_the_share_of_bytes():
 
 
 def test_phases_without_a_fraction_say_preparing_and_what_happens():
-    for stage, words in (("starting", "starting the engine"), ("preparing", "reading the checkpoint"),
-                         ("moving to the GPU", "moving to the GPU"), ("warming up", "warming up")):
+    for stage, words in (
+        ("starting", "starting the engine"),
+        ("preparing", "reading the checkpoint"),
+        ("moving to the GPU", "moving to the GPU"),
+        ("warming up", "warming up"),
+    ):
         p = LoadProgress(0, 0, stage=stage)
         assert percent(p) is None
         assert describe(p) == f"Preparing… {words}"
@@ -35,8 +38,12 @@ class _SteppedEngine(FakeEngine):
         self.reached = [threading.Event() for _ in range(4)]
 
     def load(self, model_dir, *, device="auto", quantization="auto", on_progress=None, cancel=None):
-        plan = [LoadProgress(0, 0, stage="preparing"), LoadProgress(1, 4, 250, 1000, "loading"),
-                LoadProgress(4, 4, 1000, 1000, "loading"), LoadProgress(0, 0, stage="warming up")]
+        plan = [
+            LoadProgress(0, 0, stage="preparing"),
+            LoadProgress(1, 4, 250, 1000, "loading"),
+            LoadProgress(4, 4, 1000, 1000, "loading"),
+            LoadProgress(0, 0, stage="warming up"),
+        ]
         for progress, gate, reached in zip(plan, self.gates, self.reached, strict=True):
             on_progress(progress)
             reached.set()
@@ -59,8 +66,14 @@ def test_the_status_bar_follows_each_phase(qtbot):
         for i, gate in enumerate(engine.gates):
             assert engine.reached[i].wait(10)
             qtbot.wait(50)
-            seen.append((window.modelLabel.text(), window.loadBar.minimum(), window.loadBar.maximum(),
-                         window.loadBar.value()))
+            seen.append(
+                (
+                    window.modelLabel.text(),
+                    window.loadBar.minimum(),
+                    window.loadBar.maximum(),
+                    window.loadBar.value(),
+                )
+            )
             gate.set()
         qtbot.waitUntil(lambda: window.model_state == "ready", timeout=10_000)
     finally:
@@ -100,8 +113,13 @@ def test_the_bar_moves_inside_one_big_tensor(tmp_path, monkeypatch):
     events: list[LoadProgress] = []
     load_model(model, device="cpu", quantization="none", on_progress=events.append)
     loading = [e for e in events if e.stage == "loading"]
-    inside = [e for e in loading if e.done < e.total and e.bytes_done > 0
-              and e.bytes_done not in {b.bytes_done for b in loading if b is not e and b.done > e.done}]
+    inside = [
+        e
+        for e in loading
+        if e.done < e.total
+        and e.bytes_done > 0
+        and e.bytes_done not in {b.bytes_done for b in loading if b is not e and b.done > e.done}
+    ]
     assert max(b.bytes_done - a.bytes_done for a, b in zip(loading, loading[1:], strict=False)) <= 4096 + 64
     assert inside and all(a.bytes_done <= b.bytes_done for a, b in zip(loading, loading[1:], strict=False))
 
@@ -140,7 +158,9 @@ def test_weights_are_read_into_buffers_made_without_the_gil(tmp_path, monkeypatc
     real = builtins.bytearray
 
     def no_big_bytearray(*args: object) -> bytearray:
-        assert not (args and isinstance(args[0], int) and args[0] >= 4096), "a zero-filled buffer under the GIL"
+        assert not (args and isinstance(args[0], int) and args[0] >= 4096), (
+            "a zero-filled buffer under the GIL"
+        )
         return real(*args)
 
     monkeypatch.setattr(tensorfile, "bytearray", no_big_bytearray, raising=False)

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtWidgets import QLabel
 
 from app.assist.engine_host import EngineHost
+from app.config.settings import Settings
 from app.ui.model_dialog import (
     FitRow,
     Inspection,
@@ -18,17 +19,17 @@ from app.ui.model_dialog import (
     find_cached_checkpoints,
     inspect_folder,
 )
-from app.config.settings import Settings
 from engine.api import OutOfMemoryError
 from engine.fake import FakeEngine
 from engine.resources import demo_model_dir
-
 
 DEMO = demo_model_dir()
 
 
 def write_safetensors(path: Path, n_floats: int = 4, name: str = "w") -> None:
-    header = json.dumps({name: {"dtype": "F32", "shape": [n_floats], "data_offsets": [0, 4 * n_floats]}}).encode()
+    header = json.dumps(
+        {name: {"dtype": "F32", "shape": [n_floats], "data_offsets": [0, 4 * n_floats]}}
+    ).encode()
     path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * (4 * n_floats))
 
 
@@ -86,7 +87,9 @@ def test_finds_diffusiongemma_snapshots_in_the_hub_cache(tmp_path, qtbot, host):
     other.mkdir(parents=True)
     (other / "config.json").write_text(json.dumps({"model_type": "bert"}))
     found = find_cached_checkpoints([cache])
-    assert [(m.repo_id, m.path, m.is_main) for m in found] == [("google/diffusiongemma-26B-A4B-it", snap, True)]
+    assert [(m.repo_id, m.path, m.is_main) for m in found] == [
+        ("google/diffusiongemma-26B-A4B-it", snap, True)
+    ]
     dlg, _ = make_dialog(qtbot, host, tmp_path, cache_dirs=[cache])
     assert dlg.cached.count() == 1
     dlg.choose(str(snap))
@@ -103,15 +106,25 @@ def test_hub_cache_location_follows_hf_home(tmp_path, monkeypatch):
     assert hf_cache_dirs()[0] == tmp_path / "hfhome" / "hub"
 
 
-@pytest.mark.parametrize("damage, words", [
-    (lambda d: (d / "model-00002-of-00002.safetensors").unlink(), ["missing", "hf download"]),
-    (lambda d: (d / "model-00001-of-00002.safetensors").write_bytes(
-        (d / "model-00001-of-00002.safetensors").read_bytes()[:-3]), ["incomplete", "hf download"]),
-    (lambda d: (d / "tokenizer.json").unlink(), ["tokenizer"]),
-    (lambda d: (d / "config.json").write_text(json.dumps({**json.loads((d / "config.json").read_text()),
-                                                           "auto_map": {}})),
-     ["own code", "safetensors"]),
-])
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda d: (d / "model-00002-of-00002.safetensors").unlink(), ["missing", "hf download"]),
+        (
+            lambda d: (d / "model-00001-of-00002.safetensors").write_bytes(
+                (d / "model-00001-of-00002.safetensors").read_bytes()[:-3]
+            ),
+            ["incomplete", "hf download"],
+        ),
+        (lambda d: (d / "tokenizer.json").unlink(), ["tokenizer"]),
+        (
+            lambda d: (d / "config.json").write_text(
+                json.dumps({**json.loads((d / "config.json").read_text()), "auto_map": {}})
+            ),
+            ["own code", "safetensors"],
+        ),
+    ],
+)
 def test_broken_folders_are_explained_and_cannot_be_loaded(tmp_path, qtbot, host, damage, words):
     folder = fake_checkpoint(tmp_path / "m")
     damage(folder)
@@ -162,7 +175,9 @@ def test_cancelling_a_load_says_so_and_allows_a_retry(tmp_path, qtbot, host):
 
 
 def test_out_of_memory_load_failure_explains_the_fix(tmp_path, qtbot):
-    h = EngineHost(lambda: FakeEngine(load_error=OutOfMemoryError("The GPU ran out of memory while loading.")))
+    h = EngineHost(
+        lambda: FakeEngine(load_error=OutOfMemoryError("The GPU ran out of memory while loading."))
+    )
     h.start()
     try:
         folder = fake_checkpoint(tmp_path / "m")
@@ -180,8 +195,12 @@ def test_fit_badges_are_shown_per_precision(tmp_path, qtbot, host):
     folder = fake_checkpoint(tmp_path / "m")
 
     def inspector(f: str, device: str) -> Inspection:
-        return Inspection(f, summary="ok", device="cuda", fit=(
-            FitRow("nf4", "fits", 15.2, 24.0), FitRow("bf16", "wont_fit", 52.0, 24.0)))
+        return Inspection(
+            f,
+            summary="ok",
+            device="cuda",
+            fit=(FitRow("nf4", "fits", 15.2, 24.0), FitRow("bf16", "wont_fit", 52.0, 24.0)),
+        )
 
     dlg, _ = make_dialog(qtbot, host, tmp_path, inspector=inspector)
     dlg.choose(str(folder))
@@ -195,14 +214,32 @@ def test_fit_badges_are_shown_per_precision(tmp_path, qtbot, host):
 def test_real_fit_estimate_gives_a_verdict_per_precision(tmp_path):
     """With the real model's shapes and a CPU, the 26B checkpoint's numbers come from engine.weights.fit."""
     folder = fake_checkpoint(tmp_path / "m")
-    config = {"model_type": "diffusion_gemma", "canvas_length": 256, "text_config": {
-        "hidden_size": 2816, "intermediate_size": 2112, "num_hidden_layers": 30, "num_attention_heads": 16,
-        "num_key_value_heads": 8, "head_dim": 256, "num_experts": 128, "moe_intermediate_size": 704,
-        "vocab_size": 262144, "num_global_key_value_heads": 2, "global_head_dim": 512}}
+    config = {
+        "model_type": "diffusion_gemma",
+        "canvas_length": 256,
+        "text_config": {
+            "hidden_size": 2816,
+            "intermediate_size": 2112,
+            "num_hidden_layers": 30,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 256,
+            "num_experts": 128,
+            "moe_intermediate_size": 704,
+            "vocab_size": 262144,
+            "num_global_key_value_heads": 2,
+            "global_head_dim": 512,
+        },
+    }
     (folder / "config.json").write_text(json.dumps(config))
     result = inspect_folder(str(folder), "cpu")
     assert result.loadable
-    assert [r.precision for r in result.fit] == ["nf4", "nf4-mixed", "bf16", "fp32"]  # the badge shows both 4-bit plans
+    assert [r.precision for r in result.fit] == [
+        "nf4",
+        "nf4-mixed",
+        "bf16",
+        "fp32",
+    ]  # the badge shows both 4-bit plans
     needs = [r.needed_gb for r in result.fit]
     assert needs[0] < needs[1] < needs[2] < needs[3]
     assert all(r.verdict in ("fits", "tight", "wont_fit", "unknown") for r in result.fit)

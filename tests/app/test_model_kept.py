@@ -3,8 +3,6 @@ through the model manager, which checks the folder as it is typed and keeps Load
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
@@ -27,14 +25,22 @@ def _draft_works(qtbot, window, text: str) -> None:
 
 
 @pytest.mark.parametrize("broken", ["empty_folder", "transposed_global_weight", "header_5gib"])
-def test_choosing_a_broken_folder_keeps_the_model_in_use(qtbot, tmp_path, tiny_model, settings,  # noqa: F811
-                                                         monkeypatch, broken):
+def test_choosing_a_broken_folder_keeps_the_model_in_use(
+    qtbot,
+    tmp_path,
+    tiny_model,
+    settings,
+    monkeypatch,
+    broken,
+):
     """Model ▸ Load model folder… on a folder that fails (at the check, or only once loading: a transposed weight
     in a global layer) leaves the loaded model in use; the status bar says why and that it is still in use."""
     folders = build_corpus(tiny_model, tmp_path / "corpus", tuple(k for k in KINDS if k.name == broken))
     window = real_window(qtbot, tiny_model, settings, monkeypatch)
     assert window.model_state == "ready"
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(folders[broken])))
+    monkeypatch.setattr(
+        QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(folders[broken]))
+    )
     window.actionLoadModel.trigger()
     qtbot.waitUntil(lambda: window.model_state != "loading", timeout=60_000)
     assert window.model_state == "ready"
@@ -45,14 +51,20 @@ def test_choosing_a_broken_folder_keeps_the_model_in_use(qtbot, tmp_path, tiny_m
     still_usable(qtbot, window, "The model is still here.")
 
 
-def test_model_manager_checks_as_typed_and_enter_checks_instead_of_browsing(qtbot, tmp_path, tiny_model,  # noqa: F811
-                                                                             monkeypatch):
+def test_model_manager_checks_as_typed_and_enter_checks_instead_of_browsing(
+    qtbot,
+    tmp_path,
+    tiny_model,  # noqa: F811
+    monkeypatch,
+):
     from app.assist.engine_host import EngineHost
     from app.ui.model_dialog import ModelDialog
     from engine.fake import FakeEngine
 
     browsed: list[str] = []
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: browsed.append("x") or ""))
+    monkeypatch.setattr(
+        QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: browsed.append("x") or "")
+    )
     host = EngineHost(lambda: FakeEngine(load_steps=2, load_delay=0.01))
     host.start()
     try:

@@ -6,7 +6,6 @@ import logging
 import os
 import subprocess
 import sys
-
 from pathlib import Path
 
 import pytest
@@ -38,7 +37,9 @@ def test_logs_hide_document_text_unless_the_writer_allows_it(tmp_path):
     assert "secret" not in content
     assert "<21 characters of document text hidden>" in content
     assert "a sentence I chose to share" in content
-    logging.getLogger().removeHandler(next(h for h in logging.getLogger().handlers if h.get_name() == "letterpress"))
+    logging.getLogger().removeHandler(
+        next(h for h in logging.getLogger().handlers if h.get_name() == "letterpress")
+    )
 
 
 def test_log_files_rotate(tmp_path):
@@ -47,7 +48,9 @@ def test_log_files_rotate(tmp_path):
         logging.getLogger("app.test").warning("line %d", i)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["letterpress.log", "letterpress.log.1", "letterpress.log.2"]
-    logging.getLogger().removeHandler(next(h for h in logging.getLogger().handlers if h.get_name() == "letterpress"))
+    logging.getLogger().removeHandler(
+        next(h for h in logging.getLogger().handlers if h.get_name() == "letterpress")
+    )
 
 
 def test_network_guard_blocks_other_hosts_but_not_loopback():
@@ -65,8 +68,7 @@ for call in (lambda: socket.create_connection(("93.184.216.34", 80), timeout=1),
 srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
 c = socket.create_connection(srv.getsockname(), timeout=1); print("loopback ok"); c.close(); srv.close()
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.stdout.split("\n")[:3] == ["blocked", "blocked", "loopback ok"], out.stderr
 
 

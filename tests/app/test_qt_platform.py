@@ -26,7 +26,11 @@ LDD = """\
 
 
 def test_missing_libraries_are_read_from_ldd_once_each():
-    assert missing_libraries(Path("x"), ldd_output=LDD) == ("libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libfoo2.so.3")
+    assert missing_libraries(Path("x"), ldd_output=LDD) == (
+        "libxcb-icccm.so.4",
+        "libxcb-keysyms.so.1",
+        "libfoo2.so.3",
+    )
 
 
 def test_sonames_map_to_the_packages_of_each_system():
@@ -46,7 +50,9 @@ def test_the_platform_is_the_first_requested_one():
 
 def test_the_message_names_libraries_and_both_install_commands(monkeypatch):
     monkeypatch.setattr(qt_platform, "plugin_path", lambda platform: Path("/p/libqxcb.so"))
-    monkeypatch.setattr(qt_platform, "missing_libraries", lambda plugin: ("libxcb-icccm.so.4", "libxcb-keysyms.so.1"))
+    monkeypatch.setattr(
+        qt_platform, "missing_libraries", lambda plugin: ("libxcb-icccm.so.4", "libxcb-keysyms.so.1")
+    )
     monkeypatch.setattr(sys, "platform", "linux")
     problem = qt_platform.platform_problem({"DISPLAY": ":0"})
     assert problem is not None
@@ -72,13 +78,27 @@ def test_a_display_that_does_not_answer_is_explained_not_a_qt_abort(tmp_path):
     """DISPLAY set to an X server that is not running (a stale ssh or desktop session): Qt aborted with 134."""
     assert not qt_platform.x_display_reachable(":59731")
     env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    env.update(QT_QPA_PLATFORM="xcb", DISPLAY=":59731", PYTHONPATH=str(ROOT),
-               LETTERPRESS_CONFIG_DIR=str(tmp_path / "c"), LETTERPRESS_DATA_DIR=str(tmp_path / "d"), LETTERPRESS_LOG_DIR=str(tmp_path / "l"))
-    out = subprocess.run([sys.executable, "-m", "app", "--fake-engine"], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=120)
+    env.update(
+        QT_QPA_PLATFORM="xcb",
+        DISPLAY=":59731",
+        PYTHONPATH=str(ROOT),
+        LETTERPRESS_CONFIG_DIR=str(tmp_path / "c"),
+        LETTERPRESS_DATA_DIR=str(tmp_path / "d"),
+        LETTERPRESS_LOG_DIR=str(tmp_path / "l"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "--fake-engine"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == EXIT_QT_PLATFORM, out.stderr[-2000:]
     assert "Letterpress cannot open a window" in out.stderr
-    if not qt_platform.platform_problem(env).missing:  # with the xcb libraries here, it is the display's fault
+    if not qt_platform.platform_problem(
+        env
+    ).missing:  # with the xcb libraries here, it is the display's fault
         assert "':59731' (DISPLAY) does not answer" in out.stderr
 
 
@@ -92,10 +112,21 @@ def test_the_offscreen_plugin_of_this_install_loads():
 def test_python_m_app_exits_with_a_clear_code_instead_of_a_qt_abort(tmp_path):
     """Without a display (and here perhaps without the xcb libraries), `python -m app` must explain and exit 4."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    env.update(QT_QPA_PLATFORM="xcb", PYTHONPATH=str(ROOT), LETTERPRESS_CONFIG_DIR=str(tmp_path / "c"),
-               LETTERPRESS_DATA_DIR=str(tmp_path / "d"), LETTERPRESS_LOG_DIR=str(tmp_path / "l"))
-    out = subprocess.run([sys.executable, "-m", "app", "--fake-engine"], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=120)
+    env.update(
+        QT_QPA_PLATFORM="xcb",
+        PYTHONPATH=str(ROOT),
+        LETTERPRESS_CONFIG_DIR=str(tmp_path / "c"),
+        LETTERPRESS_DATA_DIR=str(tmp_path / "d"),
+        LETTERPRESS_LOG_DIR=str(tmp_path / "l"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "--fake-engine"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == EXIT_QT_PLATFORM, out.stderr[-2000:]
     assert "Letterpress cannot open a window" in out.stderr
     problem = qt_platform.platform_problem(env)

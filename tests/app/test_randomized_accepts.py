@@ -27,11 +27,15 @@ SEEDS = range(5)  # 5 seeds x 8 rounds x 9 actions = 360 actions
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_random_accepts_escapes_undos_and_redos_only_ever_leave_states_a_writer_meant(qtbot, settings, seed,
-                                                                                    record_property):
+def test_random_accepts_escapes_undos_and_redos_only_ever_leave_states_a_writer_meant(
+    qtbot, settings, seed, record_property
+):
     rng = random.Random(1000 + seed)
-    engine = FakeEngine(texts=lambda req: ALTERNATIVES[req.request_id % len(ALTERNATIVES):] + ALTERNATIVES,
-                        steps=6, step_delay=0.01)
+    engine = FakeEngine(
+        texts=lambda req: ALTERNATIVES[req.request_id % len(ALTERNATIVES) :] + ALTERNATIVES,
+        steps=6,
+        step_delay=0.01,
+    )
     window = build_window(qtbot, engine, settings=settings)
     total, accepted_rounds, changed = run_rounds(qtbot, window, rng, ROUNDS_PER_SEED, ACTIONS_PER_ROUND)
     record_property("actions", total)
@@ -49,13 +53,18 @@ def _trailing_words(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_random_sequences_with_the_real_engines_word_spans_in_a_narrow_window(qtbot, settings, seed, monkeypatch):
+def test_random_sequences_with_the_real_engines_word_spans_in_a_narrow_window(
+    qtbot, settings, seed, monkeypatch
+):
     # With trailing-space words and lines that wrap, "accept next line" ends at a wrapped space: the case that
     # doubled the writer's space after the region (found trying the demo model under Xvfb).
     monkeypatch.setattr(fake, "_words", _trailing_words)
     rng = random.Random(3000 + seed)
-    engine = FakeEngine(texts=lambda req: ALTERNATIVES[req.request_id % len(ALTERNATIVES):] + ALTERNATIVES,
-                        steps=6, step_delay=0.01)
+    engine = FakeEngine(
+        texts=lambda req: ALTERNATIVES[req.request_id % len(ALTERNATIVES) :] + ALTERNATIVES,
+        steps=6,
+        step_delay=0.01,
+    )
     window = build_window(qtbot, engine, settings=settings)
     window.resize(420, 600)  # the toolbar keeps the window wider; large text makes the ghost wrap often
     for _ in range(8):

@@ -41,12 +41,12 @@ def inserted_prefix(old: str, new: str, ghost: str, *, whole: bool = False) -> b
         if new[:i] != old[:i]:
             break
         for w in range(0, 3):  # a join space already in the region may be replaced
-            rest = old[i + w:]
-            if not old[i:i + w].isspace() and w:
+            rest = old[i + w :]
+            if not old[i : i + w].isspace() and w:
                 continue
             if len(new) - len(rest) < i or not new.endswith(rest):
                 continue
-            middle = new[i: len(new) - len(rest)].strip()
+            middle = new[i : len(new) - len(rest)].strip()
             if middle and (middle == want if whole else ghost.lstrip().startswith(middle)):
                 return True
     return False
@@ -57,7 +57,7 @@ def replaced_by_prefix(old: str, new: str, region: tuple[int, int], ghost: str, 
     s, e = region
     if not (new.startswith(old[:s]) and new.endswith(old[e:]) and len(new) >= s + len(old) - e):
         return False
-    middle = new[s: len(new) - (len(old) - e)].strip()
+    middle = new[s : len(new) - (len(old) - e)].strip()
     return bool(middle) and (middle == ghost.strip() if whole else ghost.lstrip().startswith(middle))
 
 
@@ -132,14 +132,18 @@ class Session:
         if ghost_state(self.w) != "ready":
             return
         ghost, old = ghost_text(self.w), self.editor.toPlainText()
-        action = {"all": self.w.actionAcceptSuggestion, "word": self.w.actionAcceptWord,
-                  "line": self.w.actionAcceptLine}[how]
+        action = {
+            "all": self.w.actionAcceptSuggestion,
+            "word": self.w.actionAcceptWord,
+            "line": self.w.actionAcceptLine,
+        }[how]
         self.log.append(f"accept {how} of {ghost!r}")
         action.trigger()
         new = self.editor.toPlainText()
         if self.rewrite_region is not None:
-            assert replaced_by_prefix(old, new, self.rewrite_region, ghost, whole=how == "all"), \
-                "\n".join(self.log[-8:])
+            assert replaced_by_prefix(old, new, self.rewrite_region, ghost, whole=how == "all"), "\n".join(
+                self.log[-8:]
+            )
             self.rewrite_region = None  # the rest (if any) now continues right after the accepted words
         else:
             assert inserted_prefix(old, new, ghost, whole=how == "all"), "\n".join(self.log[-8:])
@@ -187,8 +191,15 @@ def test_random_editing_session_never_loses_or_invents_text(qtbot, seed):
     window = build_window(qtbot, engine)
     s = Session(qtbot, window, rng)
     actions = [
-        (s.type, 30), (s.move, 10), (s.draft, 12), (s.rewrite, 5), (lambda: s.accept("all"), 8),
-        (lambda: s.accept("word"), 8), (lambda: s.accept("line"), 5), (s.dismiss, 4), (s.undo, 6),
+        (s.type, 30),
+        (s.move, 10),
+        (s.draft, 12),
+        (s.rewrite, 5),
+        (lambda: s.accept("all"), 8),
+        (lambda: s.accept("word"), 8),
+        (lambda: s.accept("line"), 5),
+        (s.dismiss, 4),
+        (s.undo, 6),
         (s.undo_redo, 4),
     ]
     funcs, weights = zip(*actions, strict=True)

@@ -40,8 +40,10 @@ def _dead_pid() -> int:
 def _plant(folder: Path, name: str, text: str, path: str | None, saved_at: float, pid: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     f = folder / f"{name}.json"
-    f.write_text(json.dumps({"version": 1, "pid": pid, "path": path, "saved_at": saved_at, "text": text}),
-                 encoding="utf-8")
+    f.write_text(
+        json.dumps({"version": 1, "pid": pid, "path": path, "saved_at": saved_at, "text": text}),
+        encoding="utf-8",
+    )
     return f
 
 
@@ -66,7 +68,9 @@ def test_discarding_removes_the_copy_and_clean_state_writes_nothing(doc_ui, qtbo
     window, editor, ctrl, rec = doc_ui
     rec.autosave_now()
     rec.flush()
-    assert [f.name for f in rec.folder.glob("*.json")] == []  # nothing unsaved, nothing written (but the lock)
+    assert [
+        f.name for f in rec.folder.glob("*.json")
+    ] == []  # nothing unsaved, nothing written (but the lock)
     qtbot.keyClicks(editor, "scratch")
     rec.autosave_now()
     rec.flush()
@@ -156,7 +160,9 @@ def test_autosave_of_a_big_document_does_not_block_typing(doc_ui, qtbot):
     rec.flush(60)
     write_s = time.perf_counter() - t0
     assert json.loads(rec.file.read_text(encoding="utf-8"))["text"] == editor.toPlainText()
-    print(f"10 MB autosave: snapshot {snapshot_s * 1000:.0f} ms on the UI thread, write {write_s * 1000:.0f} ms")
+    print(
+        f"10 MB autosave: snapshot {snapshot_s * 1000:.0f} ms on the UI thread, write {write_s * 1000:.0f} ms"
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -201,7 +207,9 @@ def _child_env(tmp_path: Path) -> dict[str, str]:
     for name in ("CONFIG", "DATA", "LOG"):
         env[f"LETTERPRESS_{name}_DIR"] = str(tmp_path / name.lower())
     (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "settings.toml").write_text("[documents]\nautosave_seconds = 1\n", encoding="utf-8")
+    (tmp_path / "config" / "settings.toml").write_text(
+        "[documents]\nautosave_seconds = 1\n", encoding="utf-8"
+    )
     return env
 
 
@@ -213,8 +221,14 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
     env = _child_env(tmp_path)
     doc = tmp_path / "chapter.md"
     doc.write_text("Saved opening.", encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, "write", str(doc)], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "write", str(doc)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = []
     try:
         deadline = time.monotonic() + 120
@@ -225,7 +239,10 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
             lines.append(line.strip())
             if line.startswith("AUTOSAVED") and "TYPED" in lines:
                 break
-        assert any(x.startswith("AUTOSAVED") for x in lines), (lines, proc.stderr.read() if proc.poll() else "")
+        assert any(x.startswith("AUTOSAVED") for x in lines), (
+            lines,
+            proc.stderr.read() if proc.poll() else "",
+        )
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
@@ -234,8 +251,14 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
     copies = list((tmp_path / "data" / "recovery").glob("*.json"))
     assert len(copies) == 1
 
-    out = subprocess.run([sys.executable, "-c", CHILD, "recover", str(doc)], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, "recover", str(doc)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     offered = [x for x in out.stdout.splitlines() if x.startswith("OFFERED")]
     assert len(offered) == 1 and str(doc) in offered[0], out.stdout + out.stderr
     text_line = next(x for x in out.stdout.splitlines() if x.startswith("TEXT"))

@@ -30,6 +30,7 @@ def scripted(texts, **kwargs):
         if request.kind == "infill":
             return [INFILL]
         return texts
+
     return FakeEngine(texts=script, **kwargs)
 
 
@@ -77,9 +78,15 @@ def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):
     window.editor.document().setModified(False)
     window.close()
 
-    failing = scripted(DRAFTS, steps=6, fail_at_step=3,
-                       error=GenerationError("The GPU ran out of memory for this request. Try fewer alternatives "
-                                             "or a shorter selection; the model stays loaded."))
+    failing = scripted(
+        DRAFTS,
+        steps=6,
+        fail_at_step=3,
+        error=GenerationError(
+            "The GPU ran out of memory for this request. Try fewer alternatives "
+            "or a shorter selection; the model stays loaded."
+        ),
+    )
     window = open_window(qtbot, failing, dark=True)
     set_text(window, DOC, cursor=para_end)
     window.actionDraft.trigger()
@@ -117,8 +124,8 @@ def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_d
     from PySide6.QtCore import QPoint
     from PySide6.QtGui import QPainter
 
-    from app.ui.palette import CommandPalette
     from app.config.settings import Settings
+    from app.ui.palette import CommandPalette
 
     settings = Settings(config_dir=tmp_path / "cfg")
     sentence = DOC.index("Everybody")

@@ -17,9 +17,10 @@ from engine.fake import FakeEngine
 from tests.helpers.gui import build_window, ghost_state, set_text
 from tests.helpers.screenshots import DOC, DRAFTS, out_dir, shoot  # noqa: F401 (out_dir is a fixture)
 
-
-LIGHT_EDIT = ("Everybody in the village seemed to have something to say about the weather, but nobody could tell "
-              "what it would do next, which annoyed all of them.")
+LIGHT_EDIT = (
+    "Everybody in the village seemed to have something to say about the weather, but nobody could tell "
+    "what it would do next, which annoyed all of them."
+)
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
@@ -36,8 +37,11 @@ def click_word(qtbot, window, index: int) -> None:
     window.assistant.ghost.flush()
     qtbot.waitUntil(lambda: bool(window.assistant.ghost.hits))
     rect = next(r for r, i in window.assistant.ghost.hits if i == index)
-    qtbot.mouseClick(window.editor.viewport(), Qt.MouseButton.LeftButton,
-                     pos=QPoint(int(rect.center().x()), int(rect.center().y())))
+    qtbot.mouseClick(
+        window.editor.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=QPoint(int(rect.center().x()), int(rect.center().y())),
+    )
 
 
 def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):

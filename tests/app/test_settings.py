@@ -19,8 +19,16 @@ def test_defaults_without_a_file(tmp_path):
 def test_changes_are_saved_as_toml_and_read_back(tmp_path):
     s = Settings(tmp_path)
     presets = {"pirate": 'Say it like a "pirate"\\ would.\nArr.', "shorter": "Cut it."}
-    s.update({"denoise.steps": 20, "denoise.t_max": 1, "appearance.theme": "dark", "rewrite.presets": presets,
-              "appearance.font_family": "Noto Serif CJK 日本語", "privacy.log_document_text": True})
+    s.update(
+        {
+            "denoise.steps": 20,
+            "denoise.t_max": 1,
+            "appearance.theme": "dark",
+            "rewrite.presets": presets,
+            "appearance.font_family": "Noto Serif CJK 日本語",
+            "privacy.log_document_text": True,
+        }
+    )
     text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
     assert "[denoise]" in text and "steps = 20" in text
     again = Settings(tmp_path)
@@ -59,8 +67,14 @@ def test_a_change_keeps_the_writers_comments_and_unknown_sections(tmp_path):
     presets = {"pirate": "Say it like a pirate.", "short": "Cut."}
     s.update({"appearance.theme": "dark", "rewrite.presets": presets})
     text = (tmp_path / "settings.toml").read_text(encoding="utf-8")
-    for kept in ("# My settings: the big GPU at work", "# 14 is easier on the eyes",
-                 "font_size = 14  # not smaller", "# my own", "[sync]  # for a tool of mine", 'server = "127.0.0.1"'):
+    for kept in (
+        "# My settings: the big GPU at work",
+        "# 14 is easier on the eyes",
+        "font_size = 14  # not smaller",
+        "# my own",
+        "[sync]  # for a tool of mine",
+        'server = "127.0.0.1"',
+    ):
         assert kept in text
     again = Settings(tmp_path)
     assert again["appearance.theme"] == "dark" and again["appearance.font_size"] == 14
@@ -81,9 +95,16 @@ def test_changed_signal_fires_once_per_changed_key(tmp_path, qtbot):
 
 @pytest.mark.parametrize(
     "key, bad",
-    [("denoise.steps", -1), ("denoise.steps", "many"), ("denoise.steps", True), ("model.device", "tpu"),
-     ("denoise.entropy_bound", -1.0), ("rewrite.presets", {}), ("rewrite.presets", {"x": ""}),
-     ("appearance.font_size", 7.5)],
+    [
+        ("denoise.steps", -1),
+        ("denoise.steps", "many"),
+        ("denoise.steps", True),
+        ("model.device", "tpu"),
+        ("denoise.entropy_bound", -1.0),
+        ("rewrite.presets", {}),
+        ("rewrite.presets", {"x": ""}),
+        ("appearance.font_size", 7.5),
+    ],
 )
 def test_invalid_value_is_refused_with_a_reason_and_nothing_changes(tmp_path, key, bad):
     s = Settings(tmp_path)
@@ -104,7 +125,7 @@ def test_temperatures_must_fall(tmp_path):
 
 def test_bad_values_in_the_file_fall_back_to_defaults_and_are_reported(tmp_path):
     (tmp_path / "settings.toml").write_text(
-        '[denoise]\nsteps = -3\nt_max = 0.3\nt_min = 0.5\nalternatives = 2\nwhatever = 1\n'
+        "[denoise]\nsteps = -3\nt_max = 0.3\nt_min = 0.5\nalternatives = 2\nwhatever = 1\n"
         '[model]\ndevice = "quantum"\n[nonsense]\nx = 1\n',
         encoding="utf-8",
     )
@@ -232,8 +253,9 @@ def test_assistant_keys_are_settings_and_a_clash_is_refused_with_a_sentence(tmp_
     assert s["keys.accept"] == "Ctrl+J" and Settings(tmp_path)["keys.accept"] == "Ctrl+J"
     with pytest.raises(ValueError) as err:
         s.set("keys.accept_word", "Ctrl+R")
-    assert str(err.value) == ("Ctrl+R is already the key for Rewrite selection; choose another key for "
-                              "Accept next word.")
+    assert str(err.value) == (
+        "Ctrl+R is already the key for Rewrite selection; choose another key for Accept next word."
+    )
     with pytest.raises(ValueError, match="already the key for Undo"):
         s.set("keys.dismiss", "Ctrl+Z")
     with pytest.raises(ValueError, match="would type"):

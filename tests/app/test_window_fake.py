@@ -16,13 +16,20 @@ DOC = "The first paragraph ends here.\n\nThe last paragraph starts here."
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
-
 def test_automation_surface_names_and_initial_state(qtbot):
     window = build_window(qtbot, FakeEngine())
     assert window.findChild(type(window.editor), "editor") is window.editor
-    for name in ("actionDraft", "actionRewrite", "actionInfill", "actionAcceptSuggestion", "actionAcceptWord",
-                 "actionAcceptLine", "actionDismissSuggestion", "actionNextAlternative",
-                 "actionPreviousAlternative"):
+    for name in (
+        "actionDraft",
+        "actionRewrite",
+        "actionInfill",
+        "actionAcceptSuggestion",
+        "actionAcceptWord",
+        "actionAcceptLine",
+        "actionDismissSuggestion",
+        "actionNextAlternative",
+        "actionPreviousAlternative",
+    ):
         assert isinstance(window.findChild(QAction, name), QAction), name
     assert ghost_state(window) == "idle"
     assert ghost_text(window) == ""
@@ -106,7 +113,9 @@ def test_infill_fills_the_empty_line_between_paragraphs(qtbot):
     gap = DOC.index("\n\n") + 1  # the empty line
     set_text(window, DOC, cursor=gap)
     seen = record_ghost_texts(window)
-    qtbot.keyClick(window.editor, Qt.Key.Key_I, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(
+        window.editor, Qt.Key.Key_I, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    )
     wait_ready(qtbot, window)
     request = window.host.engine.requests[-1]
     assert request.kind == "infill" and request.before == DOC[:gap] and request.after == DOC[gap:]
@@ -335,7 +344,9 @@ def test_undo_after_typing_then_accepting_only_removes_the_suggestion(qtbot):
     assert window.editor.toPlainText() == "I typed this and more."
     qtbot.keyClick(window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert window.editor.toPlainText() == "I typed this"
-    qtbot.keyClick(window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(
+        window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    )
     assert window.editor.toPlainText() == "I typed this and more."
     assert ghost_state(window) == "idle"
 

@@ -99,7 +99,11 @@ def main(model: str) -> int:
     qapp.processEvents()
     pressed = time.perf_counter()
     QTest.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # Ctrl+Enter: a draft
-    if editor.property("ghostState") in (None, "", "idle"):  # the shortcut did not reach the window: the action
+    if editor.property("ghostState") in (
+        None,
+        "",
+        "idle",
+    ):  # the shortcut did not reach the window: the action
         win.actionDraft.trigger()
         marks["draft_by_action"] = 1.0
     ok = ok and wait(lambda: bool(editor.property("ghostText")))
@@ -114,12 +118,19 @@ def main(model: str) -> int:
     worst, when = max(measured) if measured else (0.0, "")
     editor.document().setModified(False)
     win.close()
-    print(json.dumps({
-        "ok": bool(ok) and win.model_state == "ready", "worst_stall_ms": round(worst, 1), "worst_at": when,
-        "over_16ms": sorted(round(g, 1) for g, _ in measured if g > 16), "ticks": len(measured),
-        **({"stalls": [(round(g), w) for g, w in measured if g > 30]} if imports else {}),
-        **{k: round(v, 3) for k, v in marks.items()},
-    }))
+    print(
+        json.dumps(
+            {
+                "ok": bool(ok) and win.model_state == "ready",
+                "worst_stall_ms": round(worst, 1),
+                "worst_at": when,
+                "over_16ms": sorted(round(g, 1) for g, _ in measured if g > 16),
+                "ticks": len(measured),
+                **({"stalls": [(round(g), w) for g, w in measured if g > 30]} if imports else {}),
+                **{k: round(v, 3) for k, v in marks.items()},
+            }
+        )
+    )
     return 0
 
 

@@ -12,7 +12,14 @@ import time
 import pytest
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 
-from tests.helpers.gui import ghost_state, ghost_text, is_joined, isolate_user_dirs, record_ghost_texts, set_text
+from tests.helpers.gui import (
+    ghost_state,
+    ghost_text,
+    is_joined,
+    isolate_user_dirs,
+    record_ghost_texts,
+    set_text,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -164,8 +171,9 @@ def test_random_accept_sequences_with_the_real_engine(qtbot, window):
 
     from tests.helpers.sequences import run_rounds
 
-    total, _accepted, _changed = run_rounds(qtbot, window, random.Random(7), rounds=3, actions=10,
-                                            timeout_ms=120_000)
+    total, _accepted, _changed = run_rounds(
+        qtbot, window, random.Random(7), rounds=3, actions=10, timeout_ms=120_000
+    )
     assert total == 30
 
 
@@ -205,8 +213,10 @@ def test_ui_event_loop_never_stalls_during_generation(qtbot, window, record_prop
     worst = max(gaps[1:]) - 5.0
     record_property("ui_worst_stall_ms", round(worst, 1))
     record_property("generation_seconds", round(generation, 2))
-    print(f"\nUI worst stall {worst:.1f} ms over {generation:.2f} s of generation in {drafts} drafts "
-          f"({len(gaps)} probe ticks)")
+    print(
+        f"\nUI worst stall {worst:.1f} ms over {generation:.2f} s of generation in {drafts} drafts "
+        f"({len(gaps)} probe ticks)"
+    )
     assert generation >= 1.0, "the probe must have run through a real stretch of generation"
     assert len(gaps) > 100, "the probe ticked all through the generation"
     assert worst < 50.0, f"the UI stalled for {worst:.1f} ms while the engine ran"
@@ -256,14 +266,17 @@ def test_ui_never_stalls_from_window_creation_through_load_and_the_first_request
     measured = gaps[2:]  # the first ticks include showing the window (no event loop ran before)
     worst, when = max(measured)
     record_property("ui_worst_stall_from_create_ms", round(worst - 5.0, 1))
-    print(f"\nUI worst stall from window creation {worst - 5.0:.1f} ms (at {when}); ticks {len(measured)}; "
-          f"over 16 ms: {sorted(round(g - 5) for g, _ in measured if g - 5 > 16)}")
+    print(
+        f"\nUI worst stall from window creation {worst - 5.0:.1f} ms (at {when}); ticks {len(measured)}; "
+        f"over 16 ms: {sorted(round(g - 5) for g, _ in measured if g - 5 > 16)}"
+    )
     assert len(measured) > 20
     assert worst - 5.0 < 50.0, f"the UI stalled for {worst - 5.0:.1f} ms ({when})"
 
 
-def test_ui_never_stalls_in_a_fresh_process_while_torch_imports_and_the_model_loads(tiny_model, tmp_path,
-                                                                                    record_property):
+def test_ui_never_stalls_in_a_fresh_process_while_torch_imports_and_the_model_loads(
+    tiny_model, tmp_path, record_property
+):
     """As a writer starts the app: torch not yet imported, the window open at once, a rewrite asked for at once.
     The import and load used to freeze the UI for 200-500 ms (the cyclic GC walking torch's million new objects
     with the GIL held, and the dlopen of libtorch inside `import torch`)."""
@@ -278,12 +291,20 @@ def test_ui_never_stalls_in_a_fresh_process_while_torch_imports_and_the_model_lo
         (tmp_path / name.lower()).mkdir()
         env[f"LETTERPRESS_{name}_DIR"] = str(tmp_path / name.lower())
     (tmp_path / "config" / "settings.toml").write_text(SETTINGS_TOML, encoding="utf-8")
-    out = subprocess.run([sys.executable, str(root / "tests" / "e2e" / "stall_probe.py"), str(tiny_model)],
-                         env=env, cwd=root, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(root / "tests" / "e2e" / "stall_probe.py"), str(tiny_model)],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     record_property("ui_worst_stall_fresh_process_ms", report["worst_stall_ms"])
     print(f"\nfresh process: {report}")
     assert report["ok"], report
     assert report["ticks"] > 100
-    assert report["worst_stall_ms"] < 50.0, f"the UI stalled for {report['worst_stall_ms']} ms ({report['worst_at']})"
+    assert report["worst_stall_ms"] < 50.0, (
+        f"the UI stalled for {report['worst_stall_ms']} ms ({report['worst_at']})"
+    )

@@ -18,6 +18,7 @@ def no_network(monkeypatch):
         def fail(*args, **kwargs):
             attempts.append(f"{name}{args[1:] if name == 'connect' else args}")
             raise OSError(f"network access attempted in an offline test: {name}")
+
         return fail
 
     monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
@@ -43,13 +44,29 @@ def test_draft_rewrite_and_infill_run_without_any_network(no_network, tmp_path, 
     fast = DenoiseSettings(max_steps=4, candidates=2, seed=1)
     steps = []
     results = [
-        session.run(DraftRequest(before="The harbour was quiet. 서울 👋", max_new_tokens=16, settings=fast),
-                    steps.append),
-        session.run(RewriteRequest(selection="the boats rested on the grey water", instruction="Make it shorter.",
-                                   before="In the morning ", after=" until the wind came.", settings=fast),
-                    steps.append),
-        session.run(InfillRequest(before="It was the best of times.", after="It was the age of wisdom.",
-                                  middle_tokens=8, settings=fast), steps.append),
+        session.run(
+            DraftRequest(before="The harbour was quiet. 서울 👋", max_new_tokens=16, settings=fast),
+            steps.append,
+        ),
+        session.run(
+            RewriteRequest(
+                selection="the boats rested on the grey water",
+                instruction="Make it shorter.",
+                before="In the morning ",
+                after=" until the wind came.",
+                settings=fast,
+            ),
+            steps.append,
+        ),
+        session.run(
+            InfillRequest(
+                before="It was the best of times.",
+                after="It was the age of wisdom.",
+                middle_tokens=8,
+                settings=fast,
+            ),
+            steps.append,
+        ),
     ]
     assert all(r.candidates and not r.cancelled for r in results)
     assert len({e.request_id for e in steps}) == 3  # every request streamed its steps

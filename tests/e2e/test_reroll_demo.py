@@ -39,8 +39,9 @@ def test_a_reroll_with_every_word_pinned_gives_back_exactly_the_suggestion(qtbot
         qtbot.keyClick(window.editor, Qt.Key.Key_P, Qt.KeyboardModifier.AltModifier)  # pin the next word
     assert len(window.editing.pinned_words()) == n
     for _ in range(2):
-        qtbot.keyClick(window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier
-                       | Qt.KeyboardModifier.ShiftModifier)
+        qtbot.keyClick(
+            window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier
+        )
         wait_ready(qtbot, window)
         every = ["".join(s.text for s in alt).strip() for alt in window.assistant.suggestion.alternatives]
         assert every and all(t == shown.strip() for t in every), (shown, every)
@@ -60,9 +61,11 @@ def test_a_reroll_that_keeps_the_last_word_ends_with_it(qtbot, window):
     word = spans[last].text.strip()
     assert window.editing.toggle_pin(last)
     for _ in range(2):
-        qtbot.keyClick(window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier
-                       | Qt.KeyboardModifier.ShiftModifier)
+        qtbot.keyClick(
+            window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier
+        )
         wait_ready(qtbot, window)
         every = ["".join(s.text for s in alt).rstrip() for alt in window.assistant.suggestion.alternatives]
-        assert every and all(t.endswith(word) and (len(t) == len(word) or not t[-len(word) - 1].isalnum())
-                             for t in every), (word, every)
+        assert every and all(
+            t.endswith(word) and (len(t) == len(word) or not t[-len(word) - 1].isalnum()) for t in every
+        ), (word, every)

@@ -28,8 +28,14 @@ def test_batched_row_k_equals_the_single_run_with_seed_plus_k(session) -> None:
     for seed, confidence in CASES:
         settings = DenoiseSettings(confidence_threshold=confidence, stability_threshold=0, max_steps=24)
         flags: list[tuple[bool, ...]] = []
-        batched = denoise(model, prompt.repeat(rows, 1), settings, seed=seed, **kwargs,
-                          on_step=lambda s, seen=flags: seen.append(tuple(s.finished)))
+        batched = denoise(
+            model,
+            prompt.repeat(rows, 1),
+            settings,
+            seed=seed,
+            **kwargs,
+            on_step=lambda s, seen=flags: seen.append(tuple(s.finished)),
+        )
         assert batched.blocks >= 2
         staggered += any(0 < sum(f) < rows for f in flags)
         for k in range(rows):

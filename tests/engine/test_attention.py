@@ -18,8 +18,9 @@ def _module(groups: int, causal: bool = False) -> types.SimpleNamespace:
 def _reference(q, k, v, mask, groups):
     from transformers.integrations.sdpa_attention import repeat_kv
 
-    out = torch.nn.functional.scaled_dot_product_attention(q, repeat_kv(k, groups), repeat_kv(v, groups),
-                                                           attn_mask=mask, scale=1.0)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, repeat_kv(k, groups), repeat_kv(v, groups), attn_mask=mask, scale=1.0
+    )
     return out.transpose(1, 2)
 
 
@@ -36,7 +37,8 @@ def test_grouped_queries_equal_the_kv_copy_at_the_global_layer_shape(mask_kind: 
         "bool_rows": allowed,
         "float_rows": torch.where(allowed, 0.0, float("-inf")),
         "broadcast_keys": allowed[:, :, :1],
-        "per_head": (torch.rand(batch, q_heads, q_len, k_len, generator=gen) > 0.3) | (torch.arange(k_len) == 0),
+        "per_head": (torch.rand(batch, q_heads, q_len, k_len, generator=gen) > 0.3)
+        | (torch.arange(k_len) == 0),
     }[mask_kind]
     module = _module(q_heads // kv_heads)
     assert attention.needs_grouped_queries(module, q, k, v, mask)

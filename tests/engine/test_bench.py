@@ -28,8 +28,22 @@ def _engine(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
 
 def test_bench_json_reports_every_figure_and_ends_with_the_ratio(tiny_dir: Path, tmp_path: Path) -> None:
     plot = tmp_path / "steps.png"
-    run = _engine("bench", "--model", str(tiny_dir), "--device", "cpu", "--json", "--repeats", "1", "--steps", "4",
-                  "--cases", "draft-short-1blk,infill-half", "--plot", str(plot))
+    run = _engine(
+        "bench",
+        "--model",
+        str(tiny_dir),
+        "--device",
+        "cpu",
+        "--json",
+        "--repeats",
+        "1",
+        "--steps",
+        "4",
+        "--cases",
+        "draft-short-1blk,infill-half",
+        "--plot",
+        str(plot),
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert list(report)[-1] == "engine_vs_reference"  # printed last, as scripts expect
@@ -42,9 +56,19 @@ def test_bench_json_reports_every_figure_and_ends_with_the_ratio(tiny_dir: Path,
     assert by_name["infill-half"]["identical_ids"] is None and "pins" in by_name["infill-half"]["compared"]
     for side in ("engine", "reference"):
         fig = draft[side]
-        for key in ("wall_ms", "forwards_per_canvas", "forwards_per_256_tokens", "tokens_per_forward",
-                    "first_draft_ms", "step_ms", "forward_ms_per_step", "overhead_ms_per_step", "overhead_share",
-                    "syncs_per_step", "model_syncs_per_step"):
+        for key in (
+            "wall_ms",
+            "forwards_per_canvas",
+            "forwards_per_256_tokens",
+            "tokens_per_forward",
+            "first_draft_ms",
+            "step_ms",
+            "forward_ms_per_step",
+            "overhead_ms_per_step",
+            "overhead_share",
+            "syncs_per_step",
+            "model_syncs_per_step",
+        ):
             assert key in fig, (side, key)
         assert 0 <= fig["overhead_share"] < 1
         assert fig["forward_ms_per_step"] <= fig["step_ms"]
@@ -58,10 +82,24 @@ def test_bench_json_reports_every_figure_and_ends_with_the_ratio(tiny_dir: Path,
 
 
 def test_bench_table_names_each_case_and_the_ratio(tiny_dir: Path) -> None:
-    run = _engine("bench", "--model", str(tiny_dir), "--device", "cpu", "--repeats", "1", "--steps", "2",
-                  "--cases", "rewrite-short", "--no-syncs")
+    run = _engine(
+        "bench",
+        "--model",
+        str(tiny_dir),
+        "--device",
+        "cpu",
+        "--repeats",
+        "1",
+        "--steps",
+        "2",
+        "--cases",
+        "rewrite-short",
+        "--no-syncs",
+    )
     assert run.returncode == 0, run.stderr
-    assert "rewrite-short" in run.stdout and run.stdout.strip().splitlines()[-1].startswith("engine_vs_reference")
+    assert "rewrite-short" in run.stdout and run.stdout.strip().splitlines()[-1].startswith(
+        "engine_vs_reference"
+    )
 
 
 def test_bench_refuses_the_fast_path_without_cuda(tiny_dir: Path) -> None:
@@ -111,7 +149,9 @@ def test_sampling_without_host_checks_draws_what_multinomial_draws(shape: tuple[
 
 
 @pytest.mark.parametrize("chunk", [1 << 20, 1000])
-def test_cpu_exponential_draws_are_torchs_own_value_for_value(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cpu_exponential_draws_are_torchs_own_value_for_value(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import engine.sampling as sampling_mod
 
     monkeypatch.setattr(sampling_mod, "_EXP_CHUNK", chunk)
@@ -141,7 +181,9 @@ def test_sampling_only_the_accepted_slots_gives_the_full_samplers_canvas(rows: i
         qs, noise = draw_step(g1, shape, cpu)
         expected = sampling_mod.renoise(sample_with(probs, qs), accepted, noise)
         uniforms = sampling_mod.uniform_draws(g2, shape)
-        got = sampling_mod.sample_accepted(probs, uniforms, accepted, sampling_mod.noise_ids(64, (rows, 16), g2, cpu))
+        got = sampling_mod.sample_accepted(
+            probs, uniforms, accepted, sampling_mod.noise_ids(64, (rows, 16), g2, cpu)
+        )
         assert torch.equal(got, expected), seed
         assert all(torch.equal(a.get_state(), b.get_state()) for a, b in zip(g1, g2))
 
@@ -169,13 +211,24 @@ def test_static_cache_path_reproduces_generate_with_a_static_cache(session) -> N
     model, tok = session.model, session.tokenizer
     gen = model.generation_config
     ids = tok("It was the best of times", return_tensors="pt").input_ids
-    fast = FastPath(model, compile=False, grouped_experts=False)  # compiling needs CUDA; the plumbing does not
+    fast = FastPath(
+        model, compile=False, grouped_experts=False
+    )  # compiling needs CUDA; the plumbing does not
     with torch.inference_mode():
         torch.manual_seed(5)
-        reference = model.generate(ids, max_new_tokens=64, max_denoising_steps=8, cache_implementation="static",
-                                   disable_compile=True).sequences
-        ours = denoise(model, ids, DenoiseSettings(max_steps=8), max_new_tokens=64, eos_token_ids=gen.eos_token_id,
-                       pad_token_id=gen.pad_token_id, seed=5, fast=fast)
+        reference = model.generate(
+            ids, max_new_tokens=64, max_denoising_steps=8, cache_implementation="static", disable_compile=True
+        ).sequences
+        ours = denoise(
+            model,
+            ids,
+            DenoiseSettings(max_steps=8),
+            max_new_tokens=64,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=5,
+            fast=fast,
+        )
     assert torch.equal(ours.sequences, reference)
 
 
@@ -191,7 +244,9 @@ def test_batched_stack_dequantization_is_bit_identical() -> None:
     assert torch.equal(dequantize_stack(stack), expected)
 
 
-def test_grouped_experts_forward_gives_the_loops_tokens(tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grouped_experts_forward_gives_the_loops_tokens(
+    tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.fastpath import grouped_nf4_experts_forward, use_grouped_experts
     from engine.weights.loader import load_model
     from engine.weights.quantize import nf4_experts_forward
@@ -206,12 +261,21 @@ def test_grouped_experts_forward_gives_the_loops_tokens(tiny_dir: Path, monkeypa
     ids = torch.randint(10, 500, (1, 12))
 
     def tokens() -> torch.Tensor:
-        return denoise(model, ids, DenoiseSettings(max_steps=6), max_new_tokens=32, eos_token_ids=gen.eos_token_id,
-                       pad_token_id=gen.pad_token_id, seed=0).sequences
+        return denoise(
+            model,
+            ids,
+            DenoiseSettings(max_steps=6),
+            max_new_tokens=32,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=0,
+        ).sequences
 
     with torch.inference_mode():
-        torch.testing.assert_close(grouped_nf4_experts_forward(experts, hidden, index, weights),
-                                   nf4_experts_forward(experts, hidden, index, weights))
+        torch.testing.assert_close(
+            grouped_nf4_experts_forward(experts, hidden, index, weights),
+            nf4_experts_forward(experts, hidden, index, weights),
+        )
         looped = tokens()
         assert use_grouped_experts(model)
         assert torch.equal(tokens(), looped)
@@ -223,8 +287,9 @@ def test_grouped_experts_forward_gives_the_loops_tokens(tiny_dir: Path, monkeypa
 def test_real_shape_bench_runs_on_cpu_and_extrapolates_with_its_arithmetic() -> None:
     from engine.tools.realbench import run_real_shape
 
-    report = run_real_shape(layers=2, device="cpu", vocab=512, prefixes=[8], iters=1, bandwidth_gbs=50,
-                            peak_tflops=1)
+    report = run_real_shape(
+        layers=2, device="cpu", vocab=512, prefixes=[8], iters=1, bandwidth_gbs=50, peak_tflops=1
+    )
     assert report["layer_types_built"] == ["sliding_attention", "full_attention"]
     (entry,) = report["prefixes"]
     assert entry["prefix"] == 8
@@ -234,14 +299,31 @@ def test_real_shape_bench_runs_on_cpu_and_extrapolates_with_its_arithmetic() -> 
     # the published figures for the 26B-A4B at 4 bits: ~14 GB of weights and ~2.6 TFLOP per canvas forward
     assert 14e9 < roof["bytes"] < 18e9 and 2.0e12 < roof["flops"] < 3.0e12
     assert roof["roofline_ms"] == max(roof["memory_ms"], roof["compute_ms"])
-    assert entry["ratio_to_roofline"] == pytest.approx(entry["extrapolated_30_layers_ms"] / roof["roofline_ms"],
-                                                       rel=1e-2)
+    assert entry["ratio_to_roofline"] == pytest.approx(
+        entry["extrapolated_30_layers_ms"] / roof["roofline_ms"], rel=1e-2
+    )
     assert any("GB read per forward" in line for line in roof["arithmetic"])
 
 
 def test_real_shape_cli_prints_the_roofline_arithmetic() -> None:
-    run = _engine("bench", "--real-shape", "--layers", "1", "--vocab", "512", "--prefixes", "8", "--iters", "1",
-                  "--device", "cpu", "--bandwidth-gbs", "50", "--peak-tflops", "1")
+    run = _engine(
+        "bench",
+        "--real-shape",
+        "--layers",
+        "1",
+        "--vocab",
+        "512",
+        "--prefixes",
+        "8",
+        "--iters",
+        "1",
+        "--device",
+        "cpu",
+        "--bandwidth-gbs",
+        "50",
+        "--peak-tflops",
+        "1",
+    )
     assert run.returncode == 0, run.stderr
     assert "30 layers ~" in run.stdout and "floor = max(" in run.stdout
 

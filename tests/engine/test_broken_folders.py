@@ -68,7 +68,11 @@ def _run_stage(stage: str, corpus: Path, names: list[str], mb: int, *, unprivile
     prefix = _without_root_override() if unprivileged else []
     out = subprocess.run(
         [*prefix, sys.executable, "-m", "tests.helpers.broken_folders", stage, str(corpus), str(mb), *names],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
@@ -99,7 +103,9 @@ def test_the_corpus_covers_every_kind_named_in_the_issue() -> None:
     assert len(from_issue) >= 20
 
 
-def test_model_manager_check_refuses_each_kind_with_a_sentence_in_bounded_time_and_memory(corpus: Path) -> None:
+def test_model_manager_check_refuses_each_kind_with_a_sentence_in_bounded_time_and_memory(
+    corpus: Path,
+) -> None:
     results = _run_stage("check", corpus, [k.name for k in ALL], CHECK_MB)
     assert results[GOOD]["kind"] == "passed", results[GOOD]
     for kind in ALL:
@@ -113,7 +119,9 @@ def test_model_manager_check_refuses_each_kind_with_a_sentence_in_bounded_time_a
 
 
 def test_validation_pass_alone_is_fast_and_small(corpus: Path) -> None:
-    results = _run_stage("validate", corpus, [k.name for k in ALL], 256)  # torch-free: 256 MB of address space
+    results = _run_stage(
+        "validate", corpus, [k.name for k in ALL], 256
+    )  # torch-free: 256 MB of address space
     for kind in CHECKED:
         _assert_sentence(kind, results[kind.name]["kind"], results[kind.name]["message"])
         assert results[kind.name]["seconds"] < PER_FOLDER_SECONDS
@@ -149,7 +157,10 @@ def test_generate_jsonl_reports_the_kind_for_each_kind(corpus: Path) -> None:
     for kind in CHECKED[::4]:
         out = _cli(["generate", "--jsonl", "--model", str(corpus / kind.name)])
         event = json.loads(out.stdout.strip().splitlines()[-1])
-        assert out.returncode == 2 and event["event"] == "error" and event["kind"] == kind.error, (kind.name, out)
+        assert out.returncode == 2 and event["event"] == "error" and event["kind"] == kind.error, (
+            kind.name,
+            out,
+        )
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
@@ -159,11 +170,14 @@ def test_permission_problems_say_permission_when_permissions_apply(corpus: Path)
     for kind in kinds:
         _assert_sentence(kind, results[kind.name]["kind"], results[kind.name]["message"])
         out = _cli(["generate", "--model", str(corpus / kind.name)], unprivileged=True)
-        assert out.returncode == 2 and "Traceback" not in out.stderr and "permission" in out.stderr, out.stderr
+        assert out.returncode == 2 and "Traceback" not in out.stderr and "permission" in out.stderr, (
+            out.stderr
+        )
 
 
-def test_a_folder_deleted_after_the_check_says_it_does_not_exist(tiny_dir: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_folder_deleted_after_the_check_says_it_does_not_exist(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The load re-checks when a library fails after the check passed (it used to say "Repo id must be in the
     form 'repo_name'...", transformers' words for a path that is not there)."""
     from engine.api import ModelNotFoundError
@@ -196,15 +210,18 @@ def test_fit_estimate_is_constant_time_and_memory_for_absurd_configs() -> None:
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024  # KiB: < 50 MB grown
 
 
-def test_a_session_keeps_its_model_when_a_load_fails(tiny_dir: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_session_keeps_its_model_when_a_load_fails(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The engine swaps models only once the new one has loaded; when the new one needs the memory the old one
     holds, the old one is released for the attempt and loaded again if the attempt fails."""
     import engine.session
     from engine.api import DenoiseSettings, DraftRequest, ModelDamagedError, WontFitError
     from engine.session import Session
 
-    folders = build_corpus(tiny_dir, tmp_path / "c", tuple(k for k in KINDS if k.name == "transposed_global_weight"))
+    folders = build_corpus(
+        tiny_dir, tmp_path / "c", tuple(k for k in KINDS if k.name == "transposed_global_weight")
+    )
     session = Session()
     session.load(tiny_dir, device="cpu")
     with pytest.raises(ModelDamagedError, match="transposed"):
@@ -225,5 +242,9 @@ def test_a_session_keeps_its_model_when_a_load_fails(tiny_dir: Path, tmp_path: P
     monkeypatch.setattr(engine.session, "load_model", needs_the_memory)
     with pytest.raises(WontFitError, match="loaded again"):
         session.load(tmp_path / "big", device="cpu")
-    assert calls == [str(tmp_path / "big"), str(tmp_path / "big"), str(tiny_dir)]  # tried, freed + retried, restored
+    assert calls == [
+        str(tmp_path / "big"),
+        str(tmp_path / "big"),
+        str(tiny_dir),
+    ]  # tried, freed + retried, restored
     assert session.info is not None and session.info.path == str(tiny_dir)

@@ -13,8 +13,16 @@ def _linear_need(rows: int, context: int) -> int:
 
 
 def _plan(free: int | None, rows: int = 3, prompt: int = 500) -> budget.RequestPlan:
-    return budget.plan_request({}, rows=rows, prompt_tokens=prompt, new_tokens=100, min_prompt_tokens=50,
-                               free_bytes=free, device_label="cuda:0", need=_linear_need)
+    return budget.plan_request(
+        {},
+        rows=rows,
+        prompt_tokens=prompt,
+        new_tokens=100,
+        min_prompt_tokens=50,
+        free_bytes=free,
+        device_label="cuda:0",
+        need=_linear_need,
+    )
 
 
 def _free_for(usable: int) -> int:
@@ -53,8 +61,11 @@ def _need_of(session, rows: int, context: int) -> int:
 
 def test_session_lowers_candidates_when_memory_is_short(session, monkeypatch: pytest.MonkeyPatch) -> None:
     def request() -> DraftRequest:
-        return DraftRequest("It was the best of times", max_new_tokens=32,
-                            settings=DenoiseSettings(candidates=3, seed=1, max_steps=4))
+        return DraftRequest(
+            "It was the best of times",
+            max_new_tokens=32,
+            settings=DenoiseSettings(candidates=3, seed=1, max_steps=4),
+        )
 
     session.run(request())
     context = session.last_output.prompt_length + 32  # the prompt + one canvas
@@ -70,13 +81,18 @@ def test_session_lowers_candidates_when_memory_is_short(session, monkeypatch: py
 
 def test_session_infill_search_keeps_the_rows_that_fit(session, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(budget, "free_device_bytes", lambda device: _free_for(_need_of(session, 2, 100)))
-    result = session.run(InfillRequest("The harbour was", " and the boats rested.",
-                                       settings=DenoiseSettings(seed=2, max_steps=3)))
+    result = session.run(
+        InfillRequest(
+            "The harbour was", " and the boats rested.", settings=DenoiseSettings(seed=2, max_steps=3)
+        )
+    )
     assert session.last_output.sequences.shape[0] <= 2
     assert result.candidates and "alternatives" in result.notice
 
 
-def test_session_trims_context_then_refuses_and_stays_usable(session, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_trims_context_then_refuses_and_stays_usable(
+    session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = "In the morning the harbour was quiet, and the boats rested. " * 40
     request = DraftRequest(before, max_new_tokens=32, settings=DenoiseSettings(seed=3, max_steps=3))
     monkeypatch.setattr(budget, "free_device_bytes", lambda device: _free_for(_need_of(session, 1, 120)))
@@ -87,11 +103,17 @@ def test_session_trims_context_then_refuses_and_stays_usable(session, monkeypatc
     with pytest.raises(OutOfMemoryError):
         session.run(request)
     monkeypatch.undo()
-    assert session.run(DraftRequest("It was", max_new_tokens=8, settings=DenoiseSettings(seed=4, max_steps=2))).text \
+    assert (
+        session.run(
+            DraftRequest("It was", max_new_tokens=8, settings=DenoiseSettings(seed=4, max_steps=2))
+        ).text
         is not None
+    )
 
 
-def test_oom_in_the_middle_of_a_step_frees_the_hand_off_and_buffers(session, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oom_in_the_middle_of_a_step_frees_the_hand_off_and_buffers(
+    session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An out-of-memory error raised inside the decoder, mid-request, is reported; no self-conditioning logits stay
     parked in the hand-off, the experts' reused buffers are dropped, and the next request runs."""
     import torch
@@ -118,16 +140,24 @@ def test_oom_in_the_middle_of_a_step_frees_the_hand_off_and_buffers(session, mon
     assert calls[0] == 3
     assert model._letterpress_sc_handoff._tensor is None
     assert fastpath._STACK_BUFFERS == {}
-    assert session.run(DraftRequest("It was", max_new_tokens=8, settings=DenoiseSettings(seed=2, max_steps=2))).candidates
+    assert session.run(
+        DraftRequest("It was", max_new_tokens=8, settings=DenoiseSettings(seed=2, max_steps=2))
+    ).candidates
 
 
-def test_a_warm_rewrite_runs_only_the_rows_the_budget_allows(session, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_rewrite_runs_only_the_rows_the_budget_allows(
+    session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A light rewrite (warm canvas, one row per candidate) keeps working when memory lowers the row count."""
     from engine.api import RewriteRequest
 
     def request() -> RewriteRequest:
-        return RewriteRequest("The boats rested on the grey water.", "Fix the grammar.", strength=0.3,
-                              settings=DenoiseSettings(candidates=3, seed=4, max_steps=6))
+        return RewriteRequest(
+            "The boats rested on the grey water.",
+            "Fix the grammar.",
+            strength=0.3,
+            settings=DenoiseSettings(candidates=3, seed=4, max_steps=6),
+        )
 
     session.run(request())
     context = session.last_output.sequences.shape[1]
@@ -144,8 +174,11 @@ def test_cached_prefixes_are_given_back_before_alternatives(session, monkeypatch
     """Memory held by the prefix cache counts as reclaimable: the cache is dropped rather than an alternative."""
 
     def request() -> DraftRequest:
-        return DraftRequest("It was the best of times, it was the worst of times", max_new_tokens=32,
-                            settings=DenoiseSettings(candidates=3, seed=5, max_steps=4))
+        return DraftRequest(
+            "It was the best of times, it was the worst of times",
+            max_new_tokens=32,
+            settings=DenoiseSettings(candidates=3, seed=5, max_steps=4),
+        )
 
     session.run(request())
     cache = session.prefix_cache

@@ -18,9 +18,33 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_busy_bench_reports_quiet_busy_and_the_ratio_and_leaves_no_hog(tiny_dir):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = subprocess.run(
-        [sys.executable, "-m", "engine", "bench", "--busy", "--model", str(tiny_dir), "--threads", "default,1",
-         "--repeats", "1", "--steps", "2", "--tokens", "8", "--candidates", "1", "--json", "--hog-limit", "120"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "bench",
+            "--busy",
+            "--model",
+            str(tiny_dir),
+            "--threads",
+            "default,1",
+            "--repeats",
+            "1",
+            "--steps",
+            "2",
+            "--tokens",
+            "8",
+            "--candidates",
+            "1",
+            "--json",
+            "--hog-limit",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
@@ -41,8 +65,16 @@ def test_busy_bench_reports_quiet_busy_and_the_ratio_and_leaves_no_hog(tiny_dir)
 def test_the_table_names_each_configuration():
     from engine.tools.busybench import _format_row
 
-    line = _format_row({"config": "torch", "quiet_median": 1.0, "busy_median": 35.0, "ratio": 35.0, "threads": 2,
-                        "quiet": [1.0]})
+    line = _format_row(
+        {
+            "config": "torch",
+            "quiet_median": 1.0,
+            "busy_median": 35.0,
+            "ratio": 35.0,
+            "threads": 2,
+            "quiet": [1.0],
+        }
+    )
     assert line.startswith("torch default (before)") and "35.0" in line
     assert "error" in _format_row({"config": "2", "error": "boom"})
 
@@ -72,9 +104,34 @@ def test_a_terminated_bench_leaves_no_draft_and_no_hog_running(tiny_dir, victim)
     """`kill <bench>` left its child drafting beside fresh hogs; `kill <child>` left two hogs spinning for 600 s."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bench = subprocess.Popen(
-        [sys.executable, "-m", "engine", "bench", "--busy", "--model", str(tiny_dir), "--threads", "default",
-         "--repeats", "500", "--budget", "300", "--steps", "2", "--tokens", "8", "--candidates", "1",
-         "--hog-limit", "120"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "bench",
+            "--busy",
+            "--model",
+            str(tiny_dir),
+            "--threads",
+            "default",
+            "--repeats",
+            "500",
+            "--budget",
+            "300",
+            "--steps",
+            "2",
+            "--tokens",
+            "8",
+            "--candidates",
+            "1",
+            "--hog-limit",
+            "120",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         child, hogs = None, []

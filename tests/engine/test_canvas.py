@@ -23,8 +23,15 @@ def _plan(session, warm: WarmStart, rows: int = 1, seed: int = 0):
     gen = session.model.generation_config
     eos = _eos(session)
     return plan(
-        session.tokenizer, warm, rows=rows, canvas_length=int(session.model.config.canvas_length), eos_id=eos[0],
-        pad_id=gen.pad_token_id, stop_ids=sorted({*eos, gen.pad_token_id}), seed=seed, decode=session._text.text,
+        session.tokenizer,
+        warm,
+        rows=rows,
+        canvas_length=int(session.model.config.canvas_length),
+        eos_id=eos[0],
+        pad_id=gen.pad_token_id,
+        stop_ids=sorted({*eos, gen.pad_token_id}),
+        seed=seed,
+        decode=session._text.text,
     )
 
 
@@ -33,9 +40,15 @@ def _run(session, warm, *, seed: int = 0, rows: int = 1, max_steps: int = 48, in
     ids = tok("In the morning", return_tensors="pt").input_ids.repeat(rows, 1)
     gen = model.generation_config
     return denoise(
-        model, ids, DenoiseSettings(max_steps=max_steps), max_new_tokens=warm.blocks * warm.canvas_length
-        if warm is not None else 32, eos_token_ids=_eos(session), pad_token_id=gen.pad_token_id, seed=seed,
-        warm=warm, on_decoder_input=(lambda b, s, c: inputs.append((b, s, c.clone()))) if inputs is not None else None,
+        model,
+        ids,
+        DenoiseSettings(max_steps=max_steps),
+        max_new_tokens=warm.blocks * warm.canvas_length if warm is not None else 32,
+        eos_token_ids=_eos(session),
+        pad_token_id=gen.pad_token_id,
+        seed=seed,
+        warm=warm,
+        on_decoder_input=(lambda b, s, c: inputs.append((b, s, c.clone()))) if inputs is not None else None,
         on_step=steps.append if steps is not None else None,
     )
 
@@ -84,8 +97,12 @@ def test_pinned_tokens_are_identical_at_every_step_and_in_the_result(session) ->
 
 def test_pinned_words_come_back_exactly_through_the_session(session) -> None:
     pins = ((4, 10), (40, 48))
-    request = DraftRequest(before="In the morning", canvas=WarmStart(TEXT, pins=pins),
-                           settings=DenoiseSettings(seed=1, candidates=2), max_new_tokens=32)
+    request = DraftRequest(
+        before="In the morning",
+        canvas=WarmStart(TEXT, pins=pins),
+        settings=DenoiseSettings(seed=1, candidates=2),
+        max_new_tokens=32,
+    )
     events: list = []
     result = session.run(request, on_step=events.append)
     for cand in result.candidates:
@@ -99,7 +116,9 @@ def test_pinned_words_come_back_exactly_through_the_session(session) -> None:
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.2, 0.5, 0.8])
-def test_the_noise_share_is_honoured_and_the_schedule_starts_at_the_matching_point(session, noise: float) -> None:
+def test_the_noise_share_is_honoured_and_the_schedule_starts_at_the_matching_point(
+    session, noise: float
+) -> None:
     pins = ((11, 15),)
     warm = _plan(session, WarmStart(TEXT, pins=pins, noise=noise), rows=3, seed=7)
     free = int((~warm.pinned[0]).sum())
@@ -139,12 +158,15 @@ def test_kept_positions_hold_their_token_until_the_model_accepts_one(session) ->
 
 def test_rewrite_strength_one_is_todays_rewrite(session) -> None:
     a = session.run(RewriteRequest(selection=TEXT, instruction="Fix it.", settings=DenoiseSettings(seed=4)))
-    b = session.run(RewriteRequest(selection=TEXT, instruction="Fix it.", strength=1.0,
-                                   settings=DenoiseSettings(seed=4)))
+    b = session.run(
+        RewriteRequest(selection=TEXT, instruction="Fix it.", strength=1.0, settings=DenoiseSettings(seed=4))
+    )
     assert a.candidates == b.candidates
     events: list = []
-    session.run(RewriteRequest(selection=TEXT, instruction="Fix it.", strength=0.2,
-                               settings=DenoiseSettings(seed=4)), on_step=events.append)
+    session.run(
+        RewriteRequest(selection=TEXT, instruction="Fix it.", strength=0.2, settings=DenoiseSettings(seed=4)),
+        on_step=events.append,
+    )
     first_block = [e.step for e in events if e.block == 0]
     assert first_block[0] == 48 - start_step(0.2, 48) + 1 and len(first_block) <= start_step(0.2, 48)
 
@@ -188,8 +210,12 @@ def test_an_infill_middle_can_start_warm_with_pins_and_keeps_its_ending(session)
 
     middle = " and the people went out"
     pins = ((4, 8), (20, 24))  # " the", " out"
-    request = InfillRequest(before="In the morning", after=" into the field.", canvas=WarmStart(middle, pins=pins),
-                            settings=DenoiseSettings(seed=3, candidates=2))
+    request = InfillRequest(
+        before="In the morning",
+        after=" into the field.",
+        canvas=WarmStart(middle, pins=pins),
+        settings=DenoiseSettings(seed=3, candidates=2),
+    )
     events: list = []
     result = session.run(request, on_step=events.append)
     assert result.candidates
@@ -211,9 +237,11 @@ def test_warm_text_longer_than_a_canvas_is_never_dropped_by_an_early_end(session
 
     tok = session.tokenizer
     canvas = session.info.canvas_length
-    selection = (" It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of"
-                 " foolishness. In the morning the harbour was quiet, and the boats rested on the grey water until"
-                 " the wind came. The quick brown fox jumps over the lazy dog.")
+    selection = (
+        " It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of"
+        " foolishness. In the morning the harbour was quiet, and the boats rested on the grey water until"
+        " the wind came. The quick brown fox jumps over the lazy dog."
+    )
     selected = len(tok(selection, add_special_tokens=False)["input_ids"])
     assert selected > 2 * canvas  # the kept text spans three canvases
     stops = sorted({*session._eos, session._pad})
@@ -224,14 +252,18 @@ def test_warm_text_longer_than_a_canvas_is_never_dropped_by_an_early_end(session
 
     handle = session.model.register_forward_hook(wants_to_end, with_kwargs=True)
     try:
-        request = RewriteRequest(selection, "Make it formal.", strength=0.5,
-                                 settings=DenoiseSettings(seed=5, max_steps=6, candidates=2))
+        request = RewriteRequest(
+            selection,
+            "Make it formal.",
+            strength=0.5,
+            settings=DenoiseSettings(seed=5, max_steps=6, candidates=2),
+        )
         warm = session._warm(request, request.settings, canvas, 5, 4 * canvas)
         session.run(request)
     finally:
         handle.remove()
     out = session.last_output
-    generated = out.sequences[:, out.prompt_length:]
+    generated = out.sequences[:, out.prompt_length :]
     positions = torch.arange(warm.ids.shape[1])
     for row in range(generated.shape[0]):
         kept = ~warm.pinned[row] & ~warm.noised[row] & (positions < warm.text_tokens)
@@ -239,4 +271,6 @@ def test_warm_text_longer_than_a_canvas_is_never_dropped_by_an_early_end(session
         assert last_kept >= canvas  # kept text beyond the first canvas
         ids = generated[row].tolist()
         first_stop = next((i for i, t in enumerate(ids) if t in stops), len(ids))
-        assert first_stop > last_kept, f"row {row} ended at {first_stop}, before its kept token at {last_kept}"
+        assert first_stop > last_kept, (
+            f"row {row} ended at {first_stop}, before its kept token at {last_kept}"
+        )

@@ -21,14 +21,33 @@ def test_make_tiny_then_generate_jsonl(tmp_path: Path) -> None:
     ckpt = tmp_path / "tiny"
     made = _engine("make-tiny", str(ckpt), "--seed", "3")
     assert made.returncode == 0, made.stderr
-    for name in ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-                 "tokenizer_config.json"):
+    for name in (
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ):
         assert (ckpt / name).is_file(), name
     assert "chat_template" in json.loads((ckpt / "tokenizer_config.json").read_text())
     before = tmp_path / "before.txt"
     before.write_text("It was the best of times,", encoding="utf-8")
-    run = _engine("generate", "--model", str(ckpt), "--task", "draft", "--before-file", str(before),
-                  "--steps", "5", "--candidates", "2", "--seed", "1", "--jsonl")
+    run = _engine(
+        "generate",
+        "--model",
+        str(ckpt),
+        "--task",
+        "draft",
+        "--before-file",
+        str(before),
+        "--steps",
+        "5",
+        "--candidates",
+        "2",
+        "--seed",
+        "1",
+        "--jsonl",
+    )
     assert run.returncode == 0, run.stderr
     lines = [json.loads(line) for line in run.stdout.splitlines()]
     steps = [e for e in lines if e["event"] == "step"]
@@ -45,15 +64,29 @@ def test_raw_prompt_file_matches_model_generate(tiny_dir: Path, tmp_path: Path) 
 
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("The quick brown fox", encoding="utf-8")
-    run = _engine("generate", "--model", str(tiny_dir), "--task", "draft", "--raw-prompt-file", str(prompt),
-                  "--max-new-tokens", "64", "--seed", "5", "--device", "cpu", "--jsonl")
+    run = _engine(
+        "generate",
+        "--model",
+        str(tiny_dir),
+        "--task",
+        "draft",
+        "--raw-prompt-file",
+        str(prompt),
+        "--max-new-tokens",
+        "64",
+        "--seed",
+        "5",
+        "--device",
+        "cpu",
+        "--jsonl",
+    )
     assert run.returncode == 0, run.stderr
     ours = json.loads(run.stdout.splitlines()[-1])["candidates"][0]["token_ids"]
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_dir).eval()
     ids = tok("The quick brown fox", return_tensors="pt").input_ids
     torch.manual_seed(5)
-    ref = model.generate(ids, max_new_tokens=64).sequences[0, ids.shape[1]:].tolist()
+    ref = model.generate(ids, max_new_tokens=64).sequences[0, ids.shape[1] :].tolist()
     while ref and ref[-1] == 0:
         ref.pop()
     assert ours == ref
@@ -69,8 +102,9 @@ def test_errors_are_one_json_object_and_a_nonzero_exit(tmp_path: Path) -> None:
 def test_empty_rewrite_is_an_error_not_a_crash(tiny_dir: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")
-    run = _engine("generate", "--model", str(tiny_dir), "--task", "rewrite", "--selection-file", str(empty),
-                  "--jsonl")
+    run = _engine(
+        "generate", "--model", str(tiny_dir), "--task", "rewrite", "--selection-file", str(empty), "--jsonl"
+    )
     assert run.returncode != 0
     assert json.loads(run.stdout.strip().splitlines()[-1])["kind"] == "empty_request"
     assert "Traceback" not in run.stderr

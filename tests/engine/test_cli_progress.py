@@ -45,9 +45,25 @@ def test_piped_generate_prints_the_text_and_progress_lines(tiny_dir, tmp_path):
     before.write_text("It was the best of times,", encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     run = subprocess.run(
-        [sys.executable, "-m", "engine", "generate", "--model", str(tiny_dir), "--before-file", str(before),
-         "--steps", "4", "--seed", "1"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "generate",
+            "--model",
+            str(tiny_dir),
+            "--before-file",
+            str(before),
+            "--steps",
+            "4",
+            "--seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr
     assert "\x1b[" not in run.stdout and "[step" not in run.stdout  # no terminal redraws into a pipe

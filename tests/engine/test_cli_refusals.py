@@ -23,8 +23,9 @@ PROBE = (
 
 def _engine(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
 
 def _refused_before_loading(run: subprocess.CompletedProcess, *words: str) -> str:
@@ -45,8 +46,17 @@ def text_file(tmp_path: Path) -> Path:
 
 
 def test_strength_with_init_file_is_refused_not_ignored(text_file: Path) -> None:
-    run = _engine("generate", "--task", "rewrite", "--selection-file", str(text_file), "--init-file",
-                  str(text_file), "--strength", "0.3")
+    run = _engine(
+        "generate",
+        "--task",
+        "rewrite",
+        "--selection-file",
+        str(text_file),
+        "--init-file",
+        str(text_file),
+        "--strength",
+        "0.3",
+    )
     _refused_before_loading(run, "--strength", "--init-file", "--noise")
 
 
@@ -55,19 +65,28 @@ def test_infill_without_after_file_is_refused_not_drafted(text_file: Path) -> No
     _refused_before_loading(run, "--after-file", "--task draft")
 
 
-def test_rewrite_without_a_selection_is_refused_before_the_model_loads(text_file: Path, tmp_path: Path) -> None:
-    _refused_before_loading(_engine("generate", "--task", "rewrite", "--before-file", str(text_file)),
-                            "--selection-file")
+def test_rewrite_without_a_selection_is_refused_before_the_model_loads(
+    text_file: Path, tmp_path: Path
+) -> None:
+    _refused_before_loading(
+        _engine("generate", "--task", "rewrite", "--before-file", str(text_file)), "--selection-file"
+    )
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n", encoding="utf-8")
-    _refused_before_loading(_engine("generate", "--task", "rewrite", "--selection-file", str(empty)), "no text")
+    _refused_before_loading(
+        _engine("generate", "--task", "rewrite", "--selection-file", str(empty)), "no text"
+    )
 
 
 def test_options_another_task_would_ignore_are_refused(text_file: Path) -> None:
-    _refused_before_loading(_engine("generate", "--task", "draft", "--selection-file", str(text_file)),
-                            "--selection-file", "rewrite")
-    _refused_before_loading(_engine("generate", "--task", "draft", "--after-file", str(text_file)),
-                            "--after-file", "infill")
+    _refused_before_loading(
+        _engine("generate", "--task", "draft", "--selection-file", str(text_file)),
+        "--selection-file",
+        "rewrite",
+    )
+    _refused_before_loading(
+        _engine("generate", "--task", "draft", "--after-file", str(text_file)), "--after-file", "infill"
+    )
 
 
 def test_cuda_without_a_gpu_names_the_cpu_option() -> None:
@@ -77,7 +96,11 @@ def test_cuda_without_a_gpu_names_the_cpu_option() -> None:
     run = _engine("generate", "--device", "cuda", "--jsonl")
     assert run.returncode == 2, run.stderr
     event = json.loads(run.stdout.splitlines()[-1])
-    assert event["event"] == "error" and "--device cpu" in event["message"] and "Settings" not in event["message"]
+    assert (
+        event["event"] == "error"
+        and "--device cpu" in event["message"]
+        and "Settings" not in event["message"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -96,8 +119,9 @@ def test_cuda_without_a_gpu_names_the_cpu_option() -> None:
         ("99999999999999999999 3", ("too large",)),
     ],
 )
-def test_pin_files_that_are_not_ranges_are_refused_with_a_sentence(text_file: Path, tmp_path: Path, spec: str,
-                                                                   words: tuple[str, ...]) -> None:
+def test_pin_files_that_are_not_ranges_are_refused_with_a_sentence(
+    text_file: Path, tmp_path: Path, spec: str, words: tuple[str, ...]
+) -> None:
     pins = tmp_path / "pins.txt"
     pins.write_text(spec, encoding="utf-8")
     args = ("generate", "--init-file", str(text_file), "--pin-file", str(pins))
@@ -109,7 +133,12 @@ def test_pin_files_that_are_not_ranges_are_refused_with_a_sentence(text_file: Pa
 def test_good_pin_files_still_parse() -> None:
     from engine.__main__ import parse_pins
 
-    assert parse_pins("# a comment\n4 10\n12-14\n15:16\n17, 19\n", 40) == ((4, 10), (12, 14), (15, 16), (17, 19))
+    assert parse_pins("# a comment\n4 10\n12-14\n15:16\n17, 19\n", 40) == (
+        (4, 10),
+        (12, 14),
+        (15, 16),
+        (17, 19),
+    )
     assert parse_pins("[[0, 3], [5, 9]]", 10) == ((0, 3), (5, 9))
 
 

@@ -23,10 +23,14 @@ def test_a_default_request_on_the_demo_runs_its_12_steps_and_an_explicit_choice_
     session = Session()
     session.load(DEMO, device="cpu")
     events = []
-    default = session.run(DraftRequest(before="The harbour", max_new_tokens=16, settings=DenoiseSettings(seed=0)),
-                          on_step=events.append)
+    default = session.run(
+        DraftRequest(before="The harbour", max_new_tokens=16, settings=DenoiseSettings(seed=0)),
+        on_step=events.append,
+    )
     assert default.stats.steps <= 12 and {e.max_steps for e in events} == {12}
     events.clear()
-    chosen = session.run(DraftRequest(before="The harbour", max_new_tokens=16,
-                                      settings=DenoiseSettings(max_steps=20, seed=0)), on_step=events.append)
+    chosen = session.run(
+        DraftRequest(before="The harbour", max_new_tokens=16, settings=DenoiseSettings(max_steps=20, seed=0)),
+        on_step=events.append,
+    )
     assert {e.max_steps for e in events} == {20} and chosen.stats.steps <= 20

@@ -87,8 +87,14 @@ def _prompt(session, text: str = "It was the best of times", rows: int = 1) -> t
 def _run(session, ids, settings, **kw):
     gen = session.model.generation_config
     return denoise(
-        session.model, ids, settings, max_new_tokens=kw.pop("max_new_tokens", 32),
-        eos_token_ids=gen.eos_token_id, pad_token_id=gen.pad_token_id, seed=kw.pop("seed", 0), **kw,
+        session.model,
+        ids,
+        settings,
+        max_new_tokens=kw.pop("max_new_tokens", 32),
+        eos_token_ids=gen.eos_token_id,
+        pad_token_id=gen.pad_token_id,
+        seed=kw.pop("seed", 0),
+        **kw,
     )
 
 
@@ -109,7 +115,11 @@ def test_frozen_tokens_are_in_every_decoder_input_and_output(session) -> None:
     ids[0, 10:20] = torch.arange(300, 310)
     seen = []
     out = _run(
-        session, _prompt(session), DenoiseSettings(max_steps=10), frozen=Frozen(mask, ids), max_blocks=1,
+        session,
+        _prompt(session),
+        DenoiseSettings(max_steps=10),
+        frozen=Frozen(mask, ids),
+        max_blocks=1,
         on_decoder_input=lambda b, s, canvas: seen.append(canvas.clone()),
     )
     assert len(seen) == out.steps
@@ -128,16 +138,26 @@ def test_cancel_stops_within_one_step(session) -> None:
         if state.step == 3:
             cancel.set()
 
-    out = _run(session, _prompt(session), DenoiseSettings(max_steps=40), on_step=on_step, cancel=cancel,
-               max_new_tokens=96)
+    out = _run(
+        session,
+        _prompt(session),
+        DenoiseSettings(max_steps=40),
+        on_step=on_step,
+        cancel=cancel,
+        max_new_tokens=96,
+    )
     assert out.cancelled
     assert out.steps == 3 and len(states) == 3
 
 
 def test_k_candidates_come_from_one_batch_and_differ(session) -> None:
     forwards = []
-    out = _run(session, _prompt(session, rows=3), DenoiseSettings(max_steps=8),
-               on_decoder_input=lambda b, s, c: forwards.append(c.shape[0]))
+    out = _run(
+        session,
+        _prompt(session, rows=3),
+        DenoiseSettings(max_steps=8),
+        on_decoder_input=lambda b, s, c: forwards.append(c.shape[0]),
+    )
     assert set(forwards) == {3}  # one batched forward per step, not three runs
     rows = out.sequences[:, out.prompt_length :]
     assert len({tuple(r.tolist()) for r in rows}) == 3

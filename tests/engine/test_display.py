@@ -17,7 +17,9 @@ def _ids(session, s: str) -> list[int]:
     return session.tokenizer(s, add_special_tokens=False)["input_ids"]
 
 
-@pytest.mark.parametrize("sample", ["안녕하세요, 세계!", "日本語のテキスト。", "emoji 😀👍🏽 ok", "مرحبا بالعالم", "café déjà vu"])
+@pytest.mark.parametrize(
+    "sample", ["안녕하세요, 세계!", "日本語のテキスト。", "emoji 😀👍🏽 ok", "مرحبا بالعالم", "café déjà vu"]
+)
 def test_full_text_round_trips(session, text: TokenText, sample: str) -> None:
     assert text.text(_ids(session, sample)) == sample
 

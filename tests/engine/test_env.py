@@ -75,7 +75,9 @@ def test_a_sane_forced_thread_count_still_wins(monkeypatch: pytest.MonkeyPatch) 
     assert plan_threads(64 << 20, usable=2, busy=0.0, reserve_ui=False).threads == 3 and env.notices() == []
 
 
-@pytest.mark.parametrize(("name", "raw"), [("LETTERPRESS_FASTPATH", "sure"), ("LETTERPRESS_LOG_DIR", "maybe")])
+@pytest.mark.parametrize(
+    ("name", "raw"), [("LETTERPRESS_FASTPATH", "sure"), ("LETTERPRESS_LOG_DIR", "maybe")]
+)
 def test_on_off_switches_name_the_values_they_take(
     monkeypatch: pytest.MonkeyPatch, name: str, raw: str
 ) -> None:

@@ -24,8 +24,13 @@ def test_unconstrained_draft_matches_generate(session, prompt: str, seed: int, m
     torch.manual_seed(seed)
     reference = model.generate(ids, max_new_tokens=max_new).sequences
     ours = denoise(
-        model, ids, DenoiseSettings(), max_new_tokens=max_new, eos_token_ids=gen.eos_token_id,
-        pad_token_id=gen.pad_token_id, seed=seed,
+        model,
+        ids,
+        DenoiseSettings(),
+        max_new_tokens=max_new,
+        eos_token_ids=gen.eos_token_id,
+        pad_token_id=gen.pad_token_id,
+        seed=seed,
     )
     assert torch.equal(ours.sequences, reference)
     assert ours.steps > 0
@@ -39,8 +44,13 @@ def test_equivalence_holds_with_short_schedules(session) -> None:
         torch.manual_seed(3)
         reference = model.generate(ids, max_new_tokens=32, max_denoising_steps=steps).sequences
         ours = denoise(
-            model, ids, DenoiseSettings(max_steps=steps), max_new_tokens=32, eos_token_ids=gen.eos_token_id,
-            pad_token_id=gen.pad_token_id, seed=3,
+            model,
+            ids,
+            DenoiseSettings(max_steps=steps),
+            max_new_tokens=32,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=3,
         )
         assert torch.equal(ours.sequences, reference), steps
 
@@ -70,8 +80,15 @@ def test_draft_matches_generate_on_every_code_path(session, path) -> None:
     torch.manual_seed(1)
     reference = model.generate(ids, max_new_tokens=64).sequences
     with path():
-        ours = denoise(model, ids, DenoiseSettings(), max_new_tokens=64, eos_token_ids=gen.eos_token_id,
-                       pad_token_id=gen.pad_token_id, seed=1)
+        ours = denoise(
+            model,
+            ids,
+            DenoiseSettings(),
+            max_new_tokens=64,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=1,
+        )
     assert torch.equal(ours.sequences, reference)
 
 
@@ -94,8 +111,15 @@ def test_early_stops_match_generate_on_every_code_path(session) -> None:
         runs = []
         for path in CODE_PATHS:
             with path():
-                out = denoise(model, ids, settings, max_new_tokens=64, eos_token_ids=gen.eos_token_id,
-                              pad_token_id=gen.pad_token_id, seed=0)
+                out = denoise(
+                    model,
+                    ids,
+                    settings,
+                    max_new_tokens=64,
+                    eos_token_ids=gen.eos_token_id,
+                    pad_token_id=gen.pad_token_id,
+                    seed=0,
+                )
             assert torch.equal(out.sequences, reference), (confidence, path.__name__)
             runs.append(out)
         for other in runs[1:]:
@@ -114,8 +138,16 @@ def test_candidates_finish_alike_on_every_code_path(session) -> None:
     flags: list[tuple[bool, ...]] = []
 
     def run():
-        return denoise(model, ids, settings, max_new_tokens=32, eos_token_ids=gen.eos_token_id,
-                       pad_token_id=gen.pad_token_id, seed=5, on_step=lambda s: flags.append(tuple(s.finished)))
+        return denoise(
+            model,
+            ids,
+            settings,
+            max_new_tokens=32,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=5,
+            on_step=lambda s: flags.append(tuple(s.finished)),
+        )
 
     host = run()
     assert any(0 < sum(f) < 3 for f in flags), "no step had some rows finished and others not"

@@ -42,13 +42,21 @@ def test_sampler_settings_come_from_generation_config(tiny_dir: Path, tmp_path: 
     shutil.copytree(tiny_dir, ckpt)
     gen_path = ckpt / "generation_config.json"
     gen = json.loads(gen_path.read_text())
-    gen.update(max_denoising_steps=7, t_max=0.9, stability_threshold=2, sampler_config={
-        "_cls_name": "EntropyBoundSamplerConfig", "entropy_bound": 0.25})
+    gen.update(
+        max_denoising_steps=7,
+        t_max=0.9,
+        stability_threshold=2,
+        sampler_config={"_cls_name": "EntropyBoundSamplerConfig", "entropy_bound": 0.25},
+    )
     gen_path.write_text(json.dumps(gen))
     s = Session()
     s.load(ckpt, device="cpu")
-    assert (s.checkpoint_settings.max_steps, s.checkpoint_settings.t_max, s.checkpoint_settings.entropy_bound,
-            s.checkpoint_settings.stability_threshold) == (7, 0.9, 0.25, 2)
+    assert (
+        s.checkpoint_settings.max_steps,
+        s.checkpoint_settings.t_max,
+        s.checkpoint_settings.entropy_bound,
+        s.checkpoint_settings.stability_threshold,
+    ) == (7, 0.9, 0.25, 2)
     result = s.run(DraftRequest("It was the best", max_new_tokens=32, settings=DenoiseSettings(seed=1)))
     assert s.last_output.steps <= 7 and result.candidates
     s.run(DraftRequest("It was the best", max_new_tokens=32, settings=DenoiseSettings(seed=1, max_steps=3)))
@@ -83,17 +91,24 @@ def _rewrite_checkpoint(src: Path, dst: Path, edit) -> Path:
 
 
 @pytest.mark.parametrize("quantization", ["none", "nf4"])
-def test_unexpected_tensor_is_a_typed_error(tiny_dir: Path, tmp_path: Path, quantization: str,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_tensor_is_a_typed_error(
+    tiny_dir: Path, tmp_path: Path, quantization: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.weights.loader import load_model
     from engine.weights.stream_load import CheckpointMismatchError
 
     monkeypatch.setenv("LETTERPRESS_QCACHE", "off")
-    ckpt = _rewrite_checkpoint(tiny_dir, tmp_path / "extra",
-                               lambda t: t.update({"model.decoder.layers.0.bogus.weight": torch.zeros(3)}))
+    ckpt = _rewrite_checkpoint(
+        tiny_dir,
+        tmp_path / "extra",
+        lambda t: t.update({"model.decoder.layers.0.bogus.weight": torch.zeros(3)}),
+    )
     with pytest.raises(CheckpointMismatchError) as err:
         load_model(ckpt, device="cpu", quantization=quantization)  # type: ignore[arg-type]
-    assert err.value.unexpected == ["model.decoder.layers.0.bogus.weight"] and err.value.kind == "checkpoint_mismatch"
+    assert (
+        err.value.unexpected == ["model.decoder.layers.0.bogus.weight"]
+        and err.value.kind == "checkpoint_mismatch"
+    )
     assert "download" in err.value.message
 
 
@@ -120,13 +135,19 @@ def test_auto_on_cpu_picks_a_precision_that_fits_and_says_so(monkeypatch: pytest
     from engine.weights.loader import choose_precision
 
     config = real_config_dict()
-    monkeypatch.setattr(fit, "devices_found", lambda: [fit.DeviceMemory("cpu", "host RAM", 128 * 10**9, 120 * 10**9)])
+    monkeypatch.setattr(
+        fit, "devices_found", lambda: [fit.DeviceMemory("cpu", "host RAM", 128 * 10**9, 120 * 10**9)]
+    )
     scheme, dtype, notice = choose_precision("auto", "cpu", config)
     assert (scheme, dtype) == ("none", "float32") and notice == ""  # 101 GB fits 120 GB free
-    monkeypatch.setattr(fit, "devices_found", lambda: [fit.DeviceMemory("cpu", "host RAM", 64 * 10**9, 60 * 10**9)])
+    monkeypatch.setattr(
+        fit, "devices_found", lambda: [fit.DeviceMemory("cpu", "host RAM", 64 * 10**9, 60 * 10**9)]
+    )
     scheme, dtype, notice = choose_precision("auto", "cpu", config)
     assert (scheme, dtype) == ("none", "bfloat16") and "float32" in notice and "GB" in notice
-    monkeypatch.setattr(fit, "devices_found", lambda: [fit.DeviceMemory("cpu", "host RAM", 32 * 10**9, 30 * 10**9)])
+    monkeypatch.setattr(
+        fit, "devices_found", lambda: [fit.DeviceMemory("cpu", "host RAM", 32 * 10**9, 30 * 10**9)]
+    )
     scheme, dtype, notice = choose_precision("auto", "cpu", config)
     assert scheme in ("nf4", "nf4-mixed") and scheme in notice
     assert fit.estimate(config, scheme, device="cpu", available_bytes=30 * 10**9).verdict != "wont_fit"
@@ -166,13 +187,22 @@ def test_confident_model_stops_early_and_pads_after_eos_like_generate(session, p
         torch.manual_seed(5)
         reference = model.generate(ids, max_new_tokens=96).sequences
         with path():
-            ours = denoise(model, ids, DenoiseSettings(), max_new_tokens=96, eos_token_ids=gen.eos_token_id,
-                           pad_token_id=gen.pad_token_id, seed=5)
+            ours = denoise(
+                model,
+                ids,
+                DenoiseSettings(),
+                max_new_tokens=96,
+                eos_token_ids=gen.eos_token_id,
+                pad_token_id=gen.pad_token_id,
+                seed=5,
+            )
     assert torch.equal(ours.sequences, reference)
     assert ours.steps < 48, "the stable-and-confident stop did not fire early"
-    new = ours.sequences[0, ids.shape[1]:].tolist()
+    new = ours.sequences[0, ids.shape[1] :].tolist()
     first_eos = new.index(eos)
-    assert first_eos < len(new) - 1 and set(new[first_eos + 1:]) == {gen.pad_token_id}, "no EOS padding happened"
+    assert first_eos < len(new) - 1 and set(new[first_eos + 1 :]) == {gen.pad_token_id}, (
+        "no EOS padding happened"
+    )
     assert ours.blocks == 1  # the finished row ended the request after its first canvas
 
 
@@ -181,7 +211,9 @@ def test_batched_row_k_equals_a_single_run_with_seed_plus_k(session, path) -> No
     model, tok = session.model, session.tokenizer
     gen = model.generation_config
     ids = tok("The quick brown fox", return_tensors="pt").input_ids
-    settings = DenoiseSettings(max_steps=10, confidence_threshold=6.2, stability_threshold=0)  # rows stop apart
+    settings = DenoiseSettings(
+        max_steps=10, confidence_threshold=6.2, stability_threshold=0
+    )  # rows stop apart
     kwargs = dict(max_new_tokens=64, eos_token_ids=gen.eos_token_id, pad_token_id=gen.pad_token_id)
     with torch.inference_mode(), path():
         batched = denoise(model, ids.repeat(3, 1), settings, seed=11, **kwargs)
@@ -215,8 +247,17 @@ def test_infill_feeds_pinned_self_conditioning_at_the_frozen_slots(session) -> N
     handle = model.model.register_forward_pre_hook(grab, with_kwargs=True)
     try:
         with torch.inference_mode():
-            out = denoise(model, ids, DenoiseSettings(max_steps=4), max_new_tokens=canvas, eos_token_ids=[1],
-                          pad_token_id=0, seed=2, frozen=Frozen(mask, fids), max_blocks=1)
+            out = denoise(
+                model,
+                ids,
+                DenoiseSettings(max_steps=4),
+                max_new_tokens=canvas,
+                eos_token_ids=[1],
+                pad_token_id=0,
+                seed=2,
+                frozen=Frozen(mask, fids),
+                max_blocks=1,
+            )
     finally:
         handle.remove()
     assert len(seen) == out.steps - 1 >= 2
@@ -230,6 +271,12 @@ def test_infill_feeds_pinned_self_conditioning_at_the_frozen_slots(session) -> N
 
 
 def test_session_infill_with_pins_keeps_the_ending(session) -> None:
-    result = session.run(InfillRequest("The harbour was", " and the boats rested.", middle_tokens=6,
-                                       settings=DenoiseSettings(seed=3, max_steps=4)))
+    result = session.run(
+        InfillRequest(
+            "The harbour was",
+            " and the boats rested.",
+            middle_tokens=6,
+            settings=DenoiseSettings(seed=3, max_steps=4),
+        )
+    )
     assert result.candidates

@@ -51,11 +51,14 @@ def test_the_dequantize_out_fake_kernel_accepts_the_real_stack_shape() -> None:
     A = torch.empty(count * out_f * in_f // 2, 1, dtype=torch.uint8, device="meta")
     absmax = torch.empty(count * out_f * in_f // 64, dtype=torch.float32, device="meta")
     out = torch.empty(count * out_f, in_f, dtype=torch.bfloat16, device="meta")
-    torch.ops.bitsandbytes.dequantize_4bit.out(A, absmax, 64, "nf4", [count * out_f, in_f], torch.bfloat16, out=out)
+    torch.ops.bitsandbytes.dequantize_4bit.out(
+        A, absmax, 64, "nf4", [count * out_f, in_f], torch.bfloat16, out=out
+    )
     wrong = torch.empty(count * out_f, in_f + 2, dtype=torch.bfloat16, device="meta")
     with pytest.raises(RuntimeError, match="out.shape"):  # the check itself still works
-        torch.ops.bitsandbytes.dequantize_4bit.out(A, absmax, 64, "nf4", [count * out_f, in_f], torch.bfloat16,
-                                                   out=wrong)
+        torch.ops.bitsandbytes.dequantize_4bit.out(
+            A, absmax, 64, "nf4", [count * out_f, in_f], torch.bfloat16, out=wrong
+        )
 
 
 def _real_experts():
@@ -68,7 +71,9 @@ def _real_experts():
     config = DiffusionGemmaConfig(**real_config_dict()).text_config
     with torch.device("meta"):
         experts = DiffusionGemmaTextExperts(config)
-    _convert_experts(experts, torch.bfloat16)  # NF4 stacks on meta: 128 x (1408 x 2816) and 128 x (2816 x 704)
+    _convert_experts(
+        experts, torch.bfloat16
+    )  # NF4 stacks on meta: 128 x (1408 x 2816) and 128 x (2816 x 704)
     return config, experts
 
 
@@ -83,8 +88,9 @@ def test_torch_compile_of_the_real_shape_nf4_experts_forward(outer: str) -> None
     weights = torch.empty(tokens, top_k, dtype=torch.bfloat16, device="meta")
     fastpath.free_stack_buffers()
     torch._dynamo.reset()
-    compiled = torch.compile(lambda h, i, w: fastpath.sync_free_nf4_experts_forward(experts, h, i, w),
-                             backend="aot_eager")
+    compiled = torch.compile(
+        lambda h, i, w: fastpath.sync_free_nf4_experts_forward(experts, h, i, w), backend="aot_eager"
+    )
     ctx = torch.inference_mode() if outer == "inference_mode" else torch.no_grad()
     try:
         with ctx:
@@ -101,14 +107,20 @@ def test_triton_grouped_gemm_equals_per_expert_matmuls() -> None:
     from engine.kernels.grouped_gemm import grouped_mm_nt
 
     gen = torch.Generator().manual_seed(1)
-    counts = torch.tensor([5, 0, 33, 1, 0, 70, 2])  # empty experts, one tile, several tiles, a partial last tile
+    counts = torch.tensor(
+        [5, 0, 33, 1, 0, 70, 2]
+    )  # empty experts, one tile, several tiles, a partial last tile
     rows = int(counts.sum())
     x = torch.randn(rows, 40, generator=gen)
     w = torch.randn(len(counts), 72, 40, generator=gen)
     offsets = torch.cumsum(counts, 0).to(torch.int32)
     out = grouped_mm_nt(x, w, offsets)
-    expected = torch.cat([x[s:e] @ w[i].T for i, (s, e) in enumerate(zip([0, *offsets[:-1].tolist()],
-                                                                          offsets.tolist(), strict=True))])
+    expected = torch.cat(
+        [
+            x[s:e] @ w[i].T
+            for i, (s, e) in enumerate(zip([0, *offsets[:-1].tolist()], offsets.tolist(), strict=True))
+        ]
+    )
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -121,8 +133,13 @@ def test_the_8x_experts_path_equals_torchs_grouped_forward(monkeypatch: pytest.M
     from engine.tools.real_shape import real_config_dict
     from engine.weights.quantize import _convert_experts
 
-    text = dict(real_config_dict(layers=1, vocab_size=512)["text_config"], hidden_size=64, moe_intermediate_size=32,
-                num_experts=8, top_k_experts=2)
+    text = dict(
+        real_config_dict(layers=1, vocab_size=512)["text_config"],
+        hidden_size=64,
+        moe_intermediate_size=32,
+        num_experts=8,
+        top_k_experts=2,
+    )
     config = DiffusionGemmaConfig(text_config=text).text_config
     experts = DiffusionGemmaTextExperts(config)
     _convert_experts(experts, torch.float32)

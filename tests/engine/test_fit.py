@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.weights import fit
 from engine.tools.real_shape import real_config_dict
+from engine.weights import fit
 
 CARD_24GB = 24 * 1024**3 - 1024**3  # a 24 GB card with ~1 GB taken by the desktop and the driver
 
@@ -34,8 +34,14 @@ def test_real_26b_a4b_at_4_bits_and_8k_context_fits_a_24gb_card(capsys: pytest.C
     config = real_config_dict()
     counts = fit.param_counts(config)
     assert 25.0e9 < counts.total < 25.5e9 and 22.5e9 < counts.experts < 23.0e9  # ~25.2B, 22.8B in experts
-    est = fit.estimate(config, "nf4", context_tokens=8192, device="cuda:0 (24 GB card)", available_bytes=CARD_24GB,
-                       candidates=fit.DEFAULT_CANDIDATES)
+    est = fit.estimate(
+        config,
+        "nf4",
+        context_tokens=8192,
+        device="cuda:0 (24 GB card)",
+        available_bytes=CARD_24GB,
+        candidates=fit.DEFAULT_CANDIDATES,
+    )
     print("\n" + est.text())  # shown with `pytest -s`; the README quotes it
     assert est.verdict == "fits"
     assert 12e9 < est.weights_bytes < 16e9
@@ -43,7 +49,16 @@ def test_real_26b_a4b_at_4_bits_and_8k_context_fits_a_24gb_card(capsys: pytest.C
         (est.weights_bytes, est.kv_cache_bytes, est.logits_bytes, est.activations_bytes, est.overhead_bytes)
     )
     text = est.text()
-    for part in ("weights", "KV cache", "logits", "self-conditioning", "activations", "overhead", "total", "fits"):
+    for part in (
+        "weights",
+        "KV cache",
+        "logits",
+        "self-conditioning",
+        "activations",
+        "overhead",
+        "total",
+        "fits",
+    ):
         assert part in text
     assert "x 0.5159 bytes" in text  # the arithmetic, not just the result
 
@@ -65,7 +80,9 @@ def test_verdict_thresholds() -> None:
     assert longer.kv_cache_bytes > fit.estimate(config, "nf4").kv_cache_bytes
 
 
-def test_load_that_cannot_fit_is_refused_with_numbers(tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_load_that_cannot_fit_is_refused_with_numbers(
+    tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.api import WontFitError
     from engine.weights.loader import load_model
 
@@ -88,7 +105,9 @@ def test_quantization_plan_keeps_router_and_norms_16_bit_and_mixed_adds_8_bit() 
     assert mixed["attention"] == mixed["dense_mlp"] == "int8"
     nf4 = fit.estimate(config, "nf4", available_bytes=CARD_24GB, candidates=3)
     both = fit.estimate(config, "nf4-mixed", available_bytes=CARD_24GB, candidates=3)
-    assert 0.7e9 < both.weights_bytes - nf4.weights_bytes < 0.9e9  # attention + dense MLP: 1 byte instead of 0.52
+    assert (
+        0.7e9 < both.weights_bytes - nf4.weights_bytes < 0.9e9
+    )  # attention + dense MLP: 1 byte instead of 0.52
     assert nf4.verdict == "fits" and both.verdict in ("fits", "tight")  # +0.8 GB of 8-bit weights
     assert "router" in fit.plan_text(config, "nf4") and "int8" in both.text()
 
@@ -113,7 +132,9 @@ def test_fit_holds_the_simulated_need_where_it_used_to_run_out() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("candidates", range(1, 9))
 @pytest.mark.parametrize("context", [8192, 16384, 32768])
-def test_fit_holds_the_simulated_need_at_every_context_and_candidate_count(context: int, candidates: int) -> None:
+def test_fit_holds_the_simulated_need_at_every_context_and_candidate_count(
+    context: int, candidates: int
+) -> None:
     """Every point the budget may plan (8K/16K/32K x K = 1..8), excluding the fixed CUDA overhead on both sides;
     ~10 s a point (a 30-layer forward on the meta device)."""
     fit_bytes, need = _fit_vs_simulation(context, candidates)

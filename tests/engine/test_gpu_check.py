@@ -34,8 +34,14 @@ def test_the_dry_run_exercises_every_check(tmp_path: Path) -> None:
     """~80 s on a free CPU (the GPU tests are only collected)."""
     from engine.tools.gpu_check import CHECKS
 
-    proc = subprocess.run([sys.executable, "-m", "engine", "gpu-check", "--dry-run", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=470, cwd=ROOT, env=_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", "gpu-check", "--dry-run", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=470,
+        cwd=ROOT,
+        env=_env(),
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["status"] == "ok" and report["dry_run"] is True
@@ -47,8 +53,24 @@ def test_the_dry_run_exercises_every_check(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_run_stops_itself_at_the_time_limit(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "engine", "gpu-check", "--dry-run", "--time-limit", "4",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT, env=_env())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "gpu-check",
+            "--dry-run",
+            "--time-limit",
+            "4",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=_env(),
+    )
     assert proc.returncode == 124
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["status"] == "timed_out" and report["time_limit_s"] == 4

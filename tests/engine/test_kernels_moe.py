@@ -147,7 +147,13 @@ def test_every_kernel_compiles_for_a_4090_and_an_h100() -> None:
     import sys
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "engine.kernels.compile_check", "89", "90"], check=False, env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.kernels.compile_check", "89", "90"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stdout.count("ok ") == 16

@@ -128,7 +128,7 @@ def test_in_kernel_draws_sample_what_the_same_uniforms_give() -> None:
     seeds = torch.tensor([1234, 98765], device=DEVICE)
     sampled, argmax, entropy, conf, _ = tail_philox(logits, 0.45, seeds, None, None, sc_dtype=None)
     uniforms = philox_uniforms(seeds, batch, length, vocab)
-    assert 0.0 <= uniforms.min().item() and uniforms.max().item() < 1.0
+    assert uniforms.min().item() >= 0.0 and uniforms.max().item() < 1.0
     assert uniforms[:length].ne(uniforms[length:]).any()  # each row of candidates has its own stream
     probs = torch.softmax(logits / 0.45, dim=-1).view(-1, vocab)
     expected = torch.argmax(probs / -torch.log(1.0 - uniforms), dim=-1).view(batch, length)

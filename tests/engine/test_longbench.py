@@ -14,11 +14,14 @@ def test_documents_have_the_asked_length_and_the_edit_is_near_the_end() -> None:
     doc = document_of(tok, 300)
     assert abs(len(tok(doc, add_special_tokens=False)["input_ids"]) - 300) <= 2
     later = edited(doc)
-    assert later != doc and later[:len(doc) - 260] == doc[:len(doc) - 260]
+    assert later != doc and later[: len(doc) - 260] == doc[: len(doc) - 260]
 
 
 def test_bench_long_prints_ratios_and_reuses_the_prefix(tiny_dir, capsys) -> None:
-    assert main_bench(["--long", "--model", str(tiny_dir), "--lengths", "200,700", "--repeats", "1", "--json"]) == 0
+    assert (
+        main_bench(["--long", "--model", str(tiny_dir), "--lengths", "200,700", "--repeats", "1", "--json"])
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     rows = report["lengths"]
     assert [r["prefix_tokens"] for r in rows] == [200, 700]

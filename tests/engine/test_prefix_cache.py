@@ -110,8 +110,16 @@ def test_reused_prefix_gives_exactly_the_fresh_tokens_for_k_rows(session) -> Non
     edited = torch.cat([prompt[:, :280], _ids(session, 25, seed=4).repeat(3, 1)], dim=1)
 
     def run(ids: torch.Tensor, store: PrefixCache):
-        return denoise(model, ids, settings, max_new_tokens=64, eos_token_ids=gen.eos_token_id,
-                       pad_token_id=gen.pad_token_id, seed=9, prefix=store)
+        return denoise(
+            model,
+            ids,
+            settings,
+            max_new_tokens=64,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=9,
+            prefix=store,
+        )
 
     for ids in (prompt, edited):
         fresh = run(ids, PrefixCache(chunk=CHUNK, tail=TAIL))  # a cold store: a fresh chunked prefill
@@ -135,18 +143,34 @@ def test_prefill_once_encodes_the_prompt_with_batch_one_for_k_rows(session) -> N
     assert calls == [(1, 48), (1, 48), (1, 34)]
     assert stats.encoder_calls == 3 and stats.encoded_tokens == 130
     assert all(layer.keys.shape[0] == 4 for layer in cache.layers)
-    assert all(layer.keys.untyped_storage().nbytes() == cache.layers[i].keys[:1].untyped_storage().nbytes()
-               for i, layer in enumerate(cache.layers))  # an expanded view: no K copies
+    assert all(
+        layer.keys.untyped_storage().nbytes() == cache.layers[i].keys[:1].untyped_storage().nbytes()
+        for i, layer in enumerate(cache.layers)
+    )  # an expanded view: no K copies
 
     with encoder_calls(model) as calls:
-        out = denoise(model, prompt.repeat(3, 1), DenoiseSettings(max_steps=3), max_new_tokens=64,
-                      eos_token_ids=gen.eos_token_id, pad_token_id=gen.pad_token_id, seed=2)
+        out = denoise(
+            model,
+            prompt.repeat(3, 1),
+            DenoiseSettings(max_steps=3),
+            max_new_tokens=64,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=2,
+        )
     assert calls[0] == (1, 130)  # the prompt once (one chunk at the default size) ...
     assert all(c[0] == 3 for c in calls[1:])  # ... later blocks' canvases per row
     # Row k of the batch equals a single run with seed + k: the rows share one prompt encode.
     for k in range(3):
-        single = denoise(model, prompt, DenoiseSettings(max_steps=3), max_new_tokens=64,
-                         eos_token_ids=gen.eos_token_id, pad_token_id=gen.pad_token_id, seed=2 + k)
+        single = denoise(
+            model,
+            prompt,
+            DenoiseSettings(max_steps=3),
+            max_new_tokens=64,
+            eos_token_ids=gen.eos_token_id,
+            pad_token_id=gen.pad_token_id,
+            seed=2 + k,
+        )
         assert torch.equal(out.sequences[k], single.sequences[0]), k
 
 

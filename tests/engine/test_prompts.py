@@ -60,8 +60,9 @@ def test_typing_at_the_cursor_keeps_the_prompt_prefix_stable(tok) -> None:
 def test_rewrite_context_is_trimmed_from_the_far_ends_on_both_sides(tok) -> None:
     doc = _doc(3000)
     mid = doc.index("Paragraph 1500.")
-    request = RewriteRequest(selection="The quick fox.", instruction="Make it shorter.", before=doc[:mid],
-                             after=doc[mid:])
+    request = RewriteRequest(
+        selection="The quick fox.", instruction="Make it shorter.", before=doc[:mid], after=doc[mid:]
+    )
     p = prompts.build_prompt(tok, request, 800)
     text = _text(tok, p)
     assert len(p.ids) <= 800
@@ -75,9 +76,11 @@ def test_rewrite_context_is_trimmed_from_the_far_ends_on_both_sides(tok) -> None
 def test_the_brief_is_in_every_prompt_and_never_trimmed(tok) -> None:
     brief = "Audience: children aged eight. The captain is called Mara."
     doc = _doc(3000)
-    for request in (DraftRequest(before=doc, brief=brief),
-                    RewriteRequest(selection="It was late.", instruction="Shorter.", before=doc, brief=brief),
-                    InfillRequest(before=doc, after=" The end.", brief=brief)):
+    for request in (
+        DraftRequest(before=doc, brief=brief),
+        RewriteRequest(selection="It was late.", instruction="Shorter.", before=doc, brief=brief),
+        InfillRequest(before=doc, after=" The end.", brief=brief),
+    ):
         p = prompts.build_prompt(tok, request, 700)
         text = _text(tok, p)
         assert len(p.ids) <= 700

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.weights import qcache
 from engine.api import LoadProgress
+from engine.weights import qcache
 from engine.weights.loader import load_model
 
 
@@ -53,7 +53,10 @@ def test_second_load_reads_the_cache_and_gives_identical_outputs(tiny_dir: Path,
     assert second.info.notice.count("rebuilt") == 0
     assert torch.equal(_logits(first.model), _logits(second.model))
     # shared weights stay shared after a cache load too
-    assert second.model.model.encoder.language_model.layers[0].experts is second.model.model.decoder.layers[0].experts
+    assert (
+        second.model.model.encoder.language_model.layers[0].experts
+        is second.model.model.decoder.layers[0].experts
+    )
 
 
 @pytest.mark.parametrize("damage", ["flip_bytes", "truncate", "other_version", "no_manifest"])

@@ -16,7 +16,9 @@ DEMO = Path(__file__).resolve().parents[2] / "resources" / "models" / "letterpre
 
 
 @pytest.mark.slow
-def test_nf4_and_nf4_mixed_stay_within_the_quality_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nf4_and_nf4_mixed_stay_within_the_quality_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.tools.quant_quality import PROMPTS, compare, format_quality
 
     monkeypatch.setenv("LETTERPRESS_CACHE_DIR", str(tmp_path))

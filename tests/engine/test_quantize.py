@@ -11,7 +11,14 @@ from torch import nn
 
 from engine.api import LoadCancelledError, LoadProgress
 from engine.weights.loader import load_model
-from engine.weights.quantize import NF4Linear, NF4Weight, is_experts, nf4_modules, text_stacks, unquantized_text_weights
+from engine.weights.quantize import (
+    NF4Linear,
+    NF4Weight,
+    is_experts,
+    nf4_modules,
+    text_stacks,
+    unquantized_text_weights,
+)
 
 # Tolerances (float32 on CPU):
 FORWARD_ATOL = 1e-4  # NF4 forward vs a full-precision forward on the very same (dequantized) weights
@@ -137,7 +144,9 @@ def test_streaming_full_precision_load_matches_from_pretrained(tiny_dir: Path, f
     assert (_logits(ref) - _logits(full.model)).abs().max().item() <= 1e-5
 
 
-def test_progress_is_reported_per_tensor_and_cancel_stops_the_load(tiny_dir: Path, monkeypatch, tmp_path) -> None:
+def test_progress_is_reported_per_tensor_and_cancel_stops_the_load(
+    tiny_dir: Path, monkeypatch, tmp_path
+) -> None:
     monkeypatch.setenv("LETTERPRESS_CACHE_DIR", str(tmp_path))
     seen: list[LoadProgress] = []
     load_model(tiny_dir, device="cpu", quantization="nf4", on_progress=seen.append)
@@ -169,8 +178,9 @@ def test_nf4_on_cuda_generates_and_stays_close(tiny_dir: Path, monkeypatch, tmp_
     assert seq.shape[1] > ids.shape[1]
 
 
-def test_nf4_mixed_keeps_attention_and_dense_mlp_at_8_bits(tiny_dir: Path, full, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nf4_mixed_keeps_attention_and_dense_mlp_at_8_bits(
+    tiny_dir: Path, full, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.tools.inspect_report import observed_plan
     from engine.weights.quantize import Int8Linear
 
@@ -178,12 +188,20 @@ def test_nf4_mixed_keeps_attention_and_dense_mlp_at_8_bits(tiny_dir: Path, full,
     mixed = load_model(tiny_dir, device="cpu", quantization="nf4-mixed")
     assert mixed.info.quantization == "nf4-mixed"
     dec = mixed.model.model.decoder
-    assert isinstance(dec.layers[0].self_attn.q_proj, Int8Linear) and isinstance(dec.layers[0].mlp.up_proj, Int8Linear)
+    assert isinstance(dec.layers[0].self_attn.q_proj, Int8Linear) and isinstance(
+        dec.layers[0].mlp.up_proj, Int8Linear
+    )
     assert isinstance(dec.layers[0].experts.gate_up_proj, NF4Weight)
     assert isinstance(dec.layers[0].router.proj, nn.Linear)
     plan = {p["kind"]: p["storage"] for p in observed_plan(mixed.model)}
-    assert plan == {"router": "float32", "attention": "int8", "dense_mlp": "int8", "experts": "nf4",
-                    "embedding": "float32", "norms": "float32"}
+    assert plan == {
+        "router": "float32",
+        "attention": "int8",
+        "dense_mlp": "int8",
+        "experts": "nf4",
+        "embedding": "float32",
+        "norms": "float32",
+    }
     # 8-bit row-wise storage is ~100x closer than 4-bit: the mixed model's logits sit between nf4 and full
     ref = _logits(full.model)
     rel = ((_logits(mixed.model) - ref).norm() / ref.norm()).item()

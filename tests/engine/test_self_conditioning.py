@@ -33,7 +33,9 @@ def _decoder_inputs(model, rows: int):
 def test_chunked_soft_embeddings_are_bit_identical_to_transformers(body) -> None:
     cache, canvas, logits = _decoder_inputs(body, 2)
     with torch.no_grad():
-        reference = body(decoder_input_ids=canvas, past_key_values=cache, self_conditioning_logits=logits).logits
+        reference = body(
+            decoder_input_ids=canvas, past_key_values=cache, self_conditioning_logits=logits
+        ).logits
         chunked = ChunkedSelfConditioning(body)
         try:
             chunked.put(logits.clone())
@@ -63,8 +65,9 @@ def _soft_moment_peak(body, rows: int, chunked: bool) -> float:
                     feeder.put(held.pop())
                     body.model.decoder(decoder_input_ids=canvas, past_key_values=cache)
                 else:
-                    body.model.decoder(decoder_input_ids=canvas, past_key_values=cache,
-                                       self_conditioning_logits=held.pop())
+                    body.model.decoder(
+                        decoder_input_ids=canvas, past_key_values=cache, self_conditioning_logits=held.pop()
+                    )
             except RuntimeError as exc:
                 assert exc is stop
             finally:

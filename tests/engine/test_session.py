@@ -33,8 +33,13 @@ FAST = DenoiseSettings(max_steps=6, seed=1)
     "request_",
     [
         DraftRequest(before="It was the best of times,", max_new_tokens=64, settings=FAST),
-        RewriteRequest(selection="The harbour was quiet.", instruction="Make it shorter.", before="Morning.",
-                       after="Then wind.", settings=FAST),
+        RewriteRequest(
+            selection="The harbour was quiet.",
+            instruction="Make it shorter.",
+            before="Morning.",
+            after="Then wind.",
+            settings=FAST,
+        ),
         InfillRequest(before="The boats rested", after=" until the wind came.", settings=FAST),
     ],
     ids=["draft", "rewrite", "infill"],
@@ -44,7 +49,9 @@ def test_each_task_streams_steps_and_returns_text(session, request_) -> None:
     result = session.run(request_, on_step=events.append)
     assert result.request_id == request_.request_id
     assert events and all(e.request_id == request_.request_id for e in events)
-    assert [e.step for e in events if e.block == 0] == list(range(1, len([e for e in events if e.block == 0]) + 1))
+    assert [e.step for e in events if e.block == 0] == list(
+        range(1, len([e for e in events if e.block == 0]) + 1)
+    )
     assert result.candidates and isinstance(result.text, str)
     assert result.stats.forwards == result.stats.steps > 0
     assert result.stats.first_draft_seconds > 0
@@ -55,15 +62,23 @@ def test_each_task_streams_steps_and_returns_text(session, request_) -> None:
 
 
 def test_k_alternatives(session) -> None:
-    result = session.run(DraftRequest(before="The quick brown fox", max_new_tokens=32,
-                                      settings=DenoiseSettings(max_steps=5, candidates=3, seed=4)))
+    result = session.run(
+        DraftRequest(
+            before="The quick brown fox",
+            max_new_tokens=32,
+            settings=DenoiseSettings(max_steps=5, candidates=3, seed=4),
+        )
+    )
     assert len(result.candidates) == 3
     assert len({c.token_ids for c in result.candidates}) == 3
 
 
 def test_infill_with_automatic_length_returns_best_first(session) -> None:
-    result = session.run(InfillRequest(before="It was", after=" of times.",
-                                       settings=DenoiseSettings(max_steps=5, candidates=2, seed=0)))
+    result = session.run(
+        InfillRequest(
+            before="It was", after=" of times.", settings=DenoiseSettings(max_steps=5, candidates=2, seed=0)
+        )
+    )
     assert len(result.candidates) == 2
     assert result.candidates[0].confidence >= result.candidates[1].confidence
 
@@ -77,8 +92,12 @@ def test_cancelled_request_reports_it(session) -> None:
 
 @pytest.mark.parametrize(
     "request_",
-    [RewriteRequest(selection="   ", instruction="Shorter."), RewriteRequest(selection="text", instruction=""),
-     DraftRequest(before="  "), InfillRequest(before="", after="")],
+    [
+        RewriteRequest(selection="   ", instruction="Shorter."),
+        RewriteRequest(selection="text", instruction=""),
+        DraftRequest(before="  "),
+        InfillRequest(before="", after=""),
+    ],
 )
 def test_empty_requests_are_refused_with_advice(session, request_) -> None:
     with pytest.raises(EmptyRequestError) as err:
@@ -94,8 +113,9 @@ def test_long_context_is_trimmed_with_a_notice(session) -> None:
 
 def test_selection_longer_than_the_context_is_refused(session) -> None:
     with pytest.raises(PromptTooLongError):
-        session.run(RewriteRequest(selection="word " * 6000, instruction="Shorter.", max_new_tokens=32,
-                                   settings=FAST))
+        session.run(
+            RewriteRequest(selection="word " * 6000, instruction="Shorter.", max_new_tokens=32, settings=FAST)
+        )
 
 
 def test_whole_long_document_rewrite_says_to_select_less(session) -> None:
@@ -198,6 +218,11 @@ def test_alternatives_skip_empty_and_repeated_rows() -> None:
     from engine.api import Candidate
     from engine.candidates import distinct_nonempty as _distinct_nonempty
 
-    rows = [Candidate("", (5,), 0.9), Candidate(" a", (1,), 0.5), Candidate(" a", (1,), 0.4), Candidate(" b", (2,), 0.3)]
+    rows = [
+        Candidate("", (5,), 0.9),
+        Candidate(" a", (1,), 0.5),
+        Candidate(" a", (1,), 0.4),
+        Candidate(" b", (2,), 0.3),
+    ]
     assert [c.text for c in _distinct_nonempty(rows)] == [" a", " b"]
     assert [c.text for c in _distinct_nonempty([Candidate("", (5,), 0.9)])] == [""]  # never nothing at all

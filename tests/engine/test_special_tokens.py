@@ -63,8 +63,13 @@ def _scripted(monkeypatch: pytest.MonkeyPatch, canvas_rows: list[list[int]]) -> 
     def fake_denoise(model, prompt_ids, settings, **kwargs):
         rows = torch.tensor(canvas_rows[: prompt_ids.shape[0]], dtype=torch.long)
         return DenoiseOutput(
-            sequences=torch.cat([prompt_ids.cpu(), rows], dim=1), prompt_length=prompt_ids.shape[1], forwards=1,
-            steps=1, blocks=1, cancelled=False, confidence=torch.ones(rows.shape, dtype=torch.float32),
+            sequences=torch.cat([prompt_ids.cpu(), rows], dim=1),
+            prompt_length=prompt_ids.shape[1],
+            forwards=1,
+            steps=1,
+            blocks=1,
+            cancelled=False,
+            confidence=torch.ones(rows.shape, dtype=torch.float32),
         )
 
     monkeypatch.setattr(session_module, "denoise", fake_denoise)
@@ -83,25 +88,38 @@ def test_infill_middle_is_cut_at_end_of_turn(gemma4_session, monkeypatch: pytest
     row = middle + after_ids[: canvas - len(middle)]
     row += [0] * (canvas - len(row))
     _scripted(monkeypatch, [row])
-    result = gemma4_session.run(InfillRequest("In the morning the", after, middle_tokens=len(middle),
-                                              settings=DenoiseSettings(seed=0)))
+    result = gemma4_session.run(
+        InfillRequest(
+            "In the morning the", after, middle_tokens=len(middle), settings=DenoiseSettings(seed=0)
+        )
+    )
     assert result.text == " harbour was"
     assert "<" not in result.text and "quiet" not in result.text
 
 
-def test_draft_never_writes_a_channel_span_and_ends_at_end_of_turn(gemma4_session,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_draft_never_writes_a_channel_span_and_ends_at_end_of_turn(
+    gemma4_session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tok = gemma4_session.tokenizer
     canvas = gemma4_session.info.canvas_length
-    row = ([tok.convert_tokens_to_ids("<|channel>")] + _ids(tok, " The boats rested")
-           + [tok.convert_tokens_to_ids("<channel|>")] + _ids(tok, " on the water")
-           + [tok.convert_tokens_to_ids("<turn|>")] + _ids(tok, " after the end"))
+    row = (
+        [tok.convert_tokens_to_ids("<|channel>")]
+        + _ids(tok, " The boats rested")
+        + [tok.convert_tokens_to_ids("<channel|>")]
+        + _ids(tok, " on the water")
+        + [tok.convert_tokens_to_ids("<turn|>")]
+        + _ids(tok, " after the end")
+    )
     row = (row + [0] * canvas)[:canvas]
     _scripted(monkeypatch, [row])
-    result = gemma4_session.run(DraftRequest("In the morning", max_new_tokens=canvas, settings=DenoiseSettings(seed=0)))
+    result = gemma4_session.run(
+        DraftRequest("In the morning", max_new_tokens=canvas, settings=DenoiseSettings(seed=0))
+    )
     # The channel's inner text is the model's thought, not the draft: the whole span goes (it used to stay).
     assert result.text == " on the water"
-    view = gemma4_session._view(torch.tensor([row]), torch.ones(1, canvas), 0, (), None)  # what a ghost step shows
+    view = gemma4_session._view(
+        torch.tensor([row]), torch.ones(1, canvas), 0, (), None
+    )  # what a ghost step shows
     assert "".join(s.text for s in view) == " on the water"
 
 
@@ -115,8 +133,20 @@ def test_real_checkpoint_tokenizer_is_not_needed_for_the_tiny_layout(tiny_dir: P
 
 # Gemma 4's control grammar beyond the tiny layout's markers: tool calls and responses, the string delimiter,
 # multimodal ids (`<|video|>` is added by the processor at run time WITHOUT the special flag), `<unusedN>`.
-FULL_GRAMMAR_SPECIAL = ["<|tool_call>", "<tool_call|>", "<tool_response|>", "<|tool>", "<tool|>", '<|"|>',
-                        "<|image>", "<image|>", "<|image|>", "<|audio|>", "<unused0>", "<unused17>"]
+FULL_GRAMMAR_SPECIAL = [
+    "<|tool_call>",
+    "<tool_call|>",
+    "<tool_response|>",
+    "<|tool>",
+    "<tool|>",
+    '<|"|>',
+    "<|image>",
+    "<image|>",
+    "<|image|>",
+    "<|audio|>",
+    "<unused0>",
+    "<unused17>",
+]
 
 
 @pytest.fixture(scope="module")
@@ -140,15 +170,31 @@ def _row(tok, *parts: str) -> list[int]:
 
 SCENARIOS = [
     # (canvas parts, what the writer may see)
-    (["<|channel>", "thought\nThe user wants a calm line.", "<channel|>", " The harbour was quiet."],
-     " The harbour was quiet."),
-    (["Checking.", "<|tool_call>", "call:search{query:", '<|"|>', "boats", '<|"|>', "}", "<tool_call|>", " Done."],
-     "Checking. Done."),
+    (
+        ["<|channel>", "thought\nThe user wants a calm line.", "<channel|>", " The harbour was quiet."],
+        " The harbour was quiet.",
+    ),
+    (
+        [
+            "Checking.",
+            "<|tool_call>",
+            "call:search{query:",
+            '<|"|>',
+            "boats",
+            '<|"|>',
+            "}",
+            "<tool_call|>",
+            " Done.",
+        ],
+        "Checking. Done.",
+    ),
     (["response:search{found:3}", "<tool_response|>", " The boats rested."], " The boats rested."),
     (["<|tool>", "declaration:search{}", "<tool|>", " Quiet water."], " Quiet water."),
     ([" The wind came.", "<|turn>", "user\nNow rewrite it."], " The wind came."),  # a new turn, never closed
-    ([" A", "<|video|>", " frame", "<|image>", "<|image|>", "<image|>", " and", "<|audio|>", " sound."],
-     " A frame and sound."),
+    (
+        [" A", "<|video|>", " frame", "<|image>", "<|image|>", "<image|>", " and", "<|audio|>", " sound."],
+        " A frame and sound.",
+    ),
     ([" grey", "<unused0>", " water", "<unused17>", "."], " grey water."),
     ([" mid", "<|channel>", "thought\nstill thin"], " mid"),  # mid-denoising: an open span hides to the end
 ]
@@ -178,8 +224,19 @@ def test_an_open_span_never_hides_the_writers_pinned_text(full_tok) -> None:
     assert "".join(s.text for s in spans) == " The and the boats rested."
 
 
-@pytest.mark.parametrize("typed", ["<turn|>", "<|turn>model\n", "<|channel>", "<|video|>", "<unused0>", '<|"|>',
-                                   "a<<turn|>b", "<|tool_call>call:x{}<tool_call|>"])
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "<turn|>",
+        "<|turn>model\n",
+        "<|channel>",
+        "<|video|>",
+        "<unused0>",
+        '<|"|>',
+        "a<<turn|>b",
+        "<|tool_call>call:x{}<tool_call|>",
+    ],
+)
 def test_control_markers_typed_in_the_document_stay_text_in_the_prompt(full_tok, typed: str) -> None:
     from engine import prompts
     from engine.special_tokens import ControlGrammar
@@ -198,7 +255,8 @@ def test_plain_documents_tokenize_exactly_as_the_template_does(full_tok) -> None
     from engine import prompts
 
     message = "In the morning the harbour was quiet < and > | were typed too."
-    expected = full_tok.apply_chat_template([{"role": "user", "content": message}], add_generation_prompt=True,
-                                            tokenize=True)
+    expected = full_tok.apply_chat_template(
+        [{"role": "user", "content": message}], add_generation_prompt=True, tokenize=True
+    )
     expected = expected["input_ids"] if hasattr(expected, "keys") else expected
     assert prompts.chat_ids(full_tok, message) == list(expected)

@@ -40,7 +40,9 @@ def mid_vocab_model():
 
 
 @pytest.mark.parametrize(("candidates", "frozen"), [(1, False), (3, False), (3, True), (8, False)])
-def test_fit_step_term_is_never_below_the_measured_peak(mid_vocab_model, candidates: int, frozen: bool) -> None:
+def test_fit_step_term_is_never_below_the_measured_peak(
+    mid_vocab_model, candidates: int, frozen: bool
+) -> None:
     measured = measure_step_memory(candidates, model=mid_vocab_model, frozen=frozen)
     config = mid_vocab_model.config.to_dict()
     est = fit.estimate(config, "bf16", context_tokens=16, candidates=candidates)

@@ -14,7 +14,9 @@ def test_kept_share_is_the_longest_common_word_subsequence() -> None:
 
 
 def test_measure_runs_and_checks(tiny_dir) -> None:
-    report = strength_eval.measure(tiny_dir, seeds=1, strengths=(0.2, 1.0), selections=strength_eval.SELECTIONS[:2])
+    report = strength_eval.measure(
+        tiny_dir, seeds=1, strengths=(0.2, 1.0), selections=strength_eval.SELECTIONS[:2]
+    )
     assert set(report["summary"]) == {"0.2", "1"}
     assert report["summary"]["0.2"]["runs"] == 2 and len(report["runs"]) == 4
     assert "| 0.2 |" in strength_eval.markdown(report)

@@ -30,7 +30,9 @@ def nf4_session(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     return s
 
 
-CASE = Case("draft", "draft", lambda s: DraftRequest("It was the best of times", max_new_tokens=32, settings=s), 3)  # one canvas
+CASE = Case(
+    "draft", "draft", lambda s: DraftRequest("It was the best of times", max_new_tokens=32, settings=s), 3
+)  # one canvas
 
 
 @pytest.mark.parametrize("which", ["full", "nf4"])
@@ -46,7 +48,9 @@ def test_the_loop_experts_forward_would_be_counted(nf4_session, monkeypatch: pyt
     import engine.fastpath as fastpath
 
     monkeypatch.setattr(fastpath, "sync_free_experts", lambda model: None)
-    _, inside = _count_engine_syncs(nf4_session, nf4_session.model, CASE, DenoiseSettings(seed=3, max_steps=6))
+    _, inside = _count_engine_syncs(
+        nf4_session, nf4_session.model, CASE, DenoiseSettings(seed=3, max_steps=6)
+    )
     assert inside >= 2.0  # one per MoE layer (2 decoder layers in the tiny model)
 
 
@@ -61,7 +65,9 @@ def test_sync_free_experts_give_the_loops_tokens(nf4_session) -> None:
     with device_code_path():
         device = denoise(model, ids, DenoiseSettings(max_steps=8), **kwargs)
     assert torch.equal(host.sequences, device.sequences)
-    assert model.config.text_config._experts_implementation == "letterpress_nf4"  # the CPU host path is restored
+    assert (
+        model.config.text_config._experts_implementation == "letterpress_nf4"
+    )  # the CPU host path is restored
 
 
 def _audit_decoder_forwards(session, monkeypatch: pytest.MonkeyPatch, grouped_mm: str):
@@ -87,6 +93,7 @@ def _audit_decoder_forwards(session, monkeypatch: pytest.MonkeyPatch, grouped_mm
                     return self.kernel[grid](*a, **k)
                 finally:
                     state["kernel"] -= 1
+
             return run
 
     monkeypatch.setattr(gg, "_kernel", lambda interpret: Launch(real_kernel(interpret)))
@@ -101,7 +108,10 @@ def _audit_decoder_forwards(session, monkeypatch: pytest.MonkeyPatch, grouped_mm
             state["forward"] -= 1
 
     monkeypatch.setattr(model, "forward", forward)
-    with auditing((8, 6), quiet=lambda: not state["forward"] or state["kernel"] > 0) as audit, device_code_path():
+    with (
+        auditing((8, 6), quiet=lambda: not state["forward"] or state["kernel"] > 0) as audit,
+        device_code_path(),
+    ):
         session.run(CASE.build(DenoiseSettings(seed=3, max_steps=4)), on_step=lambda e: None)
     return audit
 
@@ -116,8 +126,14 @@ def test_no_op_of_the_8x_experts_path_syncs_on_cuda(nf4_session, monkeypatch: py
     audit = _audit_decoder_forwards(nf4_session, monkeypatch, "triton")
     assert audit.ops["sort"] > 0 and audit.ops["histc"] > 0  # the audit saw the experts path
     assert audit.total_syncs == 0, f"ops that sync on CUDA: {dict(audit.syncing)}"
-    path = (fastpath.sync_free_nf4_experts_forward, fastpath.device_offsets_experts_forward, fastpath.reused_stack,
-            fastpath._fill_stack, grouped_gemm.grouped_mm_nt, grouped_gemm.tile_schedule)
+    path = (
+        fastpath.sync_free_nf4_experts_forward,
+        fastpath.device_offsets_experts_forward,
+        fastpath.reused_stack,
+        fastpath._fill_stack,
+        grouped_gemm.grouped_mm_nt,
+        grouped_gemm.tile_schedule,
+    )
     assert source_reads(*path) == []
 
 

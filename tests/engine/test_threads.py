@@ -111,5 +111,7 @@ def test_a_model_switch_frees_the_old_weights_without_a_full_collection(tiny_dir
     assert all(a and a[0] < 2 for a in calls), f"a full collection during the switch: {calls}"
     from engine.api import DenoiseSettings, DraftRequest
 
-    result = session.run(DraftRequest(before="Hello", max_new_tokens=4, settings=DenoiseSettings(max_steps=2)))
+    result = session.run(
+        DraftRequest(before="Hello", max_new_tokens=4, settings=DenoiseSettings(max_steps=2))
+    )
     assert result.text is not None  # the new model works after the old one was taken apart

@@ -30,8 +30,8 @@ def test_an_op_takes_the_larger_of_its_memory_and_compute_time() -> None:
 
 
 def test_weight_bytes_per_path() -> None:
-    assert NF4_BPW == pytest.approx(0.5 + 1 / 64 + 4 / 16384)
-    assert NF4_TODAY_BPW == pytest.approx(4.7656, abs=1e-4)
+    assert pytest.approx(0.5 + 1 / 64 + 4 / 16384) == NF4_BPW
+    assert pytest.approx(4.7656, abs=1e-4) == NF4_TODAY_BPW
     assert INT8_TODAY_BPW == 21
     experts = next(op for op in forward_ops(8192, 1) if op.name.startswith("experts"))
     weights = 128 * (2 * 704 * 2816 + 2816 * 704)

@@ -21,8 +21,22 @@ from engine.training.objective import collate, diffusion_loss, noise
 from engine.training.train import Hyper, run
 
 TINY = Hyper(
-    steps=3, seed=3, batch_size=4, lr=3e-3, warmup=1, vocab_size=400, canvas_length=16, hidden_size=32, layers=2,
-    experts=2, top_k=1, max_positions=512, max_prefix=256, eval_examples=8, corpus="sample", dtype="float32",
+    steps=3,
+    seed=3,
+    batch_size=4,
+    lr=3e-3,
+    warmup=1,
+    vocab_size=400,
+    canvas_length=16,
+    hidden_size=32,
+    layers=2,
+    experts=2,
+    top_k=1,
+    max_positions=512,
+    max_prefix=256,
+    eval_examples=8,
+    corpus="sample",
+    dtype="float32",
 )
 
 
@@ -76,10 +90,13 @@ def test_the_objective_learns_a_fixed_batch() -> None:
 
     torch.manual_seed(0)
     tok = train_tokenizer([c.text for c in corpus.sample_passages()], 300)
-    model = DiffusionGemmaForBlockDiffusion(tiny_config(len(tok), canvas_length=16, hidden_size=32, experts=2,
-                                                        top_k=1))
+    model = DiffusionGemmaForBlockDiffusion(
+        tiny_config(len(tok), canvas_length=16, hidden_size=32, experts=2, top_k=1)
+    )
     rng = random.Random(0)
-    batch = collate(examples.sample_examples(corpus.sample_passages(), tok, 16, 256, rng, 4), tok.pad_token_id)
+    batch = collate(
+        examples.sample_examples(corpus.sample_passages(), tok, 16, 256, rng, 4), tok.pad_token_id
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     with torch.no_grad():
         first = diffusion_loss(model, batch).item()
@@ -92,7 +109,9 @@ def test_the_objective_learns_a_fixed_batch() -> None:
 
 
 def test_noise_never_touches_frozen_positions_and_scales_with_t() -> None:
-    ex = examples.Example(prefix=[2, 7, 8], target=[10] * 32, noisable=[True] * 16 + [False] * 16, task="infill")
+    ex = examples.Example(
+        prefix=[2, 7, 8], target=[10] * 32, noisable=[True] * 16 + [False] * 16, task="infill"
+    )
     batch = collate([ex] * 64, pad_id=0)
     clean = noise(batch, torch.zeros(64), vocab_size=500)
     assert torch.equal(clean, batch.target)

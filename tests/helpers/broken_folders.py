@@ -22,8 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json",
-         "model.safetensors")
+FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "generation_config.json",
+    "model.safetensors",
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,9 @@ def _header(d: Path, name: str = "model.safetensors") -> tuple[dict[str, Any], b
     return json.loads(raw[8 : 8 + n]), raw[8 + n :]
 
 
-def _write(d: Path, header: Any, data: bytes, name: str = "model.safetensors", *, raw_header: bytes | None = None) -> None:
+def _write(
+    d: Path, header: Any, data: bytes, name: str = "model.safetensors", *, raw_header: bytes | None = None
+) -> None:
     blob = raw_header if raw_header is not None else json.dumps(header).encode()
     (d / name).write_bytes(struct.pack("<Q", len(blob)) + blob + data)
 
@@ -119,7 +127,9 @@ def _extra_layer(header: dict[str, Any]) -> None:
     header[key.replace("layers.0.", "layers.9.")] = header.pop(key)
 
 
-def _split_into_shards(d: Path, *, index: dict[str, Any] | None = None, names: tuple[str, str] | None = None) -> None:
+def _split_into_shards(
+    d: Path, *, index: dict[str, Any] | None = None, names: tuple[str, str] | None = None
+) -> None:
     """model.safetensors as two shards + an index (the layout of every real download)."""
     header, data = _header(d)
     (d / "model.safetensors").unlink()
@@ -135,7 +145,9 @@ def _split_into_shards(d: Path, *, index: dict[str, Any] | None = None, names: t
             offset += hi - lo
             weight_map[k] = shard
         _write(d, sub, b"".join(chunks), shard)
-    (d / "model.safetensors.index.json").write_text(json.dumps(index or {"metadata": {}, "weight_map": weight_map}))
+    (d / "model.safetensors.index.json").write_text(
+        json.dumps(index or {"metadata": {}, "weight_map": weight_map})
+    )
 
 
 def _index_with(fn: Callable[[dict[str, str]], None]) -> Callable[[Path], None]:
@@ -279,99 +291,262 @@ KINDS: tuple[Kind, ...] = (
     Kind("nonexistent", lambda d: shutil.rmtree(d), "model_not_found", ("does not exist", "choose")),
     Kind("file_not_folder", _file_not_folder, "not_a_model_folder", ("not a folder",)),
     Kind("empty_folder", _empty, "not_a_model_folder", ("not a model folder",), issue="misleading advice"),
-    Kind("tmp_like_folder", _tmp_like, "not_a_model_folder", ("not a model folder",), issue="misleading advice"),
+    Kind(
+        "tmp_like_folder", _tmp_like, "not_a_model_folder", ("not a model folder",), issue="misleading advice"
+    ),
     Kind("symlink_loop", _replace_dir_with_loop, "model_not_found", ("loops",), issue="misleading advice"),
     Kind("dangling_symlink", _dangling, "model_not_found", ("does not exist",)),
-    Kind("unreadable_folder", _chmod("", 0), "model_unreadable", ("permission",), unprivileged=True,
-         issue="chmod 000 folder: is_file() raised PermissionError"),
+    Kind(
+        "unreadable_folder",
+        _chmod("", 0),
+        "model_unreadable",
+        ("permission",),
+        unprivileged=True,
+        issue="chmod 000 folder: is_file() raised PermissionError",
+    ),
     # config.json
     Kind("no_config", _no_config, "model_incomplete", ("no config.json", "download")),
     Kind("config_fifo", _fifo("config.json"), "model_damaged", ("not a regular file",)),
-    Kind("config_is_list", _text("config.json", "[1, 2]"), "model_damaged", ("a list",), issue="config is a list"),
-    Kind("config_not_json", _text("config.json", '{"model_type": "diffusion_gemma", '), "model_damaged",
-         ("not valid json",)),
-    Kind("config_not_utf8", _text("config.json", b'{"model_type": "diffusion\xff"}'), "model_damaged", ("utf-8",)),
+    Kind(
+        "config_is_list",
+        _text("config.json", "[1, 2]"),
+        "model_damaged",
+        ("a list",),
+        issue="config is a list",
+    ),
+    Kind(
+        "config_not_json",
+        _text("config.json", '{"model_type": "diffusion_gemma", '),
+        "model_damaged",
+        ("not valid json",),
+    ),
+    Kind(
+        "config_not_utf8",
+        _text("config.json", b'{"model_type": "diffusion\xff"}'),
+        "model_damaged",
+        ("utf-8",),
+    ),
     Kind("config_too_big", _config_too_big, "model_damaged", ("more than",)),
     Kind("gpt2_config", lambda d: _set_config(d, model_type="gpt2"), "unsupported_model", ("gpt2",)),
     Kind("llama_config", lambda d: _set_config(d, model_type="llama"), "unsupported_model", ("llama",)),
-    Kind("remote_code", lambda d: _set_config(d, auto_map={"AutoModel": "x.Y"}), "unsupported_model", ("own code",)),
-    Kind("bidirectional_all", lambda d: _set_config(d, use_bidirectional_attention="all"), "unsupported_model",
-         ("use_bidirectional_attention",)),
-    Kind("zero_hidden_size", lambda d: _set_config(d, hidden_size=0), "unsupported_model", ("hidden_size",),
-         issue="ZeroDivisionError"),
-    Kind("zero_heads", lambda d: _set_config(d, num_attention_heads=0), "unsupported_model",
-         ("num_attention_heads",), issue="ZeroDivisionError"),
-    Kind("negative_layers", lambda d: _set_config(d, num_hidden_layers=-3), "unsupported_model",
-         ("num_hidden_layers",), issue="negative sizes"),
-    Kind("string_size", lambda d: _set_config(d, intermediate_size="big"), "model_damaged", ("whole number",),
-         issue="invalid literal for int()"),
+    Kind(
+        "remote_code",
+        lambda d: _set_config(d, auto_map={"AutoModel": "x.Y"}),
+        "unsupported_model",
+        ("own code",),
+    ),
+    Kind(
+        "bidirectional_all",
+        lambda d: _set_config(d, use_bidirectional_attention="all"),
+        "unsupported_model",
+        ("use_bidirectional_attention",),
+    ),
+    Kind(
+        "zero_hidden_size",
+        lambda d: _set_config(d, hidden_size=0),
+        "unsupported_model",
+        ("hidden_size",),
+        issue="ZeroDivisionError",
+    ),
+    Kind(
+        "zero_heads",
+        lambda d: _set_config(d, num_attention_heads=0),
+        "unsupported_model",
+        ("num_attention_heads",),
+        issue="ZeroDivisionError",
+    ),
+    Kind(
+        "negative_layers",
+        lambda d: _set_config(d, num_hidden_layers=-3),
+        "unsupported_model",
+        ("num_hidden_layers",),
+        issue="negative sizes",
+    ),
+    Kind(
+        "string_size",
+        lambda d: _set_config(d, intermediate_size="big"),
+        "model_damaged",
+        ("whole number",),
+        issue="invalid literal for int()",
+    ),
     Kind("fractional_size", lambda d: _set_config(d, hidden_size=64.5), "model_damaged", ("whole number",)),
-    Kind("layers_1e12", lambda d: _set_config(d, num_hidden_layers=10**12, layer_types=None), "unsupported_model",
-         ("num_hidden_layers",), issue="fit estimate grew to 2.8 GiB in 37 s"),
-    Kind("layers_1e6", lambda d: _set_config(d, num_hidden_layers=10**6, layer_types=None), "unsupported_model",
-         ("num_hidden_layers",), issue="said Fits, then 133 s loading"),
+    Kind(
+        "layers_1e12",
+        lambda d: _set_config(d, num_hidden_layers=10**12, layer_types=None),
+        "unsupported_model",
+        ("num_hidden_layers",),
+        issue="fit estimate grew to 2.8 GiB in 37 s",
+    ),
+    Kind(
+        "layers_1e6",
+        lambda d: _set_config(d, num_hidden_layers=10**6, layer_types=None),
+        "unsupported_model",
+        ("num_hidden_layers",),
+        issue="said Fits, then 133 s loading",
+    ),
     Kind("huge_vocab", lambda d: _set_config(d, vocab_size=10**10), "unsupported_model", ("vocab_size",)),
-    Kind("huge_canvas", lambda d: _set_config(d, canvas_length=10**8), "unsupported_model", ("canvas_length",)),
+    Kind(
+        "huge_canvas", lambda d: _set_config(d, canvas_length=10**8), "unsupported_model", ("canvas_length",)
+    ),
     Kind("huge_experts", lambda d: _set_config(d, num_experts=10**7), "unsupported_model", ("num_experts",)),
     Kind("top_k_above_experts", lambda d: _set_config(d, top_k_experts=9), "unsupported_model", ("experts",)),
-    Kind("text_config_list", lambda d: (d / "config.json").write_text(json.dumps({**_config(d), "text_config": [1]})),
-         "model_damaged", ("text_config",)),
-    Kind("layer_types_wrong_length", lambda d: _set_config(d, layer_types=["sliding_attention"]), "model_damaged",
-         ("layer_types",)),
+    Kind(
+        "text_config_list",
+        lambda d: (d / "config.json").write_text(json.dumps({**_config(d), "text_config": [1]})),
+        "model_damaged",
+        ("text_config",),
+    ),
+    Kind(
+        "layer_types_wrong_length",
+        lambda d: _set_config(d, layer_types=["sliding_attention"]),
+        "model_damaged",
+        ("layer_types",),
+    ),
     # weights
     Kind("pickle_only", _pickle_only, "unsupported_model", ("pickle", "safetensors")),
     Kind("no_weights", _rm("model.safetensors"), "model_incomplete", ("no model.safetensors",)),
     Kind("weights_are_a_folder", _weights_dir, "model_damaged", ("not a regular file",)),
     Kind("truncated_weights", _truncate, "model_incomplete", ("incomplete", "download")),
     Kind("header_5gib", _huge_header, "model_damaged", ("header", "100,000,000"), issue="5 GiB header read"),
-    Kind("header_not_json", lambda d: _write(d, None, _header(d)[1], raw_header=b"{not json" + b" " * 7),
-         "model_damaged", ("not valid json",)),
-    Kind("header_is_list", lambda d: _write(d, [1, 2], _header(d)[1]), "model_damaged", ("not a json object",),
-         issue="header that is a list"),
-    Kind("header_no_offsets", _mutate_header(lambda h: h[_first(h, "norm.weight")].pop("data_offsets")),
-         "model_damaged", ("data_offsets",), issue="header without data_offsets"),
-    Kind("header_fp8", _mutate_header(lambda h: h[_first(h, "norm.weight")].update(dtype="F8_E4M3")),
-         "unsupported_model", ("f8_e4m3", "bf16"), issue="an fp8 dtype"),
-    Kind("header_unknown_dtype", _mutate_header(lambda h: h[_first(h, "norm.weight")].update(dtype="Q3")),
-         "model_damaged", ("unknown dtype",)),
-    Kind("header_shape_vs_bytes", _mutate_header(_shape_bytes_mismatch), "model_damaged", ("bytes of data",),
-         issue="a wrong shape"),
+    Kind(
+        "header_not_json",
+        lambda d: _write(d, None, _header(d)[1], raw_header=b"{not json" + b" " * 7),
+        "model_damaged",
+        ("not valid json",),
+    ),
+    Kind(
+        "header_is_list",
+        lambda d: _write(d, [1, 2], _header(d)[1]),
+        "model_damaged",
+        ("not a json object",),
+        issue="header that is a list",
+    ),
+    Kind(
+        "header_no_offsets",
+        _mutate_header(lambda h: h[_first(h, "norm.weight")].pop("data_offsets")),
+        "model_damaged",
+        ("data_offsets",),
+        issue="header without data_offsets",
+    ),
+    Kind(
+        "header_fp8",
+        _mutate_header(lambda h: h[_first(h, "norm.weight")].update(dtype="F8_E4M3")),
+        "unsupported_model",
+        ("f8_e4m3", "bf16"),
+        issue="an fp8 dtype",
+    ),
+    Kind(
+        "header_unknown_dtype",
+        _mutate_header(lambda h: h[_first(h, "norm.weight")].update(dtype="Q3")),
+        "model_damaged",
+        ("unknown dtype",),
+    ),
+    Kind(
+        "header_shape_vs_bytes",
+        _mutate_header(_shape_bytes_mismatch),
+        "model_damaged",
+        ("bytes of data",),
+        issue="a wrong shape",
+    ),
     Kind("header_overlapping_offsets", _mutate_header(_overlap), "model_damaged", ("damaged",)),
-    Kind("embedding_shape_vs_config", _mutate_header(_wrong_embedding), "model_damaged", ("config.json implies",),
-         issue="a wrong shape"),
-    Kind("transposed_weight", _mutate_header(_transpose_q), "model_damaged", ("transposed",),
-         issue="loads, then every request fails"),
-    Kind("transposed_global_weight", _mutate_header(_transpose_global_q), "model_damaged", ("transposed",),
-         stage="loader", issue="loads, then every request fails"),
+    Kind(
+        "embedding_shape_vs_config",
+        _mutate_header(_wrong_embedding),
+        "model_damaged",
+        ("config.json implies",),
+        issue="a wrong shape",
+    ),
+    Kind(
+        "transposed_weight",
+        _mutate_header(_transpose_q),
+        "model_damaged",
+        ("transposed",),
+        issue="loads, then every request fails",
+    ),
+    Kind(
+        "transposed_global_weight",
+        _mutate_header(_transpose_global_q),
+        "model_damaged",
+        ("transposed",),
+        stage="loader",
+        issue="loads, then every request fails",
+    ),
     Kind("layer_beyond_config", _mutate_header(_extra_layer), "model_damaged", ("layer 9",)),
-    Kind("unreadable_weights", _chmod("model.safetensors", 0), "model_unreadable", ("permission",),
-         unprivileged=True, issue="said 'damaged, download it again'"),
+    Kind(
+        "unreadable_weights",
+        _chmod("model.safetensors", 0),
+        "model_unreadable",
+        ("permission",),
+        unprivileged=True,
+        issue="said 'damaged, download it again'",
+    ),
     # the shard index
-    Kind("index_not_json", lambda d: (_split_into_shards(d), _text("model.safetensors.index.json", "{oops")(d)),
-         "model_damaged", ("not valid json",), issue="malformed index"),
-    Kind("index_without_weight_map", lambda d: (_split_into_shards(d),
-                                                _text("model.safetensors.index.json", '{"metadata": {}}')(d)),
-         "model_damaged", ("weight_map",), issue="malformed index"),
-    Kind("index_points_outside", _index_with(_redirect_first("../../../../etc/hostname")), "model_damaged",
-         ("outside the model folder",), issue="../../etc/hostname was read"),
+    Kind(
+        "index_not_json",
+        lambda d: (_split_into_shards(d), _text("model.safetensors.index.json", "{oops")(d)),
+        "model_damaged",
+        ("not valid json",),
+        issue="malformed index",
+    ),
+    Kind(
+        "index_without_weight_map",
+        lambda d: (_split_into_shards(d), _text("model.safetensors.index.json", '{"metadata": {}}')(d)),
+        "model_damaged",
+        ("weight_map",),
+        issue="malformed index",
+    ),
+    Kind(
+        "index_points_outside",
+        _index_with(_redirect_first("../../../../etc/hostname")),
+        "model_damaged",
+        ("outside the model folder",),
+        issue="../../etc/hostname was read",
+    ),
     Kind("index_absolute_path", _index_with(_redirect_first("/etc/hostname")), "model_damaged", ("outside",)),
-    Kind("index_missing_shard", lambda d: (_split_into_shards(d),
-                                           (d / "model-00002-of-00002.safetensors").unlink()),
-         "model_incomplete", ("missing", "download")),
-    Kind("index_names_absent_tensor", _index_with(_drop_tensor_from_index), "model_damaged", ("no such tensor",)),
+    Kind(
+        "index_missing_shard",
+        lambda d: (_split_into_shards(d), (d / "model-00002-of-00002.safetensors").unlink()),
+        "model_incomplete",
+        ("missing", "download"),
+    ),
+    Kind(
+        "index_names_absent_tensor",
+        _index_with(_drop_tensor_from_index),
+        "model_damaged",
+        ("no such tensor",),
+    ),
     Kind("shards_without_index", _shards_without_index, "model_incomplete", ("index",)),
     # tokenizer and chat template
     Kind("no_tokenizer", _rm("tokenizer.json"), "model_incomplete", ("tokenizer",)),
-    Kind("tokenizer_corrupt", lambda d: _text("tokenizer.json", (d / "tokenizer.json").read_bytes()[:5000])(d),
-         "model_damaged", ("tokenizer.json",), issue="a corrupt tokenizer.json"),
-    Kind("tokenizer_not_a_tokenizer", _text("tokenizer.json", '{"hello": 1}'), "model_damaged",
-         ("tokenizer.json",)),
+    Kind(
+        "tokenizer_corrupt",
+        lambda d: _text("tokenizer.json", (d / "tokenizer.json").read_bytes()[:5000])(d),
+        "model_damaged",
+        ("tokenizer.json",),
+        issue="a corrupt tokenizer.json",
+    ),
+    Kind(
+        "tokenizer_not_a_tokenizer",
+        _text("tokenizer.json", '{"hello": 1}'),
+        "model_damaged",
+        ("tokenizer.json",),
+    ),
     Kind("tokenizer_fifo", _fifo("tokenizer.json"), "model_damaged", ("not a regular file",)),
     Kind("tokenizer_of_another_model", _foreign_tokenizer, "unsupported_model", ("another model",)),
-    Kind("unreadable_tokenizer", _chmod("tokenizer.json", 0), "model_unreadable", ("permission",),
-         unprivileged=True),
-    Kind("no_chat_template", _no_chat_template, "model_incomplete", ("chat template",),
-         issue="loads, then every request fails"),
+    Kind(
+        "unreadable_tokenizer",
+        _chmod("tokenizer.json", 0),
+        "model_unreadable",
+        ("permission",),
+        unprivileged=True,
+    ),
+    Kind(
+        "no_chat_template",
+        _no_chat_template,
+        "model_incomplete",
+        ("chat template",),
+        issue="loads, then every request fails",
+    ),
     Kind("chat_template_syntax_error", _bad_chat_template, "model_damaged", ("does not parse",)),
     Kind("tokenizer_config_is_list", _tokenizer_config_list, "model_damaged", ("a list",)),
 )
@@ -468,9 +643,18 @@ def main(argv: list[str]) -> int:
     if (corpus / GOOD).is_dir():
         start = time.perf_counter()
         outcome = func(corpus / GOOD)
-        print(json.dumps({"name": GOOD, "kind": outcome if isinstance(outcome, str) else outcome[0],
-                          "message": "" if isinstance(outcome, str) else outcome[1],
-                          "seconds": time.perf_counter() - start, "peak_rss": _peak_rss()}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "name": GOOD,
+                    "kind": outcome if isinstance(outcome, str) else outcome[0],
+                    "message": "" if isinstance(outcome, str) else outcome[1],
+                    "seconds": time.perf_counter() - start,
+                    "peak_rss": _peak_rss(),
+                }
+            ),
+            flush=True,
+        )
     for name in names:
         start = time.perf_counter()
         try:
@@ -481,8 +665,12 @@ def main(argv: list[str]) -> int:
             outcome = ("exception", f"{type(exc).__name__}: {exc}")
         seconds = time.perf_counter() - start
         kind, message = outcome if isinstance(outcome, tuple) else ("passed", "")
-        print(json.dumps({"name": name, "kind": kind, "message": message, "seconds": seconds,
-                          "peak_rss": _peak_rss()}), flush=True)
+        print(
+            json.dumps(
+                {"name": name, "kind": kind, "message": message, "seconds": seconds, "peak_rss": _peak_rss()}
+            ),
+            flush=True,
+        )
     return 0
 
 

@@ -34,7 +34,9 @@ def build_window(qtbot: Any, engine: Any, *, settings: Any = None, model_dir: st
     return window
 
 
-def set_text(window: Any, text: str, *, cursor: int | None = None, select: tuple[int, int] | None = None) -> None:
+def set_text(
+    window: Any, text: str, *, cursor: int | None = None, select: tuple[int, int] | None = None
+) -> None:
     """Replace the document (as if opened) and place the cursor or selection."""
     editor = window.editor
     editor.setPlainText(text)
@@ -52,7 +54,7 @@ def is_joined(doc: str, before: str, suggestion: str, after: str, *, whole: bool
     joins may differ from the suggestion's (the assistant fixes doubled spaces and glued words there)."""
     if not (doc.startswith(before) and doc.endswith(after) and len(doc) >= len(before) + len(after)):
         return False
-    middle = doc[len(before): len(doc) - len(after)].strip()
+    middle = doc[len(before) : len(doc) - len(after)].strip()
     if whole:
         return middle == suggestion.strip()
     return bool(middle) and suggestion.lstrip().startswith(middle)

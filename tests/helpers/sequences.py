@@ -27,14 +27,32 @@ ALTERNATIVES = [
     " 바다는 조용했다 and the 🎉 tide turned, slowly,",
     "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen",
 ]
-CTRL, SHIFT, ALT = (Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier,
-                    Qt.KeyboardModifier.AltModifier)
+CTRL, SHIFT, ALT = (
+    Qt.KeyboardModifier.ControlModifier,
+    Qt.KeyboardModifier.ShiftModifier,
+    Qt.KeyboardModifier.AltModifier,
+)
 KEYS = {
-    "word": (Qt.Key.Key_Right, CTRL), "line": (Qt.Key.Key_Backtab, SHIFT), "all": (Qt.Key.Key_Tab, None),
-    "esc": (Qt.Key.Key_Escape, None), "undo": (Qt.Key.Key_Z, CTRL), "redo": (Qt.Key.Key_Z, CTRL | SHIFT),
-    "next": (Qt.Key.Key_BracketRight, ALT), "prev": (Qt.Key.Key_BracketLeft, ALT),
+    "word": (Qt.Key.Key_Right, CTRL),
+    "line": (Qt.Key.Key_Backtab, SHIFT),
+    "all": (Qt.Key.Key_Tab, None),
+    "esc": (Qt.Key.Key_Escape, None),
+    "undo": (Qt.Key.Key_Z, CTRL),
+    "redo": (Qt.Key.Key_Z, CTRL | SHIFT),
+    "next": (Qt.Key.Key_BracketRight, ALT),
+    "prev": (Qt.Key.Key_BracketLeft, ALT),
 }
-WEIGHTS = {"word": 30, "line": 12, "all": 8, "esc": 6, "undo": 14, "redo": 10, "next": 5, "prev": 3, "wait": 6}
+WEIGHTS = {
+    "word": 30,
+    "line": 12,
+    "all": 8,
+    "esc": 6,
+    "undo": 14,
+    "redo": 10,
+    "next": 5,
+    "prev": 3,
+    "wait": 6,
+}
 
 
 def units(text: str, i: int) -> int:
@@ -51,7 +69,7 @@ def allowed(original: str, region: tuple[int, int], doc: str, alternative: str |
     head, tail = original[:s], original[e:]
     if not (doc.startswith(head) and doc.endswith(tail) and len(doc) >= len(head) + len(tail)):
         return "text outside the region changed"
-    middle = doc[len(head): len(doc) - len(tail)]
+    middle = doc[len(head) : len(doc) - len(tail)]
     core = middle.strip()
     if not core or not alternative.lstrip().startswith(core):
         return f"the region holds {middle!r}, not a prefix of {alternative!r}"
@@ -63,7 +81,7 @@ def allowed(original: str, region: tuple[int, int], doc: str, alternative: str |
         return "a space left before a line break"
     joined = head + middle.lstrip()
     if middle and head and not middle[0].isspace() and needs_space(head[-1], middle[0]):
-        return f"glued to the word before: {joined[len(head) - 8: len(head) + 8]!r}"
+        return f"glued to the word before: {joined[len(head) - 8 : len(head) + 8]!r}"
     if middle and tail and not middle[-1].isspace() and needs_space(middle[-1], tail[0]):
         return "glued to the word after"
     return ""
@@ -103,15 +121,21 @@ class Round:
         if self.rng.random() < 0.6:  # often wait; otherwise act on the half-denoised ghost
             self.qtbot.waitUntil(lambda: ghost_state(self.w) != "denoising", timeout=self.timeout_ms)
         else:
-            self.qtbot.waitUntil(lambda: ghost_text(self.w) != "" or ghost_state(self.w) != "denoising",
-                                 timeout=self.timeout_ms)
+            self.qtbot.waitUntil(
+                lambda: ghost_text(self.w) != "" or ghost_state(self.w) != "denoising",
+                timeout=self.timeout_ms,
+            )
         self.check("start")
 
     def act(self) -> None:
         names, weights = zip(*WEIGHTS.items(), strict=True)
         name = self.rng.choices(names, weights)[0]
-        typing = {"all": self.w.actionAcceptSuggestion, "line": self.w.actionAcceptLine,
-                  "next": self.w.actionNextAlternative, "prev": self.w.actionPreviousAlternative}
+        typing = {
+            "all": self.w.actionAcceptSuggestion,
+            "line": self.w.actionAcceptLine,
+            "next": self.w.actionNextAlternative,
+            "prev": self.w.actionPreviousAlternative,
+        }
         if name in typing and not typing[name].isEnabled():
             # With nothing to act on these keys are plain typing (Tab indents, Alt+] types "]"): the writer's
             # own edit, not a suggestion action; the sequence picks another action instead.
@@ -140,10 +164,9 @@ class Round:
         assert not why, f"after {what}: {why}\n{doc!r}\n" + "\n".join(self.log[-12:])
 
 
-
-
-def run_rounds(qtbot, window, rng: random.Random, rounds: int, actions: int,
-               timeout_ms: int = 10_000) -> tuple[int, int, int]:
+def run_rounds(
+    qtbot, window, rng: random.Random, rounds: int, actions: int, timeout_ms: int = 10_000
+) -> tuple[int, int, int]:
     """`rounds` requests with `actions` checked key presses each; returns (actions run, rounds with an accept,
     actions that changed the document)."""
     log: list[str] = []

@@ -34,7 +34,9 @@ def _load(name: str, path: Path) -> ModuleType:
 bundle = _load("letterpress_bundle", ROOT / "packaging" / "bundle.py")
 linux = _load("letterpress_build_linux", ROOT / "installer" / "linux" / "build_linux.py")
 
-needs_dpkg = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb (Debian package 'dpkg') missing")
+needs_dpkg = pytest.mark.skipif(
+    shutil.which("dpkg-deb") is None, reason="dpkg-deb (Debian package 'dpkg') missing"
+)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -64,11 +66,26 @@ def test_every_hidden_import_exists() -> None:
 
 def test_excludes_cover_unused_qt_and_model_families_but_not_what_runs() -> None:
     excluded = set(bundle.excludes())
-    assert {"PySide6.QtWebEngineCore", "PySide6.Qt3DCore", "PySide6.QtQuick", "PySide6.QtMultimedia"} <= excluded
+    assert {
+        "PySide6.QtWebEngineCore",
+        "PySide6.Qt3DCore",
+        "PySide6.QtQuick",
+        "PySide6.QtMultimedia",
+    } <= excluded
     assert {"tkinter", "pytest", "torchvision", "triton"} <= excluded
     assert "transformers.models.llama" in excluded
-    for needed in ("transformers.models.diffusion_gemma", "transformers.models.gemma4", "transformers.models.auto",
-                   "PySide6.QtWidgets", "PySide6.QtGui", "PySide6.QtSvg", "unittest", "torch", "engine", "app"):
+    for needed in (
+        "transformers.models.diffusion_gemma",
+        "transformers.models.gemma4",
+        "transformers.models.auto",
+        "PySide6.QtWidgets",
+        "PySide6.QtGui",
+        "PySide6.QtSvg",
+        "unittest",
+        "torch",
+        "engine",
+        "app",
+    ):
         assert needed not in excluded
 
 
@@ -78,8 +95,13 @@ def test_engine_and_app_run_with_every_excluded_module_hidden(tmp_path: Path) ->
     model with the real Session, run a draft, a rewrite and an infill and import every app module. An exclude
     that the running app needs fails here in seconds instead of in a five-minute build."""
     tiny = tmp_path / "tiny"
-    subprocess.run([sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
-                   check=True, cwd=ROOT, env=_env(), timeout=300)
+    subprocess.run(
+        [sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
+        check=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=300,
+    )
     script = f"""
 import importlib, json, pkgutil, sys
 AT_START = set(sys.modules)  # site's own (.pth) imports, not the app's
@@ -113,19 +135,35 @@ s.run(RewriteRequest(selection="a cat sat", instruction="Make it formal.", setti
 s.run(InfillRequest(before="It was ", after=" of times.", middle_tokens=4, settings=quick))
 print(json.dumps(sorted(m for m in sys.modules if hidden(m) and m not in AT_START)))
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), cwd=ROOT,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
 def test_data_filter_drops_headers_tests_and_pickles_keeps_libraries() -> None:
-    for dropped in ("torch/include/ATen/ATen.h", "torch/test/Dict_test", "torch/bin/protoc", "torch/bin/TCPStoreTest", "torch/lib/libfoo.a",
-                    "resources/models/x/training_args.bin", "resources/models/x/optimizer.pt", "foo/bar.pkl",
-                    "numpy/_core/tests/data/x.csv", "PySide6/Qt/qml/QtQuick/qmldir"):
+    for dropped in (
+        "torch/include/ATen/ATen.h",
+        "torch/test/Dict_test",
+        "torch/bin/protoc",
+        "torch/bin/TCPStoreTest",
+        "torch/lib/libfoo.a",
+        "resources/models/x/training_args.bin",
+        "resources/models/x/optimizer.pt",
+        "foo/bar.pkl",
+        "numpy/_core/tests/data/x.csv",
+        "PySide6/Qt/qml/QtQuick/qmldir",
+    ):
         assert not bundle.keep_data(dropped), dropped
-    for kept in ("torch/lib/libtorch_cpu.so", "torch/bin/torch_shm_manager", "resources/models/x/model.safetensors", "resources/icons/letterpress.svg",
-                 "transformers/models/auto/__init__.py", "PySide6/Qt/plugins/platforms/libqoffscreen.so"):
+    for kept in (
+        "torch/lib/libtorch_cpu.so",
+        "torch/bin/torch_shm_manager",
+        "resources/models/x/model.safetensors",
+        "resources/icons/letterpress.svg",
+        "transformers/models/auto/__init__.py",
+        "PySide6/Qt/plugins/platforms/libqoffscreen.so",
+    ):
         assert bundle.keep_data(kept), kept
 
 
@@ -185,8 +223,13 @@ def test_audit_refuses_pickles_excluded_qt_and_torch_test_trees(tmp_path: Path) 
 def test_offline_runtime_hook_overrides_the_users_environment() -> None:
     hook = ROOT / "packaging" / "rthooks" / "offline.py"
     code = f"exec(open({str(hook)!r}).read()); import os; print(os.environ['HF_HUB_OFFLINE'], 'HF_ENDPOINT' in os.environ)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, HF_HUB_OFFLINE="0", HF_ENDPOINT="https://example.invalid"))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, HF_HUB_OFFLINE="0", HF_ENDPOINT="https://example.invalid"),
+    )
     assert out.stdout.split() == ["1", "False"]
 
 
@@ -205,7 +248,9 @@ def _fake_bundle(path: Path) -> Path:
 
 @needs_dpkg
 def test_deb_installs_bundle_launcher_desktop_entry_and_icons(tmp_path: Path) -> None:
-    deb = linux.build_deb(_fake_bundle(tmp_path / "letterpress"), tmp_path / "out", "1.2.3", compression="gzip")
+    deb = linux.build_deb(
+        _fake_bundle(tmp_path / "letterpress"), tmp_path / "out", "1.2.3", compression="gzip"
+    )
     assert deb.name.startswith("letterpress_1.2.3_")
     fields = subprocess.run(["dpkg-deb", "-f", str(deb)], capture_output=True, text=True, check=True).stdout
     assert "Package: letterpress" in fields and "Version: 1.2.3" in fields and "libxcb-cursor0" in fields
@@ -214,7 +259,9 @@ def test_deb_installs_bundle_launcher_desktop_entry_and_icons(tmp_path: Path) ->
     assert (root / "opt/letterpress/_internal/data.txt").read_text() == "payload"
     assert os.access(root / "opt/letterpress/letterpress", os.X_OK)
     launcher = (root / "usr/bin/letterpress").read_text()
-    assert "exec /opt/letterpress/letterpress" in launcher and os.access(root / "usr/bin/letterpress", os.X_OK)
+    assert "exec /opt/letterpress/letterpress" in launcher and os.access(
+        root / "usr/bin/letterpress", os.X_OK
+    )
     desktop = (root / "usr/share/applications/letterpress.desktop").read_text()
     assert "Exec=/usr/bin/letterpress %F" in desktop and "Icon=letterpress" in desktop and "@" not in desktop
     for size in (16, 32, 48, 128, 256, 512):
@@ -223,22 +270,34 @@ def test_deb_installs_bundle_launcher_desktop_entry_and_icons(tmp_path: Path) ->
     listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
     assert all(" root/root " in line for line in listing.splitlines())
     if shutil.which("desktop-file-validate"):
-        subprocess.run(["desktop-file-validate", str(root / "usr/share/applications/letterpress.desktop")], check=True)
+        subprocess.run(
+            ["desktop-file-validate", str(root / "usr/share/applications/letterpress.desktop")], check=True
+        )
 
 
 def test_tarball_carries_the_bundle_and_the_same_desktop_files(tmp_path: Path) -> None:
-    tgz = linux.build_tarball(_fake_bundle(tmp_path / "letterpress"), tmp_path / "out", "1.2.3", arch="x86_64")
+    tgz = linux.build_tarball(
+        _fake_bundle(tmp_path / "letterpress"), tmp_path / "out", "1.2.3", arch="x86_64"
+    )
     assert tgz.name == "letterpress-1.2.3-linux-x86_64.tar.gz"
     with tarfile.open(tgz) as tar:
         names = set(tar.getnames())
         tar.extractall(tmp_path / "x", filter="data")
     top = "letterpress-1.2.3-linux-x86_64"
-    assert {f"{top}/letterpress", f"{top}/install-user.sh", f"{top}/share/applications/letterpress.desktop.in",
-            f"{top}/share/icons/hicolor/256x256/apps/letterpress.png"} <= names
+    assert {
+        f"{top}/letterpress",
+        f"{top}/install-user.sh",
+        f"{top}/share/applications/letterpress.desktop.in",
+        f"{top}/share/icons/hicolor/256x256/apps/letterpress.png",
+    } <= names
     unpacked = tmp_path / "x" / top
     home = tmp_path / "home"
-    subprocess.run(["sh", str(unpacked / "install-user.sh")], check=True, capture_output=True,
-                   env=dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / "share")))
+    subprocess.run(
+        ["sh", str(unpacked / "install-user.sh")],
+        check=True,
+        capture_output=True,
+        env=dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / "share")),
+    )
     entry = (home / "share/applications/letterpress.desktop").read_text()
     assert f"Exec={unpacked}/letterpress %F" in entry
     assert (home / "share/icons/hicolor/48x48/apps/letterpress.png").is_file()
@@ -254,8 +313,13 @@ def _self_test_model(tmp_path: Path) -> list[str]:
     if DEMO_MODEL.is_dir():
         return []
     tiny = tmp_path / "tiny"
-    subprocess.run([sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
-                   check=True, cwd=ROOT, env=_env(), timeout=300)
+    subprocess.run(
+        [sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
+        check=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=300,
+    )
     return ["--model", str(tiny)]
 
 
@@ -279,8 +343,14 @@ def test_built_deb_installs_and_passes_its_self_test() -> None:
 
 def _build_install_and_self_test(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    build = subprocess.run([sys.executable, "packaging/build.py", "--dist", str(dist), "--fast-compression"], cwd=ROOT, env=_env(),
-                           capture_output=True, text=True, timeout=1500)
+    build = subprocess.run(
+        [sys.executable, "packaging/build.py", "--dist", str(dist), "--fast-compression"],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-5000:]
     info = json.loads((dist / "build-info.json").read_text())
     debs = list(dist.glob("letterpress_*.deb"))

@@ -15,13 +15,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run(args: list[str], tmp_path: Path, timeout: float = 300) -> tuple[int, dict, str]:
     home = tmp_path / "home"
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), HOME=str(home),
-               XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
-               XDG_STATE_HOME=str(home / ".local/state"), XDG_CACHE_HOME=str(home / ".cache"))
+    env = dict(
+        os.environ,
+        QT_QPA_PLATFORM="offscreen",
+        OMP_NUM_THREADS="1",
+        PYTHONPATH=str(ROOT),
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+    )
     for name in ("LETTERPRESS_CONFIG_DIR", "LETTERPRESS_DATA_DIR", "LETTERPRESS_LOG_DIR", "DISPLAY"):
         env.pop(name, None)
-    out = subprocess.run([sys.executable, "-m", "app", "--self-test", *args], capture_output=True, text=True,
-                         env=env, cwd=tmp_path, timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "--self-test", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=timeout,
+    )
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 1, f"expected one JSON line on stdout, got:\n{out.stdout}\n{out.stderr[-3000:]}"
     return out.returncode, json.loads(lines[0]), out.stderr
@@ -67,8 +81,14 @@ server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen()
 socket.create_connection(server.getsockname(), timeout=1).close()
 print(report.network)
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     lines = out.stdout.splitlines()
     assert lines[0].startswith("refused:") and lines[1] == "lookup refused"
     assert lines[2] == "['connect 203.0.113.7', 'lookup huggingface.co']"
@@ -77,8 +97,13 @@ print(report.network)
 @pytest.mark.slow
 def test_self_test_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
     tiny = tmp_path / "tiny"
-    subprocess.run([sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
-                   check=True, cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=300)
+    subprocess.run(
+        [sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
+        check=True,
+        cwd=ROOT,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+        timeout=300,
+    )
     code, summary, stderr = _run(["--model", str(tiny), "--device", "cpu"], tmp_path, timeout=600)
     assert code == 0 and summary["ok"], (summary, stderr[-3000:])
     assert summary["device"] == "cpu" and summary["parameters"] > 0 and summary["model_name"] == "tiny"

@@ -22,7 +22,6 @@ CTRL = Qt.KeyboardModifier.ControlModifier
 SHIFT = Qt.KeyboardModifier.ShiftModifier
 
 
-
 def rewrite_sentence(qtbot, window):
     s = DOC.index(SENTENCE)
     set_text(window, DOC, select=(s, s + len(SENTENCE)))
@@ -50,7 +49,9 @@ def test_typing_right_after_an_accept_is_its_own_undo_step(qtbot, accept):
     qtbot.keyClicks(window.editor, "XY")
     assert "XY" in window.editor.toPlainText()
     undo(qtbot, window)
-    assert window.editor.toPlainText() == accepted, "Ctrl+Z takes back only what was typed (all of it, as usual)"
+    assert window.editor.toPlainText() == accepted, (
+        "Ctrl+Z takes back only what was typed (all of it, as usual)"
+    )
     undo(qtbot, window)
     assert window.editor.toPlainText() == DOC
 
@@ -88,12 +89,12 @@ def test_accept_line_that_ends_at_a_wrap_leaves_no_doubled_space(qtbot, monkeypa
     doc = window.editor.toPlainText()
     assert doc.startswith(BEFORE + "word0") and doc.endswith(AFTER)
     assert "  " not in doc, doc
-    middle = doc[len(BEFORE): len(doc) - len(AFTER)]
+    middle = doc[len(BEFORE) : len(doc) - len(AFTER)]
     assert long.strip().startswith(middle) and len(middle) < len(long) / 2
     assert ghost_text(window).startswith(" word"), "the rest of the ghost keeps its separating space"
     qtbot.keyClick(window.editor, Qt.Key.Key_Backtab, SHIFT)
     doc = window.editor.toPlainText()
-    assert "  " not in doc and long.strip().startswith(doc[len(BEFORE): len(doc) - len(AFTER)])
+    assert "  " not in doc and long.strip().startswith(doc[len(BEFORE) : len(doc) - len(AFTER)])
     qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
     assert "  " not in window.editor.toPlainText()
     undo(qtbot, window)
@@ -152,7 +153,7 @@ def test_accept_word_in_japanese_takes_a_word_not_the_whole_unspaced_text(qtbot)
         qtbot.keyClick(window.editor, Qt.Key.Key_Right, CTRL)
         text = window.editor.toPlainText()
         assert text.startswith("前の文。") and text.endswith("後の文。")
-        middle = text[4: len(text) - 4]
+        middle = text[4 : len(text) - 4]
         assert alternative.startswith(middle)
         seen.append(middle)
         if ghost_state(window) == "idle":

@@ -18,7 +18,6 @@ from tests.helpers.gui import build_window, ghost_text, set_text, wait_ready
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
-
 def type_where_focus_is(qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
     """A real key press goes to the focused widget, wherever that is."""
     target = QApplication.focusWidget()
@@ -37,7 +36,9 @@ def test_after_clicking_an_alternative_typing_and_undo_go_to_the_document(qtbot,
     panel = window.editing.panel
     item = panel.list.item(panel.list.count() - 1)
     target = int(item.data(Qt.ItemDataRole.UserRole))
-    qtbot.mouseClick(panel.list.viewport(), Qt.MouseButton.LeftButton, pos=panel.list.visualItemRect(item).center())
+    qtbot.mouseClick(
+        panel.list.viewport(), Qt.MouseButton.LeftButton, pos=panel.list.visualItemRect(item).center()
+    )
     assert ghost_text(window) == texts[target]
     assert QApplication.focusWidget() is window.editor, "the writer's keys go back to the document"
     type_where_focus_is(qtbot, Qt.Key.Key_Tab)
@@ -57,7 +58,9 @@ def test_clicking_the_strength_dial_leaves_typing_and_undo_with_the_document(qtb
     slider = window.editing.dial.slider
     qtbot.mouseClick(slider, Qt.MouseButton.LeftButton, pos=QPoint(slider.width() // 4, slider.height() // 2))
     assert QApplication.focusWidget() is window.editor, "a click on the dial does not take the keyboard"
-    slider.triggerAction(QAbstractSlider.SliderAction.SliderPageStepSub)  # the turn the click (or wheel) makes
+    slider.triggerAction(
+        QAbstractSlider.SliderAction.SliderPageStepSub
+    )  # the turn the click (or wheel) makes
     qtbot.waitUntil(lambda: len(engine.requests) >= 2)  # the dial re-ran the rewrite at its new strength
     wait_ready(qtbot, window)
     type_where_focus_is(qtbot, Qt.Key.Key_Tab)
@@ -76,12 +79,16 @@ def test_pin_and_reroll_hints_name_the_keys_the_writer_bound(qtbot, settings):
     assert not window.editing.reroll_around_pins()
     hint = window.statusBar().currentMessage()
     assert "Ctrl+Shift+K" in hint and "Ctrl+Alt+Right" not in hint
-    qtbot.keyClick(window.editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(
+        window.editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    )
     assert window.editing.pinned_words()
     hint = window.statusBar().currentMessage()
     assert "Alt+K" in hint and "Alt+Shift+R" not in hint
     assert "Ctrl+Shift+K" in window.editing.actionPinNextWord.toolTip()
-    assert "click a word" in window.editing.actionPinNextWord.toolTip(), "the rest of the tip survives rebinding"
+    assert "click a word" in window.editing.actionPinNextWord.toolTip(), (
+        "the rest of the tip survives rebinding"
+    )
 
 
 def test_reroll_after_a_partial_accept_says_why_even_when_every_word_is_sure(qtbot, settings):
@@ -99,12 +106,20 @@ def test_reroll_after_a_partial_accept_says_why_even_when_every_word_is_sure(qtb
     assert "partly accepted" in window.statusBar().currentMessage()
 
 
-@pytest.mark.parametrize("key, modifiers", [
-    (Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier),  # re-roll uncertain words
-    (Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier),  # re-roll around pins
-    (Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier),  # next alternative
-])
-def test_an_assistant_key_with_nothing_to_act_on_never_types_into_the_document(qtbot, settings, key, modifiers):
+@pytest.mark.parametrize(
+    "key, modifiers",
+    [
+        (Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier),  # re-roll uncertain words
+        (
+            Qt.Key.Key_R,
+            Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier,
+        ),  # re-roll around pins
+        (Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier),  # next alternative
+    ],
+)
+def test_an_assistant_key_with_nothing_to_act_on_never_types_into_the_document(
+    qtbot, settings, key, modifiers
+):
     window = build_window(qtbot, FakeEngine(steps=3), settings=settings)
     set_text(window, "Evening fell.", cursor=13)
     qtbot.keyClick(window.editor, key, modifiers)
@@ -136,7 +151,9 @@ def test_finished_alternatives_keep_their_words_and_pins_when_the_engine_reorder
     qtbot.keyClick(window.editor, Qt.Key.Key_P, Qt.KeyboardModifier.AltModifier)  # pin the first word (Alt+P)
     first = window.editing.pinned_words()
     assert len(first) == 1
-    qtbot.keyClick(window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(
+        window.editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ShiftModifier
+    )
     wait_ready(qtbot, window)
     assert window.editing.pinned_words() == first, "the pinned word is still drawn pinned after the re-roll"
     assert window.editor.toPlainText() == "Evening fell."
@@ -156,11 +173,17 @@ def test_the_diff_after_a_partial_accept_never_strikes_the_words_just_accepted(q
     window.assistant.ghost.flush()
     content = window.assistant.ghost.content
     deleted = [s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "deleted"]
-    inserted = [s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "inserted"]
+    inserted = [
+        s.text.strip() for s, st in zip(content.spans, content.styles, strict=True) if st == "inserted"
+    ]
     assert deleted == ["Tuesday", "should"] and inserted == ["Monday", "must"], (deleted, inserted)
     assert content.badge.startswith("−2 +2 words")
-    assert "".join(s.text for s, st in zip(content.spans, content.styles, strict=True) if st != "deleted").strip() \
+    assert (
+        "".join(
+            s.text for s, st in zip(content.spans, content.styles, strict=True) if st != "deleted"
+        ).strip()
         == "met on Monday and agreed that the budget must be cut."
+    )
     qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
     assert window.editor.toPlainText() == new
     for _ in range(3):

@@ -56,10 +56,13 @@ def test_tab_still_moves_on_after_a_key_was_recorded_or_when_tabbing_through(qtb
     assert not word.hasFocus() and word.keySequence() == QKeySequence("Ctrl+Right")
 
 
-@pytest.mark.parametrize(("setting", "key", "mods"), [
-    ("keys.draft", Qt.Key.Key_Tab, Qt.KeyboardModifier.NoModifier),
-    ("keys.rewrite", Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier),
-])
+@pytest.mark.parametrize(
+    ("setting", "key", "mods"),
+    [
+        ("keys.draft", Qt.Key.Key_Tab, Qt.KeyboardModifier.NoModifier),
+        ("keys.rewrite", Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier),
+    ],
+)
 def test_a_request_bound_to_a_key_the_editor_uses_runs_instead_of_typing(qtbot, settings, setting, key, mods):
     # Moving accept off Tab and giving Tab to "Draft at cursor" was accepted by Settings, but Tab kept typing a
     # tab: only the suggestion keys won over the editor's own handling of Tab, Ctrl+Right and the like.
@@ -73,6 +76,8 @@ def test_a_request_bound_to_a_key_the_editor_uses_runs_instead_of_typing(qtbot, 
     set_text(window, "Some text here", select=(5, 9))
     qtbot.keyClick(window.editor, key, mods)
     qtbot.waitUntil(lambda: ghost_state(window) == "ready", timeout=5000)
-    assert window.editor.toPlainText() == "Some text here", "the key ran the request; nothing was typed or moved"
+    assert window.editor.toPlainText() == "Some text here", (
+        "the key ran the request; nothing was typed or moved"
+    )
     qtbot.keyClick(window.editor, Qt.Key.Key_J, Qt.KeyboardModifier.ControlModifier)
     assert "more words." in window.editor.toPlainText()

@@ -41,8 +41,10 @@ def test_the_stats_label_shows_the_rate_with_a_decimal(qtbot):
 def test_long_status_messages_end_at_a_word_with_an_ellipsis_and_the_tooltip_has_it_all(qtbot):
     window = build_window(qtbot, FakeEngine())
     window.resize(700, 500)
-    long = ("The document is longer than the model reads at once; it sees the 4,000 characters on each side of "
-            "the selection, so whatever lies further away does not shape the suggestion at all.")
+    long = (
+        "The document is longer than the model reads at once; it sees the 4,000 characters on each side of "
+        "the selection, so whatever lies further away does not shape the suggestion at all."
+    )
     window.show_message(long)
     label = window.statusBar().findChild(QLabel, "statusMessage")
     qtbot.waitUntil(lambda: label.text() != "", timeout=2000)
@@ -128,8 +130,12 @@ def test_palette_filters_as_you_type_lists_every_menu_action_and_runs_the_choice
     listed = palette.visible_labels()
     every = [c.label for c in menu_commands(window.menuBar(), (window.actionCommandPalette,))]
     assert sorted(listed) == sorted(every)
-    for label in ("View ▸ Theme ▸ Dark", "Assist ▸ Accept suggestion", "Edit ▸ Find and replace",
-                  "Assist ▸ Rewrite as ▸ Shorter"):
+    for label in (
+        "View ▸ Theme ▸ Dark",
+        "Assist ▸ Accept suggestion",
+        "Edit ▸ Find and replace",
+        "Assist ▸ Rewrite as ▸ Shorter",
+    ):
         assert label in listed, label
     menus = window.menuBar().findChildren(type(window.menuEdit))
     leaves = {a for m in menus for a in m.actions() if a.text() and a.menu() is None and not a.isSeparator()}
@@ -233,7 +239,11 @@ def test_dark_theme_check_boxes_are_readable_checked_or_not(qtbot):
             window = box.palette().color(QPalette.ColorRole.Window)
             # The indicator is the square at the left: its outline or fill must stand out from the window.
             side = min(image.height(), 22)
-            best = max(contrast(QColor(image.pixel(x, y)), window) for x in range(side) for y in range(image.height()))
+            best = max(
+                contrast(QColor(image.pixel(x, y)), window)
+                for x in range(side)
+                for y in range(image.height())
+            )
             results[checked] = best
         assert results[False] >= 3.0 and results[True] >= 3.0, results
     finally:
