@@ -67,7 +67,9 @@ def join(left: str, text: str, right: str, *, original: str = "", complete: bool
     o_trail = _split_trail(o_rest)[1] if o_rest else ""
     # Leading end.
     ws, body = _split_lead(text)
-    if ("\n" in o_lead and "\n" not in ws) or (not ws and o_lead):  # the selection began with a paragraph break: keep it
+    if ("\n" in o_lead and "\n" not in ws) or (
+        not ws and o_lead
+    ):  # the selection began with a paragraph break: keep it
         ws = o_lead
     if not left or left.isspace():  # a space after a space (or at the very start) doubles or dangles
         ws = ws.lstrip(H_SPACE)

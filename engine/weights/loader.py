@@ -92,8 +92,9 @@ def choose_precision(quantization: Quantization, device: str, config: dict[str, 
     else:
         options = [("none", "fp32"), ("none", "bf16"), ("nf4-mixed", "nf4-mixed"), ("nf4", "nf4")]
     estimates = [
-        (scheme, precision, estimate_for_device(config, precision, device)) for scheme, precision in options
-    ]  # type: ignore[arg-type]
+        (scheme, precision, estimate_for_device(config, precision, device))  # type: ignore[arg-type]
+        for scheme, precision in options
+    ]
     chosen = next(((s, p, e) for s, p, e in estimates if e.verdict == "fits"), None)
     if chosen is None:
         chosen = estimates[-1]  # nothing fits comfortably: the smallest; the gate says whether it fits at all

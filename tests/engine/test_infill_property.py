@@ -8,7 +8,26 @@ import torch
 
 from engine.api import DenoiseSettings, InfillRequest
 
-WORDS = ["the", "harbour", "was", "quiet", "and", "boats", "rested", "on", "grey", "water", "안녕", "세계", "漢字", "😀", "café", "naïve", "—", "«quote»"]
+WORDS = [
+    "the",
+    "harbour",
+    "was",
+    "quiet",
+    "and",
+    "boats",
+    "rested",
+    "on",
+    "grey",
+    "water",
+    "안녕",
+    "세계",
+    "漢字",
+    "😀",
+    "café",
+    "naïve",
+    "—",
+    "«quote»",
+]
 
 
 def _phrase(rng: random.Random, lo: int, hi: int) -> str:
