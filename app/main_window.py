@@ -324,7 +324,7 @@ class MainWindow(QMainWindow):
     def _update_actions(self) -> None:
         a = self.assistant
         visible = a.suggestion_visible
-        index, count = a.alternatives
+        _index, _count = a.alternatives
         # While a request runs the accept keys belong to it even before its first words show, so Tab never
         # indents or accepts depending on timing (an accept with nothing visible yet does nothing).
         running = a.state == "denoising"

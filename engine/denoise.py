@@ -306,7 +306,7 @@ class _HostPath:
 
     def stop(self, canvas: _Canvas, argmax: torch.Tensor, entropy: torch.Tensor) -> None:
         done = canvas.stopper.rows_done(argmax, entropy, canvas.fmask)
-        canvas.flags = [f or d for f, d in zip(canvas.flags, done)]
+        canvas.flags = [f or d for f, d in zip(canvas.flags, done, strict=False)]
 
     def to_host(self, canvas: _Canvas) -> tuple[torch.Tensor, torch.Tensor]:
         return canvas.argmax, canvas.conf

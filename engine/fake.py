@@ -333,10 +333,7 @@ def _final_confidence(settle: float) -> float:
 
 
 def _warm_start(request: Request) -> WarmStart | None:
-    if isinstance(request, RewriteRequest):
-        warm = request.warm_start()
-    else:
-        warm = getattr(request, "canvas", None)
+    warm = request.warm_start() if isinstance(request, RewriteRequest) else getattr(request, "canvas", None)
     return None if warm is None or (warm.noise >= 1.0 and not warm.pins) else warm  # as engine.canvas.cold
 
 

@@ -101,7 +101,10 @@ def chat_ids(tokenizer: Any, message: str) -> list[int]:
     head, slot, tail = str(rendered).partition(_CONTENT_SLOT)
     if not slot:
         raise ValueError("the chat template does not place the message's text in the prompt")
-    template = lambda part: list(tokenizer(part, add_special_tokens=False)["input_ids"]) if part else []
+
+    def template(part):
+        return list(tokenizer(part, add_special_tokens=False)["input_ids"]) if part else []
+
     return template(head) + text_ids(tokenizer, message) + template(tail)
 
 

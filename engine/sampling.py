@@ -223,7 +223,7 @@ class StableConfident:
         if not any(stable):  # the canvas moved: not done, whatever the entropy (the usual case early on)
             return stable
         means = self._mean_entropy(entropy, frozen).tolist()
-        return [s and m < self._confidence32 for s, m in zip(stable, means)]
+        return [s and m < self._confidence32 for s, m in zip(stable, means, strict=False)]
 
     @staticmethod
     def _mean_entropy(entropy: torch.Tensor, frozen: torch.Tensor | None) -> torch.Tensor:

@@ -177,7 +177,6 @@ class Session:
         pad = int(gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0))
         text = TokenText(tok, stop_ids={*eos_ids, pad})
         previous_model = self._loaded.model if self._loaded is not None else None
-        replaced = previous_model is not None
         self._loaded, self._eos, self._pad, self._text = loaded, eos_ids, pad, text  # the swap, all at once
         self._config = loaded.model.config.to_dict()
         self.checkpoint_settings = DenoiseSettings.from_generation_config(gen)

@@ -212,7 +212,7 @@ class GhostPainter(QObject):
             return
         self.paints += 1
         editor = self.editor
-        start, end = self.region()
+        _start, end = self.region()
         g = self._geometry(content)
         font, fm, left, right, x0, y0, card = g.font, g.fm, g.left, g.right, g.x0, g.y0, g.card
         line_h = fm.lineSpacing()

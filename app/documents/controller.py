@@ -658,9 +658,9 @@ class DocumentController(QObject):
 
     def _write(self, target: Path) -> bool:
         note_document(target)
-        if self.path is not None and (target == self.path or _same_file(target, self.path)):
-            if not self._disk_allows_save(target):
-                return False
+        same = self.path is not None and (target == self.path or _same_file(target, self.path))
+        if same and not self._disk_allows_save(target):
+            return False
         doc = TextFile(self._unedited_text(), self.encoding, self.newline, self.raw)
         journal = self.save_journal
         on_temp = (lambda temp: journal.note_temp(temp, Path(os.path.realpath(target)))) if journal else None
@@ -1020,9 +1020,8 @@ class DocumentController(QObject):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
         """Ask about unsaved work before the window closes; cancelling keeps the window open."""
-        if watched is self.window and event.type() == QEvent.Type.Close:
-            if not self._close_guard():
-                assert isinstance(event, QCloseEvent)
-                event.ignore()
-                return True
+        if watched is self.window and event.type() == QEvent.Type.Close and not self._close_guard():
+            assert isinstance(event, QCloseEvent)
+            event.ignore()
+            return True
         return False

@@ -142,10 +142,10 @@ class ExternalChangeWatcher(QObject):
             return
         for p in (self.path, self.path.parent):
             if p.exists() and str(p) not in self._watcher.files() + self._watcher.directories():
-                if not self._watcher.addPath(str(p)) and p == self.path:
-                    # The system watcher refused it (a name that is not valid UTF-8 cannot cross into Qt, or
-                    # the
-                    # watch limit is reached): look at it every POLL_MS instead, so a change is still noticed.
+                # The system watcher may refuse it (a name that is not valid UTF-8 cannot cross into Qt, or the
+                # watch limit is reached): then look at it every POLL_MS instead, so a change is still noticed.
+                refused = not self._watcher.addPath(str(p))
+                if refused and p == self.path:
                     self._poll.start()
 
     def _on_poll(self) -> None:

@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from app.platform.locks import FileLock, document_key, document_lock_path, holder_info, read_info
 
@@ -96,7 +97,7 @@ def real_key(path: Path) -> str:
 class EditorClaim:
     """The lock on the one document a window edits (or none: untitled or read-only)."""
 
-    _local: weakref.WeakValueDictionary[str, EditorClaim] = weakref.WeakValueDictionary()
+    _local: ClassVar[weakref.WeakValueDictionary[str, EditorClaim]] = weakref.WeakValueDictionary()
 
     def __init__(self, folder: Path, raise_window: Callable[[], None]) -> None:
         self.folder = folder

@@ -4,6 +4,7 @@ a CI run) or none holds a key for the server."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
@@ -39,10 +40,8 @@ def save_key(url: str, key: str) -> str:
         if key:
             keyring.set_password(SERVICE, _account(url), key)
         else:
-            try:
+            with contextlib.suppress(keyring.errors.PasswordDeleteError):
                 keyring.delete_password(SERVICE, _account(url))
-            except keyring.errors.PasswordDeleteError:
-                pass
     except Exception as exc:  # noqa: BLE001
         return (
             f"The system keychain is not available ({type(exc).__name__}), so the key was not stored; set "

@@ -56,9 +56,14 @@ class _ReservingLayout(QPlainTextDocumentLayout):
 
     def blockBoundingRect(self, block) -> QRectF:  # noqa: N802 - Qt virtual
         rect = super().blockBoundingRect(block)
-        if self.reserved is not None and block.isValid() and block.blockNumber() == self.reserved[0]:
-            if rect.height() > 0:
-                rect.setHeight(rect.height() + self.reserved[1])
+        reserved = self.reserved
+        if (
+            reserved is not None
+            and block.isValid()
+            and block.blockNumber() == reserved[0]
+            and rect.height() > 0
+        ):
+            rect.setHeight(rect.height() + reserved[1])
         return rect
 
 

@@ -9,6 +9,7 @@ host, whose signals drive the progress bar; Cancel stops the load between tensor
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -115,10 +116,8 @@ def find_cached_checkpoints(cache_dirs: list[Path] | None = None) -> list[Cached
             continue
         for repo in repos:
             main = ""
-            try:
+            with contextlib.suppress(EngineError, OSError):
                 main = read_capped(repo / "refs" / "main", 256).decode("utf-8", "replace").strip()
-            except (EngineError, OSError):
-                pass
             try:
                 snaps = sorted((repo / "snapshots").glob("*"))[:MAX_CACHED_REPOS]
             except OSError:

@@ -170,10 +170,15 @@ class CommandPalette(QDialog):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         # Up/Down in the filter move through the list, so the fingers never leave the keys.
-        if watched is self.filter and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
-            if event.key() in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
-                self._move(event.key())
-                return True
+        moves = (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp)
+        if (
+            watched is self.filter
+            and event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() in moves
+        ):
+            self._move(event.key())
+            return True
         return super().eventFilter(watched, event)
 
     def _move(self, key: int) -> None:

@@ -7,7 +7,7 @@ refused is shown in the dialog. Each input's objectName is `setting:<key>` (test
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QKeyCombination, Qt
 from PySide6.QtGui import QFocusEvent, QFontDatabase, QGuiApplication, QKeySequence
@@ -57,7 +57,10 @@ class KeyEdit(QKeySequenceEdit):
     field clicked into records them like any other key; a field reached by Tab, or one that has just recorded
     its key, lets Tab move on through the dialog as usual."""
 
-    _MOVE_ON = [QKeyCombination(Qt.Key.Key_Tab), QKeyCombination(Qt.Key.Key_Backtab)]
+    _MOVE_ON: ClassVar[list[QKeyCombination]] = [
+        QKeyCombination(Qt.Key.Key_Tab),
+        QKeyCombination(Qt.Key.Key_Backtab),
+    ]
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

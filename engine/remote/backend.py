@@ -11,6 +11,7 @@ honoured while the call waits on the network, not only between events.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 import threading
@@ -285,10 +286,8 @@ class RemoteEngine:
             assert cancel is not None
             while not stop_watch.is_set():
                 if cancel.wait(0.05):
-                    try:
+                    with contextlib.suppress(Exception):  # closing a dead stream is fine
                         stream.close()
-                    except Exception:  # noqa: BLE001 - closing a dead stream is fine
-                        pass
                     return
 
         watcher = threading.Thread(target=watch, name="remote-cancel", daemon=True)
@@ -353,10 +352,8 @@ class RemoteEngine:
             if cancel is not None and cancel.is_set():
                 cancelled = True  # asked before the end: the writer no longer wants this result
             if stream is not None:
-                try:
+                with contextlib.suppress(Exception):  # closing a dead stream is fine
                     stream.close()
-                except Exception:  # noqa: BLE001
-                    pass
         seconds = time.perf_counter() - start
         self.last_timings["total"] = seconds
         candidates = tuple(

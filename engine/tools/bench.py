@@ -263,7 +263,7 @@ def _device_to_host(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
         src = args[0] if args else None
         dev = kwargs.get("device")
         return src is not None and src.device.type != "cpu" and dev is not None and str(dev).startswith("cpu")
-    dst, src = (args + (None, None))[:2]
+    dst, src = ((*args, None, None))[:2]
     return dst is not None and src is not None and src.device.type != "cpu" and dst.device.type == "cpu"
 
 

@@ -168,7 +168,7 @@ def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float
             q_logical += module.logical_numel
             fourbit += module.logical_numel
             continue
-        for name, p in module._parameters.items():
+        for _name, p in module._parameters.items():
             if p is None or id(p) in seen:
                 continue
             nbytes = add_tensor(p)
@@ -215,7 +215,7 @@ def observed_plan(model: Any) -> list[dict[str, Any]]:
     def dtype_name(t: Any) -> str:
         return str(t.dtype).removeprefix("torch.")
 
-    for prefix, stack in text_stacks(model):
+    for _prefix, stack in text_stacks(model):
         for name, module in stack.named_modules():
             if is_experts(module):
                 for part in (module.gate_up_proj, module.down_proj):

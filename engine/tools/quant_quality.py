@@ -74,7 +74,10 @@ def _states(session: Any, prompt: str, seed: int, steps: int) -> list[tuple[Any,
             del model.forward
     finally:
         handle.remove()
-    return [(p, c, None if sc is None else sc.clone(), step) for (p, c, step), sc in zip(seen, out_sc)]
+    return [
+        (p, c, None if sc is None else sc.clone(), step)
+        for (p, c, step), sc in zip(seen, out_sc, strict=False)
+    ]
 
 
 def _logits(model: Any, ids: Any, canvas: Any, sc: Any) -> Any:
@@ -135,7 +138,7 @@ def compare(
         quant = Session()
         quant.load(model_dir, device=device, quantization=scheme)  # type: ignore[arg-type]
         kls, agree = [], []
-        for (p, c, sc, step), ref in zip(states, refs):
+        for (p, c, sc, step), ref in zip(states, refs, strict=False):
             t = temps[step - 1]
             got = _logits(quant.model, p, c, sc)
             lp, lq = torch.log_softmax(ref / t, -1), torch.log_softmax(got / t, -1)

@@ -17,6 +17,7 @@ the instructions cycle through the rewrite presets.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -137,7 +138,7 @@ def check(report: dict[str, Any]) -> list[str]:
     """What the issue asks of the figures; an empty list when all hold."""
     means = [report["summary"][k]["mean"] for k in sorted(report["summary"], key=float)]
     problems = []
-    if any(a <= b for a, b in zip(means, means[1:])):
+    if any(a <= b for a, b in itertools.pairwise(means)):
         problems.append(f"kept share does not fall as strength rises: {means}")
     light = report["summary"].get("0.2")
     if light is not None and light["mean"] <= 0.6:

@@ -218,13 +218,18 @@ def stream_into(
                     device,
                     dtype,
                     check_cancel,
-                    lambda part: report(index, stats.bytes_read + part),
+                    lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
                 )
                 stats.quantized += 1
                 filled.add(id(target))
             elif kind == "nf4_part":
                 module, name = target
-                _assign_checked(reader, entry, checksums, lambda t: _set_buffer(module, name, t.to(device)))
+                _assign_checked(
+                    reader,
+                    entry,
+                    checksums,
+                    lambda t: _set_buffer(module, name, t.to(device)),  # noqa: B023 - called within this iteration
+                )
                 filled.add(id(module))
             elif kind == "tensor":
                 if id(target) in targets.done:
@@ -233,7 +238,11 @@ def stream_into(
                     targets.assign(
                         target,
                         _read_cast_in_rows(
-                            reader, entry, device, dtype, lambda part: report(index, stats.bytes_read + part)
+                            reader,
+                            entry,
+                            device,
+                            dtype,
+                            lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
                         ),
                     )
                 else:
@@ -241,8 +250,8 @@ def stream_into(
                         reader,
                         entry,
                         checksums,
-                        lambda t: targets.assign(target, _cast(t, device, dtype)),
-                        lambda part: report(index, stats.bytes_read + part),
+                        lambda t: targets.assign(target, _cast(t, device, dtype)),  # noqa: B023 - called within this iteration
+                        lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
                     )
             else:
                 stats.unexpected.append(entry.name)

@@ -292,16 +292,15 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
         if key not in values:
             values[key] = config_int(text, key, where, default=0 if key not in ("head_dim",) else 256)
     canvas = config.get("canvas_length")
-    if canvas is not None:
-        if (
-            isinstance(canvas, bool)
-            or not isinstance(canvas, int)
-            or not CANVAS_LIMITS[0] <= canvas <= CANVAS_LIMITS[1]
-        ):
-            raise UnsupportedModelError(
-                f"{where} sets 'canvas_length' to {_show(canvas)}; a DiffusionGemma canvas is a whole number of "
-                f"tokens from {CANVAS_LIMITS[0]} to {CANVAS_LIMITS[1]:,}. Download config.json again."
-            )
+    if canvas is not None and (
+        isinstance(canvas, bool)
+        or not isinstance(canvas, int)
+        or not CANVAS_LIMITS[0] <= canvas <= CANVAS_LIMITS[1]
+    ):
+        raise UnsupportedModelError(
+            f"{where} sets 'canvas_length' to {_show(canvas)}; a DiffusionGemma canvas is a whole number of "
+            f"tokens from {CANVAS_LIMITS[0]} to {CANVAS_LIMITS[1]:,}. Download config.json again."
+        )
     if values["top_k_experts"] > values["num_experts"]:
         raise UnsupportedModelError(
             f"{where} routes each token to {values['top_k_experts']} experts but has only {values['num_experts']}; "
@@ -314,12 +313,13 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
         )
     layers = values["num_hidden_layers"]
     types = text.get("layer_types")
-    if types is not None:
-        if not isinstance(types, list) or len(types) != layers or not all(t in LAYER_TYPES for t in types):
-            raise ModelDamagedError(
-                f"{where}: 'layer_types' must list {layers} entries, each 'sliding_attention' or 'full_attention'; "
-                "the file is damaged. Download config.json again."
-            )
+    if types is not None and (
+        not isinstance(types, list) or len(types) != layers or not all(t in LAYER_TYPES for t in types)
+    ):
+        raise ModelDamagedError(
+            f"{where}: 'layer_types' must list {layers} entries, each 'sliding_attention' or 'full_attention'; "
+            "the file is damaged. Download config.json again."
+        )
     per_layer = text.get("per_layer_config")
     if per_layer is not None:
         if not isinstance(per_layer, dict) or len(per_layer) > layers:

@@ -153,7 +153,7 @@ def _run(code: str, tmp_path: Path) -> dict:
 
 
 def test_importing_every_app_module_and_running_the_fake_window_never_loads_torch(tmp_path):
-    code = """
+    code = f"""
 import importlib, json, pkgutil, sys, time
 import app
 names = [m.name for m in pkgutil.walk_packages(app.__path__, "app.") if m.name != "app.__main__"]
@@ -174,9 +174,9 @@ while window.editor.property("ghostState") != "ready" and time.time() < end:
     qapp.processEvents()
 state = window.editor.property("ghostState")
 window.close()
-print(json.dumps({"state": state, "modules": names,
-                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in %r)}))
-""" % (sorted(HEAVY),)
+print(json.dumps({{"state": state, "modules": names,
+                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in {sorted(HEAVY)!r})}}))
+"""
     report = _run(code, tmp_path)
     assert report["state"] == "ready"
     assert "app.assist.controller" in report["modules"] and "app.assist.engine_host" in report["modules"]
@@ -184,15 +184,15 @@ print(json.dumps({"state": state, "modules": names,
 
 
 def test_importing_engine_modules_never_loads_qt(tmp_path):
-    code = """
+    code = f"""
 import importlib, json, pkgutil, sys
 import engine
 names = [m.name for m in pkgutil.walk_packages(engine.__path__, "engine.")
          if not m.name.endswith("__main__") and not m.name.startswith("engine.training")]
 for name in names:
     importlib.import_module(name)
-print(json.dumps({"modules": names, "qt": sorted(m for m in sys.modules if m.split(".")[0] in %r)}))
-""" % (sorted(QT),)
+print(json.dumps({{"modules": names, "qt": sorted(m for m in sys.modules if m.split(".")[0] in {sorted(QT)!r})}}))
+"""
     report = _run(code, tmp_path)
     assert {"engine.fake", "engine.weights.loader", "engine.tools.bench"} <= set(report["modules"])
     assert report["qt"] == []

@@ -100,7 +100,7 @@ def test_the_save_dialog_adds_the_extension_before_it_checks(win):
     """The real dialog (not replaced): its default suffix is md and its own overwrite check is off."""
     from PySide6.QtWidgets import QFileDialog
 
-    window, docs, _ = win
+    _window, docs, _ = win
     seen = {}
 
     def fake_exec(self):
@@ -507,7 +507,7 @@ def test_characters_the_editor_cannot_hold_survive_a_save_without_an_edit_and_th
 
 def test_recovered_text_is_what_a_save_without_an_edit_writes(win, tmp_path):
     """Guard for the rule above: only the file's own text may be swapped back in; recovered text is the writer's."""
-    window, docs, answers = win
+    _window, docs, answers = win
     p = tmp_path / "crashed.md"
     p.write_bytes(b"on disk\r\n")
     docs.restore("on disk\nrecovered words", str(p))
@@ -534,7 +534,7 @@ def test_a_file_changed_on_disk_after_its_crash_copy_was_made_is_not_overwritten
 ):
     """The app crashed with unsaved edits; then another program (a sync client, another editor) changed the
     file. Restoring the crash copy and saving must ask first, like any other change made on disk."""
-    window, docs, answers = win
+    _window, docs, answers = win
     p = tmp_path / "synced.md"
     p.write_text("edited elsewhere after the crash\n", encoding="utf-8")
     copy_time = p.stat().st_mtime - 60  # the autosave was written a minute before the file changed

@@ -132,7 +132,7 @@ def test_read_only_file_is_not_overwritten(tmp_path):
     p.write_text("locked", encoding="utf-8")
     p.chmod(stat.S_IRUSR)
     try:
-        with pytest.raises(DocumentError, match="read-only.*Save As"):
+        with pytest.raises(DocumentError, match=r"read-only.*Save As"):
             write_text_file(p, TextFile("changed"))
         assert p.read_text(encoding="utf-8") == "locked"
     finally:

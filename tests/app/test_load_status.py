@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 from app.ui.load_status import describe, percent
@@ -98,7 +99,7 @@ def test_the_real_load_reports_phases_in_order_and_bytes_only_grow(tmp_path):
     assert stages[0] == "preparing" and stages[-2:] == ["warming up", "ready"]
     loading = [e for e in events if e.stage == "loading"]
     assert len(loading) > 3 and loading[-1].fraction == 1.0
-    assert all(a.bytes_done <= b.bytes_done for a, b in zip(loading, loading[1:], strict=False))
+    assert all(a.bytes_done <= b.bytes_done for a, b in itertools.pairwise(loading))
 
 
 def test_the_bar_moves_inside_one_big_tensor(tmp_path, monkeypatch):
@@ -120,8 +121,8 @@ def test_the_bar_moves_inside_one_big_tensor(tmp_path, monkeypatch):
         and e.bytes_done > 0
         and e.bytes_done not in {b.bytes_done for b in loading if b is not e and b.done > e.done}
     ]
-    assert max(b.bytes_done - a.bytes_done for a, b in zip(loading, loading[1:], strict=False)) <= 4096 + 64
-    assert inside and all(a.bytes_done <= b.bytes_done for a, b in zip(loading, loading[1:], strict=False))
+    assert max(b.bytes_done - a.bytes_done for a, b in itertools.pairwise(loading)) <= 4096 + 64
+    assert inside and all(a.bytes_done <= b.bytes_done for a, b in itertools.pairwise(loading))
 
 
 def test_a_cast_tensor_is_converted_a_part_at_a_time(tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ def _draft_works(qtbot, window, text: str) -> None:
 def test_choosing_a_broken_folder_keeps_the_model_in_use(
     qtbot,
     tmp_path,
-    tiny_model,
+    tiny_model,  # noqa: F811 - the fixture imported above
     settings,
     monkeypatch,
     broken,

@@ -48,7 +48,7 @@ def _plant(folder: Path, name: str, text: str, path: str | None, saved_at: float
 
 
 def test_unsaved_text_is_autosaved_and_removed_on_save(doc_ui, tmp_path, qtbot):
-    window, editor, ctrl, rec = doc_ui
+    _window, editor, ctrl, rec = doc_ui
     target = tmp_path / "essay.md"
     target.write_text("", encoding="utf-8")
     ctrl.open(target)
@@ -65,7 +65,7 @@ def test_unsaved_text_is_autosaved_and_removed_on_save(doc_ui, tmp_path, qtbot):
 
 
 def test_discarding_removes_the_copy_and_clean_state_writes_nothing(doc_ui, qtbot):
-    window, editor, ctrl, rec = doc_ui
+    _window, editor, ctrl, rec = doc_ui
     rec.autosave_now()
     rec.flush()
     assert [

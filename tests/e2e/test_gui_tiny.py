@@ -90,7 +90,7 @@ def test_rewrite_and_alternatives(qtbot, window):
     start = text.index("the")
     set_text(window, text, select=(start, len(text)))
     run_to_ready(qtbot, window, window.actionRewrite.trigger)
-    index, count = window.assistant.alternatives
+    _index, count = window.assistant.alternatives
     assert count >= 1
     if count > 1:
         first = ghost_text(window)

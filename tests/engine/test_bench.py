@@ -185,7 +185,7 @@ def test_sampling_only_the_accepted_slots_gives_the_full_samplers_canvas(rows: i
             probs, uniforms, accepted, sampling_mod.noise_ids(64, (rows, 16), g2, cpu)
         )
         assert torch.equal(got, expected), seed
-        assert all(torch.equal(a.get_state(), b.get_state()) for a, b in zip(g1, g2))
+        assert all(torch.equal(a.get_state(), b.get_state()) for a, b in zip(g1, g2, strict=False))
 
 
 def test_precomputed_temperatures_equal_the_reference_processor() -> None:

@@ -41,7 +41,7 @@ def test_stray_bytes_and_control_characters_are_dropped(session, text) -> None:
     tok = session.tokenizer
     lone_continuation = tok.convert_tokens_to_ids("<0x95>")
     bell = tok.convert_tokens_to_ids("<0x07>")
-    ids = _ids(session, "good") + [lone_continuation, bell] + _ids(session, " words")
+    ids = [*_ids(session, "good"), lone_continuation, bell, *_ids(session, " words")]
     assert text.text(ids) == "good words"
 
 
@@ -57,5 +57,5 @@ def test_words_take_the_confidence_of_their_weakest_token(session, text) -> None
 
 def test_visible_ids_stop_at_end_of_text(session, text) -> None:
     tok = session.tokenizer
-    ids = _ids(session, "done") + [tok.eos_token_id] + _ids(session, " noise")
+    ids = [*_ids(session, "done"), tok.eos_token_id, *_ids(session, " noise")]
     assert text.text(text.visible_ids(ids)) == "done"

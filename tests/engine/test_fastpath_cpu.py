@@ -55,7 +55,7 @@ def test_the_dequantize_out_fake_kernel_accepts_the_real_stack_shape() -> None:
         A, absmax, 64, "nf4", [count * out_f, in_f], torch.bfloat16, out=out
     )
     wrong = torch.empty(count * out_f, in_f + 2, dtype=torch.bfloat16, device="meta")
-    with pytest.raises(RuntimeError, match="out.shape"):  # the check itself still works
+    with pytest.raises(RuntimeError, match=r"out\.shape"):  # the check itself still works
         torch.ops.bitsandbytes.dequantize_4bit.out(
             A, absmax, 64, "nf4", [count * out_f, in_f], torch.bfloat16, out=wrong
         )

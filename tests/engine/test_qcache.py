@@ -81,7 +81,7 @@ def test_damaged_or_foreign_cache_is_detected_and_rebuilt(tiny_dir: Path, first,
     assert torch.equal(_logits(first.model), _logits(again.model))
     manifest, reason = qcache.read_manifest(slot)
     assert manifest is not None, reason  # and a good cache is in place again
-    third, seen = _load(tiny_dir)
+    _third, seen = _load(tiny_dir)
     assert "reading cache" in {p.stage for p in seen}
 
 

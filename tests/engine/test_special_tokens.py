@@ -83,7 +83,7 @@ def test_infill_middle_is_cut_at_end_of_turn(gemma4_session, monkeypatch: pytest
     tok = gemma4_session.tokenizer
     canvas = gemma4_session.info.canvas_length
     after = " and the boats rested."
-    middle = _ids(tok, " harbour was") + [tok.convert_tokens_to_ids("<turn|>")] + _ids(tok, " quiet")
+    middle = [*_ids(tok, " harbour was"), tok.convert_tokens_to_ids("<turn|>"), *_ids(tok, " quiet")]
     after_ids = _ids(tok, after)
     row = middle + after_ids[: canvas - len(middle)]
     row += [0] * (canvas - len(row))
@@ -102,14 +102,14 @@ def test_draft_never_writes_a_channel_span_and_ends_at_end_of_turn(
 ) -> None:
     tok = gemma4_session.tokenizer
     canvas = gemma4_session.info.canvas_length
-    row = (
-        [tok.convert_tokens_to_ids("<|channel>")]
-        + _ids(tok, " The boats rested")
-        + [tok.convert_tokens_to_ids("<channel|>")]
-        + _ids(tok, " on the water")
-        + [tok.convert_tokens_to_ids("<turn|>")]
-        + _ids(tok, " after the end")
-    )
+    row = [
+        tok.convert_tokens_to_ids("<|channel>"),
+        *_ids(tok, " The boats rested"),
+        tok.convert_tokens_to_ids("<channel|>"),
+        *_ids(tok, " on the water"),
+        tok.convert_tokens_to_ids("<turn|>"),
+        *_ids(tok, " after the end"),
+    ]
     row = (row + [0] * canvas)[:canvas]
     _scripted(monkeypatch, [row])
     result = gemma4_session.run(

@@ -128,7 +128,7 @@ def test_left_padding_does_not_change_what_an_example_sees() -> None:
     torch.manual_seed(0)
     model = DiffusionGemmaForBlockDiffusion(tiny_config(300, canvas_length=8, hidden_size=32)).eval()
     short = examples.Example([2, 30, 31, 32], list(range(40, 48)), [True] * 8, "draft")
-    long = examples.Example([2] + list(range(50, 70)), list(range(40, 48)), [True] * 8, "draft")
+    long = examples.Example([2, *list(range(50, 70))], list(range(40, 48)), [True] * 8, "draft")
     alone, together = collate([short], 0), collate([short, long], 0)
     with torch.no_grad():
         a = decode(model, alone, alone.target, encode_prefix(model, alone))[0]

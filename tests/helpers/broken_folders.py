@@ -136,7 +136,7 @@ def _split_into_shards(
     keys = [k for k in header if k != "__metadata__"]
     shard_names = names or ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
     weight_map = {}
-    for part, shard in zip((keys[: len(keys) // 2], keys[len(keys) // 2 :]), shard_names):
+    for part, shard in zip((keys[: len(keys) // 2], keys[len(keys) // 2 :]), shard_names, strict=False):
         sub, chunks, offset = {}, [], 0
         for k in part:
             lo, hi = header[k]["data_offsets"]
@@ -246,7 +246,7 @@ def _text(name: str, content: str | bytes) -> Callable[[Path], None]:
 
 
 def _huge_header(d: Path) -> None:
-    header, data = _header(d)
+    _header_bytes, data = _header(d)
     (d / "model.safetensors").write_bytes(struct.pack("<Q", 5 * 1024**3) + b"{}" + data[:1000])
 
 

@@ -143,7 +143,7 @@ def test_a_server_that_dies_mid_stream_is_a_sentence_not_a_result(stub):
 def test_a_slow_server_times_out_with_the_time_in_the_sentence(stub):
     engine = _engine(stub.url, read=0.5)
     stub.knobs.delay = 2.0
-    with pytest.raises(ServerTimeoutError, match="sent nothing for 0.5 s"):
+    with pytest.raises(ServerTimeoutError, match=r"sent nothing for 0\.5 s"):
         engine.run(sc.draft())
 
 
@@ -216,7 +216,7 @@ def test_cli_generate_against_a_server(stub, tmp_path):
     assert done.stdout.strip() == _recorded_texts("draft")[0].strip()
     env["LETTERPRESS_API_KEY"] = "wrong-key"
     done = subprocess.run(
-        cmd + ["--jsonl"], check=False, capture_output=True, text=True, env=env, timeout=120, cwd=ROOT
+        [*cmd, "--jsonl"], check=False, capture_output=True, text=True, env=env, timeout=120, cwd=ROOT
     )
     assert done.returncode == 2 and json.loads(done.stdout.splitlines()[-1])["kind"] == "server_auth"
 
