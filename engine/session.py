@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from engine import attention
 from engine import budget as request_budget
 from engine import canvas as warm_canvas
 from engine.api import (
@@ -205,6 +206,7 @@ class Session:
         on_progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> LoadedModel:
+        attention.install()  # grouped-query attention without the K/V copy for the 512-dim global layers
         try:
             return load_model(
                 model_dir, device=device, quantization=quantization, on_progress=on_progress, cancel=cancel

@@ -267,8 +267,10 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
     import transformers  # noqa: F401
     from transformers import DiffusionGemmaForBlockDiffusion  # noqa: F401
 
+    from engine import attention
     from engine.weights.loader import load_model
 
+    attention.install()  # as the session does: grouped-query attention without the K/V copy
     if not use_cache:
         os.environ["LETTERPRESS_QCACHE"] = "off"
     gc.collect()

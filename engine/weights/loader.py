@@ -131,11 +131,8 @@ def load_model(
     import torch
     from transformers import AutoTokenizer
 
-    from engine import attention
     from engine.api import OutOfMemoryError, WontFitError
     from engine.weights.fit import estimate_for_device
-
-    attention.install()  # grouped-query attention without the K/V copy for the 512-dim global layers
 
     if on_progress:
         on_progress(LoadProgress(0, 0, stage="preparing"))

@@ -68,6 +68,8 @@ RUNTIME_PATH += ("resources",)  # where the shipped resources/ live (the app ask
 RUNTIME_PATH += (
     "declared",
     "env",
+    "attention",  # exact grouped-query attention for the 512-dim layers (installed by the session's load)
+    "self_conditioning",  # the chunked self-conditioning hand-off
 )  # a checkpoint's declared steps (torch-free); environment values, validated
 
 
