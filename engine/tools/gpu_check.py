@@ -417,6 +417,16 @@ def _roofline(ctx: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _kernels(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The fused kernels (engine/kernels) against the traffic model and bitsandbytes' path; without a CUDA
+    device (the dry run) it says so plainly instead of timing anything."""
+    from engine.tools.kernel_timing import time_kernels
+
+    report = time_kernels(alternatives=1, experts=128, iters=3 if ctx["dry_run"] else 10)
+    line = report.get("message") or f"kernels timed on {report.get('device')}"
+    return {**report, "ok": True, "line": line}
+
+
 CHECKS: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
     ("environment", _env),
     ("real_shape_layer", _model),
@@ -426,6 +436,7 @@ CHECKS: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
     ("compile", _compile),
     ("fastpath_draft", _fastpath_draft),
     ("roofline", _roofline),
+    ("kernels", _kernels),
 ]
 NEEDS_MODEL = {"syncs", "step_memory", "fastpath_draft", "roofline"}
 
