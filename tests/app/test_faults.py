@@ -191,12 +191,12 @@ def real_window(qtbot, model_dir, settings, monkeypatch):
     """The real window and engine on `model_dir`, with a fixed sampling seed: with a random one, a random tiny
     model writes nothing at all about once in 80 drafts ("The model returned no text"), which these tests do not
     test."""
-    import engine.session
+    import engine.plan
     from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
 
     monkeypatch.setattr(
-        engine.session, "secrets", type("FixedSeed", (), {"randbelow": staticmethod(lambda n: 7)})
+        engine.plan, "secrets", type("FixedSeed", (), {"randbelow": staticmethod(lambda n: 7)})
     )
 
     settings.update({"denoise.steps": 4, "denoise.alternatives": 1, "draft.length": 16})
