@@ -244,7 +244,7 @@ def test_warm_text_longer_than_a_canvas_is_never_dropped_by_an_early_end(session
     )
     selected = len(tok(selection, add_special_tokens=False)["input_ids"])
     assert selected > 2 * canvas  # the kept text spans three canvases
-    stops = sorted({*session._eos, session._pad})
+    stops = sorted({*session.eos_ids, session.pad_id})
 
     def wants_to_end(module, args, kwargs, output):
         output.logits[..., stops] += 60.0
@@ -258,10 +258,11 @@ def test_warm_text_longer_than_a_canvas_is_never_dropped_by_an_early_end(session
             strength=0.5,
             settings=DenoiseSettings(seed=5, max_steps=6, candidates=2),
         )
-        warm = session._warm(request, request.settings, canvas, 5, 4 * canvas)
         session.run(request)
     finally:
         handle.remove()
+    warm = session.last_request_plan.warm  # the warm canvas the run started from
+    assert warm is not None
     out = session.last_output
     generated = out.sequences[:, out.prompt_length :]
     positions = torch.arange(warm.ids.shape[1])
