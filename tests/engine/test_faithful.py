@@ -237,14 +237,17 @@ def test_infill_feeds_pinned_self_conditioning_at_the_frozen_slots(session) -> N
     fids = torch.zeros(1, canvas, dtype=torch.long)
     fids[0, 10:20] = torch.arange(100, 110)
     seen: list[torch.Tensor] = []
-    denoise_module._handoff_for(model)  # the hand-off hook runs first; ours sees what the body gets
+    # What the decoder's self-conditioning is handed each step (the hand-off is chunked, so it is read where the
+    # loop hands it over, not from the body's keyword arguments).
+    handoff = denoise_module._handoff_for(model)
+    put = handoff.put
 
-    def grab(module, args, kwargs):
-        sc = kwargs.get("self_conditioning_logits")
-        if sc is not None:
-            seen.append(sc.clone())
+    def grab(tensor):
+        if tensor is not None:
+            seen.append(tensor.clone())
+        put(tensor)
 
-    handle = model.model.register_forward_pre_hook(grab, with_kwargs=True)
+    handoff.put = grab  # type: ignore[method-assign]
     try:
         with torch.inference_mode():
             out = denoise(
@@ -259,7 +262,7 @@ def test_infill_feeds_pinned_self_conditioning_at_the_frozen_slots(session) -> N
                 max_blocks=1,
             )
     finally:
-        handle.remove()
+        del handoff.put  # back to the class's method
     assert len(seen) == out.steps - 1 >= 2
     low = torch.finfo(torch.float32).min / 2
     for sc in seen:
