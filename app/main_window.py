@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from app.assist.controller import Assistant
 from app.assist.engine_host import EngineHost
-from app.assist.presets import PRESET_LABELS
+from app.assist.presets import preset_label
 from app.assist.request_defaults import RequestDefaults
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
@@ -192,7 +192,7 @@ class MainWindow(QMainWindow):
                 self,
                 "actionPreset_",
                 key,
-                PRESET_LABELS.get(key, key.replace("_", " ").capitalize()),
+                preset_label(key),
                 partial(a.rewrite, instruction),
                 tip=instruction,
             )

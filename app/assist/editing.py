@@ -27,7 +27,7 @@ from app.assist.controller import Assistant
 from app.assist.diff_view import WordDiff, diff_hook
 from app.assist.ghost import GhostContent
 from app.assist.request_defaults import RequestDefaults
-from app.assist.strength import LEVELS, StrengthDial, StrengthMemory
+from app.assist.strength import LEVELS, StrengthDial, StrengthMemory, factory_default
 from app.config.commands import default_key
 from app.ui import actions
 from engine.api import (
@@ -112,6 +112,13 @@ class DiffusionEditing(QObject):
             act.setCheckable(True)
             self.strength_group.addAction(act)
             self.strength_actions.append(act)
+        # Saving the dial's value as a preset's default is a choice of its own, never a side effect of a drag.
+        self.actionSaveStrengthDefault = actions.create_member(
+            w, "actionStrengthDefault_", "save", "Save as default", self.save_strength_default
+        )
+        self.actionResetStrengthDefault = actions.create_member(
+            w, "actionStrengthDefault_", "reset", "Reset to default", self.reset_strength_default
+        )
         self.edit_actions = [
             self.actionRerollUncertain,
             self.actionRerollAroundPins,
@@ -123,11 +130,13 @@ class DiffusionEditing(QObject):
 
     def _build_ui(self) -> None:
         w = self.window
-        from app.assist.presets import PRESET_LABELS  # the labels the presets show in menus
+        from app.assist.presets import preset_labels  # the labels the presets show in menus
 
-        self.dial = StrengthDial(self.memory, dict(PRESET_LABELS), w)
+        self.dial = StrengthDial(self.memory, preset_labels(self.assistant.presets()), w)
         self.dial.changed.connect(self._on_strength_changed)
         self.dial.slider.valueChanged.connect(lambda _v: self._sync_levels())
+        self.dial.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.dial.addActions([self.actionSaveStrengthDefault, self.actionResetStrengthDefault])
         w.addToolBarBreak()
         tools = w.addToolBar("Diffusion editing")
         tools.setObjectName("toolbarEditing")
@@ -141,6 +150,8 @@ class DiffusionEditing(QObject):
         self.menuStrength = QMenu("Rewrite &strength", w)
         self.menuStrength.setObjectName("menuRewriteStrength")
         self.menuStrength.addActions(self.strength_actions)
+        self.menuStrength.addSeparator()
+        self.menuStrength.addActions([self.actionSaveStrengthDefault, self.actionResetStrengthDefault])
         self.assist_menu.addSeparator()
         self.assist_menu.addMenu(self.menuStrength)
         self.assist_menu.addActions(self.edit_actions)
@@ -168,14 +179,27 @@ class DiffusionEditing(QObject):
         key = self.memory.key_for(instruction)
         self.dial.show_preset(key)
         self._sync_levels()
-        return self.memory.get(key)
+        return self.dial.strength()
 
     def set_strength(self, value: float) -> None:
         """Turn the dial (for the preset it shows); a whole rewrite of that preset on screen runs again."""
         self.dial.set_value(value)
         self._sync_levels()
 
+    def save_strength_default(self) -> None:
+        """Assist ▸ Rewrite strength ▸ Save as default for <preset>: the dial's value becomes its default."""
+        self.dial.save_default()
+        self._sync_levels()
+        self.show_message(f"{self.dial.value:.1f} is now the default strength for “{self.dial.name()}”.")
+
+    def reset_strength_default(self) -> None:
+        """Assist ▸ Rewrite strength ▸ Reset <preset> to its default (the built-in strength)."""
+        self.dial.reset_default()
+        self._sync_levels()
+        self.show_message(f"“{self.dial.name()}” is back to its default strength {self.dial.value:.1f}.")
+
     def _on_strength_changed(self, key: str, value: float) -> None:
+        self._sync_levels()
         sug = self.assistant.suggestion
         request = self._fresh(sug)
         if not isinstance(request, RewriteRequest) or self.memory.key_for(request.instruction) != key:
@@ -187,6 +211,18 @@ class DiffusionEditing(QObject):
     def _sync_levels(self) -> None:
         for act, (_name, value) in zip(self.strength_actions, LEVELS, strict=True):
             act.setChecked(abs(value - self.dial.value) < 0.05)
+        name, default = self.dial.name(), self.memory.get(self.dial.key)
+        save, reset = self.actionSaveStrengthDefault, self.actionResetStrengthDefault
+        save.setText(f"Save {self.dial.value:.1f} as default for “{name}”")
+        save.setEnabled(self.dial.value != default and self._dial_usable())
+        save.setToolTip(f"Rewrites with “{name}” start at {self.dial.value:.1f} from now on")
+        reset.setText(f"Reset “{name}” to its default ({factory_default(self.dial.key):.1f})")
+        reset.setEnabled(
+            (default != factory_default(self.dial.key) or self.dial.value != default) and self._dial_usable()
+        )
+
+    def _dial_usable(self) -> bool:
+        return getattr(self, "caps", LOCAL_CAPABILITIES).canvas_control
 
     # -- re-roll and pins ------------------------------------------------------------------------------------
 
@@ -413,6 +449,7 @@ class DiffusionEditing(QObject):
         self.dial.setToolTip("" if caps.canvas_control else reason)
         for act in self.strength_actions:
             act.setEnabled(caps.canvas_control)
+        self._sync_levels()
         self._on_changed()
 
     def _on_changed(self) -> None:
@@ -439,7 +476,11 @@ class DiffusionEditing(QObject):
             self.actionToggleDiffView.setChecked(self.diff_enabled)
             self._repaint()
         elif key == "rewrite.presets":
+            from app.assist.presets import preset_labels
+
             self.memory.presets = self.assistant.presets()
+            self.dial.fit_caption(preset_labels(self.memory.presets))
+            self._sync_levels()
 
     def _key(self, name: str, default: str | None = None) -> str:
         """The key the writer bound to `keys.<name>` ("" for none), so hints never name a key that does nothing."""

@@ -6,6 +6,8 @@ both, so neither imports the other.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 PRESET_LABELS = {
     "shorter": "Shorter",
     "longer": "Longer",
@@ -15,3 +17,13 @@ PRESET_LABELS = {
     "simplify": "Simplify",
     "freely": "Rewrite freely",
 }
+
+
+def preset_label(key: str) -> str:
+    """What a preset is called on screen: its built-in label, else its key as the writer typed it."""
+    return PRESET_LABELS.get(key, key.replace("_", " ").capitalize())
+
+
+def preset_labels(keys: Iterable[str]) -> dict[str, str]:
+    """`preset_label` of every key in `keys` (the presets in the settings, built-in ones first)."""
+    return {**PRESET_LABELS, **{k: preset_label(k) for k in keys}}

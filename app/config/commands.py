@@ -309,6 +309,7 @@ COMMANDS: tuple[Command, ...] = (
 FAMILIES: dict[str, str] = {
     "actionPreset_": "menuRewritePresets",
     "actionRewriteStrength_": "menuRewriteStrength",
+    "actionStrengthDefault_": "menuRewriteStrength",  # save the dial as / reset a preset's default strength
 }
 
 # Keys the editor itself answers (not commands): no command may take them.

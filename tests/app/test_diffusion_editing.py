@@ -58,7 +58,7 @@ def test_fake_engine_keeps_pins_and_runs_only_the_matching_steps():
 # -- rewrite strength ---------------------------------------------------------------------------------------------
 
 
-def test_presets_use_their_remembered_strength_and_the_dial_reruns_the_rewrite(qtbot, settings):
+def test_presets_use_their_default_strength_and_the_dial_reruns_the_rewrite(qtbot, settings):
     engine = FakeEngine(steps=6)
     window = build_window(qtbot, engine, settings=settings)
     set_text(window, DOC, select=(0, len(DOC)))
@@ -75,7 +75,7 @@ def test_presets_use_their_remembered_strength_and_the_dial_reruns_the_rewrite(q
         0.5
     )
     wait_ready(qtbot, window)
-    assert settings["rewrite.strengths"]["grammar"] == pytest.approx(0.5)
+    assert settings["rewrite.strengths"]["grammar"] == pytest.approx(0.2), "a drag saves nothing"
 
     qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
     set_text(window, DOC, select=(0, len(DOC)))
@@ -85,8 +85,8 @@ def test_presets_use_their_remembered_strength_and_the_dial_reruns_the_rewrite(q
     qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
     set_text(window, DOC, select=(0, len(DOC)))
     window.findChild(type(window.actionRewrite), "actionPreset_grammar").trigger()
-    assert sent(qtbot, engine, 4).strength == pytest.approx(0.5), "remembered per preset"
-    assert dial.value == pytest.approx(0.5)
+    assert sent(qtbot, engine, 4).strength == pytest.approx(0.2), "back to the preset's saved default"
+    assert dial.value == pytest.approx(0.2)
 
 
 def test_strength_levels_are_in_the_menus_the_palette_and_the_right_click_menu(qtbot):
