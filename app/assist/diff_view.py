@@ -35,34 +35,70 @@ def split_words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def word_diff(original: str, new: tuple[Span, ...]) -> WordDiff:
-    """Merge `original` (plain text) and the new spans into one sequence of styled spans."""
-    old_words = split_words(original)
-    a = [w.strip() for w in old_words]
-    b = [s.text.strip() for s in new]
+def word_pieces(new: tuple[Span, ...]) -> list[tuple[Span, int, int]]:
+    """The new spans cut where a word of their joined text starts: (piece, span index, word index) per piece.
+
+    The engine's spans are tokens, and a re-roll around pins cuts them at the pin ("water" then "a" for the word
+    "watera"), so a span can hold part of a word or several words. Each piece holds one word with the space
+    after it (-1 for the space before the first word), keeping its span's confidence and pin."""
+    text = "".join(s.text for s in new)
+    starts = [m.start() for m in re.finditer(r"\S+", text)]
+    pieces: list[tuple[Span, int, int]] = []
+    pos, word = 0, -1
+    for index, span in enumerate(new):
+        end = pos + len(span.text)
+        cut = pos
+        while cut < end:
+            while word + 1 < len(starts) and starts[word + 1] <= cut:
+                word += 1
+            stop = starts[word + 1] if word + 1 < len(starts) and starts[word + 1] < end else end
+            pieces.append((replace(span, text=text[cut:stop]), index, word))
+            cut = stop
+        pos = end
+    return pieces
+
+
+def _merge(original: str, new: tuple[Span, ...]) -> tuple[WordDiff, list[int]]:
+    """`original` and the new spans merged word by word (whole words of the joined texts), before spacing;
+    with the new text's word index of each span (-1 for deleted words and the space before the first)."""
+    a = original.split()
+    pieces = word_pieces(new)
+    text = "".join(s.text for s in new)
+    b = text.split()
+    by_word: dict[int, list[tuple[Span, int]]] = {}
+    for piece, index, word in pieces:
+        by_word.setdefault(word, []).append((piece, index))
     spans: list[Span] = []
     styles: list[str] = []
     sources: list[int] = []
+    words: list[int] = []
     deleted = inserted = 0
-
-    def add_deleted(lo: int, hi: int) -> None:
-        nonlocal deleted
-        for word in old_words[lo:hi]:
-            if not word.strip():
-                continue
-            spans.append(Span(word.strip(), 1.0))
-            styles.append("deleted")
-            sources.append(-1)
-            deleted += 1
 
     def add_new(lo: int, hi: int, style: str) -> None:
         nonlocal inserted
-        for j, span in enumerate(new[lo:hi], lo):
-            spans.append(span)
-            sources.append(j)
-            styles.append(style if span.text.strip() else "")
-            inserted += bool(style and span.text.strip())
+        for word in range(lo, hi):
+            for piece, index in by_word.get(word, []):
+                spans.append(piece)
+                styles.append(style if piece.text.strip() else "")  # a lone space is never highlighted
+                sources.append(index)
+                words.append(word)
+        if style:
+            inserted += hi - lo
 
+    def add_deleted(lo: int, hi: int) -> None:
+        nonlocal deleted
+        for word in a[lo:hi]:
+            spans.append(Span(word, 1.0))
+            styles.append("deleted")
+            sources.append(-1)
+            words.append(-1)
+        deleted += hi - lo
+
+    for piece, index in by_word.get(-1, []):  # the space before the first word
+        spans.append(piece)
+        styles.append("")
+        sources.append(index)
+        words.append(-1)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
@@ -74,7 +110,15 @@ def word_diff(original: str, new: tuple[Span, ...]) -> WordDiff:
         else:
             add_deleted(i1, i2)
             add_new(j1, j2, "inserted")
-    return WordDiff(tuple(_spaced(spans, styles)), tuple(styles), tuple(sources), deleted, inserted)
+    return WordDiff(tuple(spans), tuple(styles), tuple(sources), deleted, inserted), words
+
+
+def word_diff(original: str, new: tuple[Span, ...]) -> WordDiff:
+    """Merge `original` (plain text) and the new spans into one sequence of styled spans. Words are compared
+    whole (the words of the joined new text, however its spans cut it), so a word is never drawn half kept
+    and half inserted, and the counts are whole words."""
+    merged, _words = _merge(original, new)
+    return replace(merged, spans=tuple(_spaced(list(merged.spans), list(merged.styles))))
 
 
 def word_diff_after(original: str, accepted: str, new: tuple[Span, ...]) -> WordDiff:
@@ -83,20 +127,14 @@ def word_diff_after(original: str, accepted: str, new: tuple[Span, ...]) -> Word
     if not accepted.strip():
         return word_diff(original, new)
     taken = [Span(w, 1.0) for w in split_words(accepted) if w.strip()]
-    full = word_diff(original, (*taken, *new))
+    full, words = _merge(original, (*taken, *new))
     n = len(taken)
     last = max((i for i, src in enumerate(full.sources) if 0 <= src < n), default=-1)
-    spans: list[Span] = []
-    styles: list[str] = []
-    sources: list[int] = []
-    for span, style, src in zip(
-        full.spans[last + 1 :], full.styles[last + 1 :], full.sources[last + 1 :], strict=True
-    ):
-        spans.append(new[src - n] if src >= 0 else Span(span.text.strip(), span.confidence))  # respaced below
-        styles.append(style)
-        sources.append(src - n if src >= 0 else -1)
+    spans = list(full.spans[last + 1 :])
+    styles = list(full.styles[last + 1 :])
+    sources = [src - n if src >= 0 else -1 for src in full.sources[last + 1 :]]
     deleted = sum(1 for st in styles if st == "deleted")
-    inserted = sum(1 for sp, st in zip(spans, styles, strict=True) if st == "inserted" and sp.text.strip())
+    inserted = len({w for w, st in zip(words[last + 1 :], styles, strict=True) if st == "inserted"})
     return WordDiff(tuple(_spaced(spans, styles)), tuple(styles), tuple(sources), deleted, inserted)
 
 

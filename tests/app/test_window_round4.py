@@ -55,7 +55,9 @@ def test_a_drag_of_the_dial_changes_this_rewrite_only_not_the_presets_saved_defa
     close(qtbot, window)
     rewrite_with(qtbot, window, "freely")
     rewrite_with(qtbot, window, "grammar")
-    assert sent(qtbot, engine, 4).strength == pytest.approx(0.2), "a new grammar rewrite starts at its default"
+    assert sent(qtbot, engine, 4).strength == pytest.approx(0.2), (
+        "a new grammar rewrite starts at its default"
+    )
     assert dial.value == pytest.approx(0.2)
 
 
