@@ -82,6 +82,13 @@ class MainWindow(QMainWindow):
         self.palette_dialog: QDialog | None = None
 
         self.editor = Editor(self)
+        # A passing status message describes the suggestion and the document as they were when it was shown;
+        # it goes once either changes (undo, a re-run that finished, an accept or dismiss), so the bar never
+        # keeps saying something no longer true. Connected before the assistant's own slots, so a message
+        # the assistant gives about an edit is shown after the edit is counted.
+        self._edits = 0
+        self._message_state: tuple[str, object] | None = None  # a tied message and what it describes
+        self.editor.document().contentsChange.connect(self._on_edit_for_message)
         self.find_bar = FindBar(self.editor, self)
         central = QWidget(self)
         column = QVBoxLayout(central)
@@ -126,6 +133,7 @@ class MainWindow(QMainWindow):
         self.editor.customContextMenuRequested.connect(self._on_context_menu)
 
         self.assistant.changed.connect(self._update_actions)
+        self.assistant.changed.connect(self._expire_message)
         self.assistant.message.connect(self.show_message)
         self.assistant.activityChanged.connect(self._on_activity)
         self.assistant.finishedStats.connect(self._on_stats)
@@ -433,8 +441,31 @@ class MainWindow(QMainWindow):
         sheet.show()
         sheet.filter.setFocus()
 
-    def show_message(self, text: str, ms: int = 8000) -> None:
+    def show_message(self, text: str, ms: int = 8000, *, tied: bool = True) -> None:
+        """A status message for `ms` (0: until replaced). A passing one (`tied`, the default) also goes as soon
+        as the suggestion or the document it describes changes; lasting ones (a request running, the model's
+        state, a warning) are cleared by whoever shows them."""
         self.statusBar().showMessage(text, ms)
+        self._message_state = (text, self._what_messages_describe()) if tied and ms > 0 else None
+
+    def _what_messages_describe(self) -> tuple[int, tuple[int, bool, str] | None]:
+        sug = self.assistant.suggestion
+        return (self._edits, None if sug is None else (sug.request_id, sug.running, sug.error))
+
+    def _on_edit_for_message(self, *_args: object) -> None:
+        self._edits += 1
+        self._expire_message()
+
+    def _expire_message(self) -> None:
+        if self._message_state is None:
+            return
+        text, described = self._message_state
+        if described == self._what_messages_describe():
+            return
+        self._message_state = None
+        bar = self.statusBar()
+        if bar.currentMessage() == text:  # not one shown since by another route
+            bar.clearMessage()
 
     @Slot(str)
     def _on_activity(self, text: str) -> None:
@@ -466,7 +497,7 @@ class MainWindow(QMainWindow):
             self._activity_shown = f"{loaded} {self._activity_line()}"
             self.show_message(self._activity_shown, 0)
         else:
-            self.show_message(loaded)
+            self.show_message(loaded, tied=False)  # about the model, not the document
 
     # -- status ----------------------------------------------------------------------------------------------
 
