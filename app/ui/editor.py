@@ -24,7 +24,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QCheckBox,
-    QHBoxLayout,
+    QGridLayout,
     QLabel,
     QLineEdit,
     QMenu,
@@ -400,6 +400,10 @@ def default_font() -> QFont:
     return font
 
 
+FIELD_MIN_CHARS = 25  # the find and replace fields keep room for this many average characters
+FIELD_MIN_PX = 200
+
+
 class FindBar(QWidget):
     """Find / replace strip shown under the editor (Ctrl+F, Ctrl+H); Esc hides it.
 
@@ -424,21 +428,24 @@ class FindBar(QWidget):
         close = QToolButton(self)
         close.setText("×")
         close.setAutoRaise(True)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(8, 4, 8, 4)
-        for w in (
-            self.find_edit,
-            prev_btn,
-            next_btn,
-            self.replace_edit,
-            self.replace_btn,
-            self.all_btn,
-            self.case,
-            self.whole,
-            self.result,
-            close,
-        ):
-            row.addWidget(w)
+        # Two rows, find above replace: one row of ten widgets left each field ~60 px wide beside the
+        # Alternatives panel. Each field keeps room for about 25 characters (at least FIELD_MIN_PX).
+        grid = QGridLayout(self)
+        grid.setContentsMargins(8, 4, 8, 4)
+        grid.setVerticalSpacing(2)
+        room = max(FIELD_MIN_PX, self.fontMetrics().averageCharWidth() * FIELD_MIN_CHARS)
+        for edit in (self.find_edit, self.replace_edit):
+            edit.setMinimumWidth(room)
+        for col, w in enumerate((self.find_edit, prev_btn, next_btn, self.case, self.whole)):
+            grid.addWidget(w, 0, col)
+        grid.addWidget(self.result, 0, 5)
+        grid.addWidget(close, 0, 6)
+        grid.addWidget(self.replace_edit, 1, 0)
+        grid.addWidget(self.replace_btn, 1, 1)
+        grid.addWidget(self.all_btn, 1, 2)
+        grid.setColumnStretch(0, 3)
+        grid.setColumnStretch(5, 1)
+        self.result.setMinimumWidth(0)
         self.find_edit.returnPressed.connect(self.find_next)
         self.find_edit.textChanged.connect(lambda _t: self.result.clear())
         next_btn.clicked.connect(self.find_next)
