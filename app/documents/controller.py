@@ -604,7 +604,7 @@ class DocumentController(QObject):
     def save_as(self) -> bool:
         """Ask for a name and save there. The name that is checked is the one written: the default extension
         is added before the "replace?" question, never after it, so no file is replaced unasked."""
-        suggested = str(self.path) if self.path else "Untitled.md"
+        suggested = str(self.path) if self.path else str(self.start_folder() / "Untitled.md")
         chosen = self.choose_save_path(suggested)
         if not chosen:
             return False
@@ -942,8 +942,21 @@ class DocumentController(QObject):
         self.window.setWindowTitle(f"{self.display_name}{suffix}[*] — Letterpress")
         self.window.setWindowModified(self.is_modified())
 
+    def start_folder(self) -> Path:
+        """Where Open and Save As start: the current file's folder, else the folder last opened from or saved
+        to (the newest recent file's: remembered across restarts), else the documents folder. Never the
+        working directory the app happened to be started in."""
+        if self.path is not None:
+            return self.path.parent
+        for recent in self.recent.load():
+            if recent.parent.is_dir():
+                return recent.parent
+        from app.platform.folders import documents_dir
+
+        return documents_dir()
+
     def _open_dialog(self) -> str:
-        start = str(self.path.parent) if self.path else ""
+        start = str(self.start_folder())
         return QFileDialog.getOpenFileName(self.window, "Open document", start, FILE_FILTER)[0]
 
     def _save_dialog(self, suggested: str) -> str:

@@ -27,6 +27,18 @@ def log_dir() -> Path:
     return _folder("LETTERPRESS_LOG_DIR", "user_log_dir")
 
 
+def documents_dir() -> Path:
+    """Where a new document is saved first: the user's documents folder (`LETTERPRESS_DOCUMENTS_DIR`
+    overrides), or the home folder when the system has none."""
+    override = os.environ.get("LETTERPRESS_DOCUMENTS_DIR")
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    folder = Path(platformdirs.user_documents_dir())
+    return folder if folder.is_dir() else Path.home()
+
+
 def recovery_dir() -> Path:
     """Autosaved copies of unsaved documents, under the data folder."""
     return data_dir() / "recovery"
