@@ -120,3 +120,132 @@ def test_the_editing_toolbar_does_not_move_when_the_dial_or_its_preset_changes(q
     caption = dial.caption
     for text in ("Rewrite freely strength 0.3 (not saved)", "Legal strength 1.0"):
         assert caption.fontMetrics().horizontalAdvance(text) <= caption.contentsRect().width(), text
+
+
+# -- 3. no stale status messages ------------------------------------------------------------------------------
+
+
+def message(window):
+    return window.statusBar().currentMessage()
+
+
+def test_accepted_then_undone_the_status_bar_no_longer_says_accepted(qtbot, settings):
+    window = build_window(qtbot, FakeEngine(steps=2, texts=[" the rain came."]), settings=settings)
+    set_text(window, "Evening fell and")
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_ready(qtbot, window)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert "accepted" in message(window)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert window.editor.toPlainText() == "Evening fell and"
+    assert "accepted" not in message(window), message(window)
+
+
+def test_a_rerun_message_goes_when_the_rerun_has_finished(qtbot, settings):
+    engine = FakeEngine(steps=6, step_delay=0.01)
+    window = build_window(qtbot, engine, settings=settings)
+    rewrite_with(qtbot, window, "grammar")
+    window.editing.set_strength(0.6)
+    assert message(window) == "Rewriting again at strength 0.6."
+    qtbot.waitUntil(lambda: len(engine.requests) == 2)
+    wait_ready(qtbot, window)
+    assert "again" not in message(window), "the re-run is over: the bar does not say it is running"
+    window.editing.reroll_uncertain()
+    if "Re-rolling" in message(window):
+        wait_ready(qtbot, window)
+        qtbot.waitUntil(lambda: not window.assistant.suggestion.running)
+        assert "Re-rolling" not in message(window), message(window)
+
+
+def test_messages_about_a_suggestion_go_when_it_is_accepted_or_dismissed(qtbot, settings):
+    window = build_window(qtbot, FakeEngine(steps=2, texts=[" alpha beta gamma."]), settings=settings)
+    for finish in (Qt.Key.Key_Tab, Qt.Key.Key_Escape):
+        set_text(window, "Evening fell.")
+        qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+        wait_ready(qtbot, window)
+        qtbot.keyClick(window.editor, Qt.Key.Key_P, Qt.KeyboardModifier.AltModifier)
+        assert "Pinned" in message(window)
+        qtbot.keyClick(window.editor, finish)
+        assert "Pinned" not in message(window), (finish, message(window))
+
+
+# -- 7. the find fields keep a usable width ------------------------------------------------------------------
+
+
+def test_find_and_replace_fields_keep_a_usable_width_with_the_alternatives_panel_open(qtbot, settings):
+    window = build_window(qtbot, FakeEngine(steps=2), settings=settings)
+    assert (window.width(), window.height()) == (1000, 720), "the default window size"
+    window.editing.actionShowAlternatives.trigger()
+    qtbot.waitUntil(lambda: window.editing.panel.isVisible())
+    window.actionReplace.trigger()
+    bar = window.find_bar
+    qtbot.waitUntil(lambda: bar.replace_edit.isVisible())
+    fm = bar.find_edit.fontMetrics()
+    for field in (bar.find_edit, bar.replace_edit):
+        assert field.width() >= max(200, 25 * fm.averageCharWidth()), (field.objectName(), field.width())
+        assert field.geometry().right() <= bar.width(), "inside the bar, not clipped"
+    for button in (bar.replace_btn, bar.all_btn, bar.case, bar.whole):
+        assert button.isVisible() and button.width() >= button.minimumSizeHint().width(), button.text()
+    assert window.editing.panel.width() >= 150, "the panel is still usable too"
+
+
+# -- 8. Save As starts in a sensible folder -----------------------------------------------------------------
+
+
+def save_as_start(qtbot, window, monkeypatch, answer=""):
+    """Run File ▸ Save As through the real dialog; return the folder it opened in (and answer `answer`)."""
+    from PySide6.QtWidgets import QFileDialog
+
+    seen = []
+
+    def exec_(dialog):
+        seen.append(dialog.directory().absolutePath())
+        if not answer:
+            return QFileDialog.DialogCode.Rejected
+        dialog.selectFile(answer)
+        return QFileDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(QFileDialog, "exec", exec_)
+    window.services.documents.action_save_as.trigger()
+    assert len(seen) == 1
+    return seen[0]
+
+
+def test_save_as_starts_in_documents_then_the_files_folder_then_the_last_used(
+    qtbot, settings, tmp_path, monkeypatch
+):
+    from app.integration import install_services
+
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    monkeypatch.setenv("LETTERPRESS_DOCUMENTS_DIR", str(documents))
+    work = tmp_path / "started-here"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    window = build_window(qtbot, FakeEngine(steps=2), settings=settings)
+    install_services(window, settings, offer_recovery=False)
+    docs = window.services.documents
+    docs.ask_unsaved = lambda _name: "discard"
+    set_text(window, "A new document.")
+    assert save_as_start(qtbot, window, monkeypatch) == str(documents), "a new document: the documents folder"
+
+    project = tmp_path / "project"
+    project.mkdir()
+    existing = project / "chapter.md"
+    existing.write_text("Chapter one.", encoding="utf-8")
+    assert docs.open(existing)
+    assert save_as_start(qtbot, window, monkeypatch) == str(project), "an existing document: its folder"
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert docs.new()
+    set_text(window, "Another one.")
+    save_as_start(qtbot, window, monkeypatch, answer=str(elsewhere / "notes.md"))
+    assert (elsewhere / "notes.md").read_text(encoding="utf-8") == "Another one."
+    assert docs.new()
+    assert save_as_start(qtbot, window, monkeypatch) == str(elsewhere), "after a Save As: that folder"
+
+    again = build_window(qtbot, FakeEngine(steps=2), settings=settings)  # a restart remembers it
+    install_services(again, settings, offer_recovery=False)
+    assert save_as_start(qtbot, again, monkeypatch) == str(elsewhere)
+    assert str(work) not in {str(documents), str(project), str(elsewhere)}
