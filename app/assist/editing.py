@@ -158,9 +158,9 @@ class DiffusionEditing(QObject):
 
         self.panel = AlternativesPanel(w)
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
-        self.panel.hide()
+        self.panel.setVisible(bool(self._setting("appearance.alternatives_panel", False)))  # as last time
         self.panel.chosen.connect(self._choose_alternative)
-        self.panel.visibilityChanged.connect(lambda shown: self.panel_refresh() if shown else None)
+        self.panel.visibilityChanged.connect(self._on_panel_shown)
         toggle = self.panel.toggleViewAction()
         self.actionShowAlternatives = actions.configure(toggle, "actionShowAlternatives")
         w.addAction(self.actionShowAlternatives)
@@ -425,6 +425,8 @@ class DiffusionEditing(QObject):
 
     def toggle_diff_view(self) -> None:
         self.diff_enabled = self.actionToggleDiffView.isChecked()
+        if self.settings is not None:  # remembered: the next start shows rewrites the same way
+            self._store("rewrite.view", "diff" if self.diff_enabled else "below")
         self._repaint()
         self.show_message(
             "Rewrites show as a word diff."
@@ -533,6 +535,22 @@ class DiffusionEditing(QObject):
         """Show the clicked alternative and give the keyboard back to the document (Tab, typing, Ctrl+Z)."""
         self.assistant.show_alternative(index)
         self.editor.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def _on_panel_shown(self, shown: bool) -> None:
+        """Fill the panel when it opens; remember whether the writer left it open (not when the window closes:
+        a dock hidden with its window is not closed by the writer)."""
+        if shown:
+            self.panel_refresh()
+        if self.window.isVisible() and self.settings is not None:
+            self._store("appearance.alternatives_panel", shown)
+
+    def _store(self, key: str, value: object) -> None:
+        if self._setting(key, value) == value:
+            return
+        try:
+            self.settings.set(key, value)
+        except Exception:  # a view choice is never worth an error
+            log.exception("%s not remembered", key)
 
     def panel_refresh(self) -> None:
         self.panel.refresh(self.assistant.suggestion)

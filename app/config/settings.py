@@ -227,6 +227,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("appearance.theme", str, "system", "Theme", choices=("system", "light", "dark")),
     Setting("appearance.font_family", str, "", "Font", help="Empty: the system's default text font."),
     Setting("appearance.font_size", int, 12, "Font size", 6, 72),
+    Setting(
+        "appearance.alternatives_panel",
+        bool,
+        False,
+        "Show the Alternatives panel",
+        help="Open beside the page at start (View ▸ Alternatives panel opens and closes it; remembered).",
+    ),
     Setting("documents.autosave_seconds", int, 5, "Autosave every (seconds)", 1, 600),
     Setting("privacy.log_document_text", bool, False, "Write document text to the log (debugging only)"),
     # The assistant's keys: their defaults, labels and help come from the one command table.

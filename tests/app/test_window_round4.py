@@ -249,3 +249,26 @@ def test_save_as_starts_in_documents_then_the_files_folder_then_the_last_used(
     install_services(again, settings, offer_recovery=False)
     assert save_as_start(qtbot, again, monkeypatch) == str(elsewhere)
     assert str(work) not in {str(documents), str(project), str(elsewhere)}
+
+
+# -- 9. the panel's open state survives a restart --------------------------------------------------------------
+
+
+def test_the_alternatives_panel_and_the_diff_view_are_as_the_writer_left_them_after_a_restart(
+    qtbot, settings
+):
+    first = build_window(qtbot, FakeEngine(steps=2), settings=settings)
+    assert not first.editing.panel.isVisible() and not first.editing.actionToggleDiffView.isChecked()
+    first.editing.actionShowAlternatives.trigger()
+    first.editing.actionToggleDiffView.trigger()
+    assert first.editing.panel.isVisible()
+    first.close()
+    restarted = Settings(settings.folder)  # what a new start reads from disk
+    second = build_window(qtbot, FakeEngine(steps=2), settings=restarted)
+    assert second.editing.panel.isVisible(), "open again after the restart"
+    assert second.editing.actionShowAlternatives.isChecked()
+    assert second.editing.actionToggleDiffView.isChecked() and second.editing.diff_enabled
+    second.editing.panel.close()  # the dock's own close button
+    second.close()
+    third = build_window(qtbot, FakeEngine(steps=2), settings=Settings(settings.folder))
+    assert not third.editing.panel.isVisible(), "closed by the writer: closed after the next start"
