@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QKeyCombination, Qt
-from PySide6.QtGui import QFocusEvent, QFontDatabase, QGuiApplication, QKeySequence
+from PySide6.QtGui import QFocusEvent, QFontDatabase, QGuiApplication, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -50,6 +51,7 @@ SECTION_TITLES = {
 }
 SCREEN_MARGIN = 60  # pixels of the screen's height the dialog leaves free (title bar, panels)
 SYSTEM_FONT = "System default"
+BANNER_LINES = 3  # the problem banner's height in lines (kept while it is empty)
 
 
 class KeyEdit(QKeySequenceEdit):
@@ -72,6 +74,56 @@ class KeyEdit(QKeySequenceEdit):
         tabbed = e.reason() in (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason)
         self.setFinishingKeyCombinations(self._MOVE_ON if tabbed else [])
         super().focusInEvent(e)
+
+
+class ProblemBanner(QLabel):
+    """The line that says why a value is refused (a key clash, a bad number). Its space is kept while it is
+    empty and hidden, and a text longer than its BANNER_LINES lines ends at a word with "…" (all of it in the
+    tooltip), so showing it moves nothing in the dialog and never makes it taller than the screen."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        policy = self.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        policy.setHorizontalPolicy(QSizePolicy.Policy.Ignored)
+        self.setSizePolicy(policy)
+        self.setFixedHeight(self.fontMetrics().lineSpacing() * BANNER_LINES + 4)
+        self.hide()
+
+    def full_text(self) -> str:
+        return self._full
+
+    def set_full_text(self, text: str) -> None:
+        self._full = text
+        self._refit()
+
+    def resizeEvent(self, e: QResizeEvent) -> None:  # noqa: N802 - Qt virtual
+        super().resizeEvent(e)
+        self._refit()
+
+    def showEvent(self, e: QShowEvent) -> None:  # noqa: N802 - Qt virtual
+        super().showEvent(e)
+        self._refit()
+
+    def _refit(self) -> None:
+        from app.ui.status import elide_words
+
+        room = self.contentsRect()
+        fm = self.fontMetrics()
+        flags = int(Qt.TextFlag.TextWordWrap)
+
+        def fits(text: str) -> bool:
+            return fm.boundingRect(0, 0, max(1, room.width()), 10**6, flags, text).height() <= room.height()
+
+        laid_out = self.window().isVisible() and room.width() > 0  # before that its width is not known
+        one = " ".join(self._full.split())
+        shown = self._full if not laid_out or fits(self._full) else elide_words(one, fits)
+        super().setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
 
 
 class PresetTable(QTableWidget):
@@ -120,9 +172,8 @@ class SettingsDialog(QDialog):
         self.settings = settings
         self.inputs: dict[str, QWidget] = {}
         layout = QVBoxLayout(self)
-        self.problems = QLabel()
+        self.problems = ProblemBanner(self)
         self.problems.setObjectName("settingsProblems")
-        self.problems.setWordWrap(True)
         self.problems.setStyleSheet("color: #b3261e;")
         layout.addWidget(self.problems)
         # Every section in one scrolling page; the problems line and the buttons stay outside it, always visible,
@@ -234,7 +285,7 @@ class SettingsDialog(QDialog):
         self.load(defaults())
 
     def _show_problems(self, problems: list[str]) -> None:
-        self.problems.setText("\n".join(problems))
+        self.problems.set_full_text("\n".join(problems))
         self.problems.setVisible(bool(problems))
 
     # -- widgets ---------------------------------------------------------------------------------------------

@@ -272,3 +272,50 @@ def test_the_alternatives_panel_and_the_diff_view_are_as_the_writer_left_them_af
     second.close()
     third = build_window(qtbot, FakeEngine(steps=2), settings=Settings(settings.folder))
     assert not third.editing.panel.isVisible(), "closed by the writer: closed after the next start"
+
+
+# -- 6. Settings fits an 800-pixel screen and stays still when the key banner shows -------------------------
+
+
+def test_settings_fits_an_800_pixel_high_screen_and_the_key_banner_moves_nothing(qtbot, settings):
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QDialogButtonBox, QKeySequenceEdit, QLabel
+
+    from app.integration import install_services
+
+    window = build_window(qtbot, FakeEngine(steps=2), settings=settings)
+    install_services(window, settings, offer_recovery=False)
+    screen = window.screen().availableGeometry()
+    assert screen.height() == 800, "the offscreen screen is 800 px high, as a 1280×800 laptop's"
+    window.services.action_settings.trigger()
+    dlg = window.settings_dialog
+    qtbot.waitExposed(dlg)
+    assert dlg.frameGeometry().height() <= screen.height(), dlg.frameGeometry()
+    assert dlg.frameGeometry().width() <= 1280
+    buttons = dlg.findChild(QDialogButtonBox)
+    watched = [buttons, dlg.scroll_area, *dlg.inputs.values()]
+
+    def where():
+        return [
+            (w.objectName(), w.mapTo(dlg, w.rect().topLeft()).toTuple(), w.size().toTuple()) for w in watched
+        ]
+
+    qtbot.wait(50)  # the layout settles
+    before, size = where(), dlg.size()
+    banner = dlg.findChild(QLabel, "settingsProblems")
+    assert not banner.isVisible()
+    edit = dlg.findChild(QKeySequenceEdit, "setting:keys.accept")
+    edit.setKeySequence(QKeySequence("Ctrl+R"))  # the key of Rewrite selection: the conflict banner shows
+    qtbot.wait(10)
+    assert banner.isVisible() and "already the key for Rewrite selection" in banner.text()
+    assert where() == before and dlg.size() == size, "the banner has its own space: nothing moves"
+    long = "Accept suggestion " + "is also a key another command wants to keep for itself, " * 8
+    dlg._show_problems([long.strip()])
+    qtbot.wait(10)
+    assert where() == before and dlg.size() == size, "a long problem does not grow the dialog either"
+    shown = banner.text()
+    assert shown.endswith("…") and long.startswith(shown[:-1].rstrip()), "cut at a word, the rest in the tip"
+    assert banner.toolTip() == long.strip()
+    edit.setKeySequence(QKeySequence("Tab"))
+    qtbot.wait(10)
+    assert not banner.isVisible() and where() == before
