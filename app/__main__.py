@@ -201,14 +201,14 @@ def _add_settings_warning(window: Any, settings: Any) -> None:
     in its tooltip) until the settings are saved again: as a passing message the next status ("Loading
     model…")
     replaced it at once, before anyone could read it."""
-    from PySide6.QtWidgets import QLabel
+    from app.ui.status import ElidedLabel
 
     problems = list(settings.problems)
-    label = QLabel(window)
+    label = ElidedLabel(window, max_width=420)  # a long problem ends at a word, all of it in the tooltip
     label.setObjectName("settingsWarning")
     label.setStyleSheet("QLabel { color: #b00020; }")
     more = f" (+{len(problems) - 1} more: see the tooltip)" if len(problems) > 1 else ""
-    label.setText(f"⚠ Settings: {problems[0][:160]}{more}")
+    label.setText(f"⚠ Settings: {problems[0]}{more}")
     label.setToolTip("\n".join(problems))
     window.statusBar().addPermanentWidget(label)
 

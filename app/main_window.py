@@ -40,13 +40,14 @@ from app.ui import actions
 from app.ui import help as help_ui
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
 from app.ui.editor import Editor, FindBar
-from app.ui.status import MessageBar, stats_text
+from app.ui.status import ElidedLabel, MessageBar, stats_text
 from app.ui.widgets import named
 from engine.api import EngineError, LoadProgress, ModelInfo, Stats
 
 log = logging.getLogger(__name__)
 
 GENERIC_REWRITE = "Rewrite it so it reads better, keeping its meaning."
+STATUS_LABEL_MAX_PX = 260  # the widest the model and device labels of the status bar grow
 
 
 class MainWindow(QMainWindow):
@@ -300,13 +301,15 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         bar = MessageBar(self)  # long messages end at a word with "…", the whole text in the tooltip
         self.setStatusBar(bar)
-        self.modelLabel = named(QLabel(self), "modelStatus")
+        # A long model name or device note ends at a word ("…", all of it in the tooltip) instead of pushing
+        # the message away until it is cut inside its first word.
+        self.modelLabel = named(ElidedLabel(self, max_width=STATUS_LABEL_MAX_PX), "modelStatus")
         self.loadBar = named(QProgressBar(self), "loadProgress")
         self.loadBar.setRange(0, 100)
         self.loadBar.setMaximumWidth(140)
         self.loadBar.setTextVisible(True)
         self.loadBar.hide()
-        self.deviceLabel = named(QLabel(self), "deviceStatus")
+        self.deviceLabel = named(ElidedLabel(self, max_width=STATUS_LABEL_MAX_PX), "deviceStatus")
         self.statsLabel = named(QLabel(self), "requestStats")
         self.wordsLabel = named(QLabel("0 words", self), "wordCount")
         self.demoBanner = DemoBanner(self)  # shown while the built-in demo model is the one loaded

@@ -12,7 +12,10 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDockWidget, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
+from app.platform.text_fit import shorten_words
+
 ROLE_INDEX = Qt.ItemDataRole.UserRole
+ROW_CHARS = 160  # a row shows this much of an alternative (the whole of it in the row's tooltip)
 
 
 def ranked(sug: Any) -> list[tuple[int, float, str]]:
@@ -68,8 +71,8 @@ class AlternativesPanel(QDockWidget):
         self._shown = key
         self.list.clear()
         for rank, (i, score, text) in enumerate(rows, 1):
-            flat = " ".join(text.split())
-            item = QListWidgetItem(f"{rank}. {score:.1%} · {flat[:160]}{'…' if len(flat) > 160 else ''}")
+            shown = shorten_words(text, ROW_CHARS)  # ends at a word
+            item = QListWidgetItem(f"{rank}. {score:.1%} · {shown}")
             item.setData(ROLE_INDEX, i)
             item.setToolTip(text)
             self.list.addItem(item)

@@ -545,7 +545,7 @@ class DiffusionEditing(QObject):
             self._store("appearance.alternatives_panel", shown)
 
     def _store(self, key: str, value: object) -> None:
-        if self._setting(key, value) == value:
+        if self.settings is None or self._setting(key, value) == value:
             return
         try:
             self.settings.set(key, value)

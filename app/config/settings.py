@@ -35,6 +35,7 @@ from app.config import commands
 from app.platform.atomic import atomic_write_text
 from app.platform.folders import APP_NAME, config_dir, data_dir, log_dir, recovery_dir  # noqa: F401 - re-exported
 from app.platform.keep_beside import keep_beside, regular_size
+from app.platform.text_fit import shorten_words
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
 
 log = logging.getLogger(__name__)
@@ -556,7 +557,7 @@ def _shown(value: Any) -> str:
         text = repr(value)
     except RecursionError:
         text = "(deeply nested)"
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shorten_words(text, 80)  # ends at a word
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -7,45 +7,30 @@ but shows the message in an `ElidedLabel`: cut at a word with "…", the full te
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QWidget
 
+from app.platform.text_fit import ELLIPSIS, elide_words
 from engine.api import Stats
-
-ELLIPSIS = "…"
-
-
-def elide_words(text: str, fits: Callable[[str], bool]) -> str:
-    """The longest run of whole words of `text` that fits, followed by "…" (the text itself when it fits)."""
-    if fits(text):
-        return text
-    words = text.split(" ")
-    lo, hi = 0, len(words)
-    while lo < hi:  # the most words that still fit with the ellipsis
-        mid = (lo + hi + 1) // 2
-        if fits(" ".join(words[:mid]).rstrip(" ,;:") + ELLIPSIS):
-            lo = mid
-        else:
-            hi = mid - 1
-    if lo == 0:  # not even one word: cut inside the first one rather than show nothing
-        first = words[0]
-        n = len(first)
-        while n > 0 and not fits(first[:n] + ELLIPSIS):
-            n -= 1
-        return first[:n] + ELLIPSIS
-    return " ".join(words[:lo]).rstrip(" ,;:") + ELLIPSIS
 
 
 class ElidedLabel(QLabel):
-    """A one-line label that shortens its text at a word boundary with "…" and shows the full text as tooltip."""
+    """A one-line label that shortens its text at a word boundary with "…" and shows the full text as tooltip.
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    With `max_width` it asks for its text's width up to that many pixels (a status-bar label beside the
+    message: a long model name ends at a word instead of pushing everything else away); without, it takes
+    whatever width its layout gives it. `tip` is a tooltip of its own, shown under the full text."""
+
+    def __init__(self, parent: QWidget | None = None, *, max_width: int = 0) -> None:
         super().__init__(parent)
         self._full = ""
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._tip = ""
+        self._max_width = max_width
+        if max_width:
+            self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
+        else:
+            self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setTextFormat(Qt.TextFormat.PlainText)
 
     def full_text(self) -> str:
@@ -53,19 +38,48 @@ class ElidedLabel(QLabel):
 
     def set_full_text(self, text: str) -> None:
         self._full = text
+        self.updateGeometry()
         self._refit()
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt's name: callers of a plain label keep working
+        self.set_full_text(text)
+
+    def setToolTip(self, tip: str) -> None:  # noqa: N802 - a tip of its own, shown under the full text
+        self._tip = tip
+        self._refit()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt virtual
+        hint = super().sizeHint()
+        if not self._max_width:
+            return hint
+        margins = self.contentsMargins()
+        wanted = self.fontMetrics().horizontalAdvance(" ".join(self._full.split())) + 4
+        return QSize(min(self._max_width, wanted + margins.left() + margins.right()), hint.height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt virtual
+        hint = super().minimumSizeHint()
+        if not self._max_width:
+            return hint
+        least = min(self.sizeHint().width(), self._max_width // 2)  # squeezed, it still shows some words
+        return QSize(least, hint.height())
 
     def resizeEvent(self, e: QResizeEvent) -> None:
         super().resizeEvent(e)
+        self._refit()
+
+    def showEvent(self, e: QShowEvent) -> None:  # noqa: N802 - Qt virtual
+        super().showEvent(e)
         self._refit()
 
     def _refit(self) -> None:
         fm = self.fontMetrics()
         room = max(0, self.contentsRect().width() - 2)
         one_line = " ".join(self._full.split())
-        shown = elide_words(one_line, lambda t: fm.horizontalAdvance(t) <= room) if room else ""
+        laid_out = self.isVisible() and room > 0  # before that its width is not known: the whole text
+        shown = elide_words(one_line, lambda t: fm.horizontalAdvance(t) <= room) if laid_out else one_line
         super().setText(shown)
-        self.setToolTip(self._full if shown != one_line or self._full != one_line else "")
+        full = self._full if shown != one_line or self._full != one_line else ""
+        QLabel.setToolTip(self, "\n".join(t for t in (full, self._tip) if t and t != shown))
 
 
 class MessageBar(QStatusBar):
@@ -125,4 +139,4 @@ def stats_text(stats: Stats, first_visible: float) -> str:
     )
 
 
-__all__ = ["ElidedLabel", "MessageBar", "elide_words", "rate_text", "stats_text"]
+__all__ = ["ELLIPSIS", "ElidedLabel", "MessageBar", "elide_words", "rate_text", "stats_text"]

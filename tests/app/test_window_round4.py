@@ -319,3 +319,67 @@ def test_settings_fits_an_800_pixel_high_screen_and_the_key_banner_moves_nothing
     edit.setKeySequence(QKeySequence("Tab"))
     qtbot.wait(10)
     assert not banner.isVisible() and where() == before
+
+
+# -- 4. nothing is cut mid-word ------------------------------------------------------------------------------
+
+LONG_MODEL = "diffusiongemma 26B A4B instruct quantized nf4 mixed with a very long local folder name"
+
+
+def whole_word_prefix(shown: str, full: str) -> bool:
+    """`shown` is `full` itself, or whole words of it followed by "…"."""
+    flat = " ".join(full.split())
+    if shown == flat:
+        return True
+    if not shown.endswith("…"):
+        return False
+    head = shown[:-1].rstrip(" ,;:")
+    return flat.startswith(head) and (len(head) == len(flat) or flat[len(head)] in " ,;:")
+
+
+def test_long_preset_model_and_file_names_end_at_a_word_never_inside_one(qtbot, settings, tmp_path):
+    from PySide6.QtWidgets import QLabel
+
+    from app.assist.alternatives_panel import AlternativesPanel
+    from app.integration import install_services
+    from app.ui.status import ElidedLabel
+
+    preset = "legal contract style for the quarterly board report"
+    settings.set("rewrite.presets", {**settings["rewrite.presets"], preset: "Make it read like a contract."})
+    window = build_window(qtbot, FakeEngine(steps=2, name=LONG_MODEL), settings=settings)
+    install_services(window, settings, offer_recovery=False)
+    name = tmp_path / ("the annual report of the committee on budgets and spending " * 2 + ".md")
+    name.write_text("Chapter one.", encoding="utf-8")
+    assert window.services.documents.open(name)
+    window.show_message(f"Opened {name.name} from {tmp_path}, with every chapter and appendix it holds.")
+    rewrite_with(qtbot, window, preset)
+    qtbot.wait(20)
+    model = window.modelLabel
+    assert model.full_text() == f"Ready: {LONG_MODEL}" and model.width() <= 260
+    assert whole_word_prefix(model.text(), model.full_text()) and model.text().endswith("…")
+    assert model.full_text() in model.toolTip() and "fake" in model.toolTip(), "name and path in the tip"
+    checked = 0
+    for label in window.findChildren(QLabel):
+        if not label.isVisible() or not label.text():
+            continue
+        if isinstance(label, ElidedLabel):
+            assert whole_word_prefix(label.text(), label.full_text()), (label.objectName(), label.text())
+            checked += 1
+        elif not label.wordWrap():
+            room = label.contentsRect().width()
+            assert label.fontMetrics().horizontalAdvance(label.text()) <= room + 1, (label.objectName(), room)
+    assert checked >= 3, "the message, the model and the dial's caption"
+    caption = window.editing.dial.caption
+    assert caption.full_text().startswith("Legal contract style") and caption.text().endswith("…")
+    assert caption.full_text() in window.editing.dial.caption.toolTip()
+    panel = AlternativesPanel()
+    qtbot.addWidget(panel)
+    sug = window.assistant.suggestion
+    long_text = " ".join(["unquestionably"] * 40)
+    sug.alternatives = [(type(sug.spans[0])(long_text, 0.9),)]
+    sug.scores = []
+    panel.refresh(sug)
+    ((_index, row),) = panel.rows()
+    shown = row.split(" · ", 1)[1]
+    assert whole_word_prefix(shown, long_text) and shown.endswith("…"), shown
+    assert panel.list.item(0).toolTip() == long_text
