@@ -445,9 +445,9 @@ class MainWindow(QMainWindow):
         sheet.filter.setFocus()
 
     def show_message(self, text: str, ms: int = 8000, *, tied: bool = True) -> None:
-        """A status message for `ms` (0: until replaced). A passing one (`tied`, the default) also goes as soon
-        as the suggestion or the document it describes changes; lasting ones (a request running, the model's
-        state, a warning) are cleared by whoever shows them."""
+        """A status message for `ms` (0: until replaced). A passing one (`tied`, the default) also goes as
+        soon as the suggestion or the document it describes changes; lasting ones (a request running, the
+        model's state, a warning) are cleared by whoever shows them."""
         self.statusBar().showMessage(text, ms)
         self._message_state = (text, self._what_messages_describe()) if tied and ms > 0 else None
 

@@ -38,9 +38,9 @@ def split_words(text: str) -> list[str]:
 def word_pieces(new: tuple[Span, ...]) -> list[tuple[Span, int, int]]:
     """The new spans cut where a word of their joined text starts: (piece, span index, word index) per piece.
 
-    The engine's spans are tokens, and a re-roll around pins cuts them at the pin ("water" then "a" for the word
-    "watera"), so a span can hold part of a word or several words. Each piece holds one word with the space
-    after it (-1 for the space before the first word), keeping its span's confidence and pin."""
+    The engine's spans are tokens, and a re-roll around pins cuts them at the pin ("water" then "a" for the
+    word "watera"), so a span can hold part of a word or several words. Each piece holds one word with the
+    space after it (-1 for the space before the first word), keeping its span's confidence and pin."""
     text = "".join(s.text for s in new)
     starts = [m.start() for m in re.finditer(r"\S+", text)]
     pieces: list[tuple[Span, int, int]] = []

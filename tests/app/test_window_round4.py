@@ -122,7 +122,7 @@ def test_the_editing_toolbar_does_not_move_when_the_dial_or_its_preset_changes(q
         assert caption.fontMetrics().horizontalAdvance(text) <= caption.contentsRect().width(), text
 
 
-# -- 3. no stale status messages ------------------------------------------------------------------------------
+# -- 3. no stale status messages -----------------------------------------------------------------------------
 
 
 def message(window):
@@ -251,7 +251,7 @@ def test_save_as_starts_in_documents_then_the_files_folder_then_the_last_used(
     assert str(work) not in {str(documents), str(project), str(elsewhere)}
 
 
-# -- 9. the panel's open state survives a restart --------------------------------------------------------------
+# -- 9. the panel's open state survives a restart ------------------------------------------------------------
 
 
 def test_the_alternatives_panel_and_the_diff_view_are_as_the_writer_left_them_after_a_restart(
