@@ -383,3 +383,50 @@ def test_long_preset_model_and_file_names_end_at_a_word_never_inside_one(qtbot, 
     shown = row.split(" · ", 1)[1]
     assert whole_word_prefix(shown, long_text) and shown.endswith("…"), shown
     assert panel.list.item(0).toolTip() == long_text
+
+
+SETTINGS_ON_A_LAPTOP = r"""
+import json, sys
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QApplication, QKeySequenceEdit
+app = QApplication(sys.argv[:1])
+from app.config.settings import Settings
+from app.ui.settings_dialog import SettingsDialog
+dlg = SettingsDialog(Settings(sys.argv[1]))
+dlg.show()
+for _ in range(20):
+    app.processEvents()
+def where():
+    return [w.mapTo(dlg, w.rect().topLeft()).toTuple() for w in (dlg.scroll_area, dlg.buttons)]
+before = where()
+dlg.findChild(QKeySequenceEdit, "setting:keys.accept").setKeySequence(QKeySequence("Ctrl+R"))
+for _ in range(20):
+    app.processEvents()
+screen = dlg.screen().availableGeometry()
+print(json.dumps({"screen": [screen.width(), screen.height()], "frame": dlg.frameGeometry().height(),
+                  "moved": where() != before, "banner": dlg.problems.isVisible()}))
+"""
+
+
+def test_settings_on_a_1280_by_800_screen_fits_and_stays_still(tmp_path):
+    """The same on a 1280×800 screen (the offscreen platform given that screen, in its own process)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / "screen.json"
+    screen = {"name": "laptop", "x": 0, "y": 0, "width": 1280, "height": 800, "logicalDpi": 96, "dpr": 1}
+    config.write_text(json.dumps({"screens": [screen]}), encoding="utf-8")
+    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}"}
+    out = subprocess.run(
+        [sys.executable, "-c", SETTINGS_ON_A_LAPTOP, str(tmp_path / "cfg")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["screen"] == [1280, 800]
+    assert seen["frame"] <= 800 and seen["banner"] and not seen["moved"], seen
