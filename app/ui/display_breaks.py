@@ -170,8 +170,9 @@ def _cuts(text: str, step: int) -> list[int]:
 
 def add_breaks(doc: QTextDocument, *, long_line: int = LONG_LINE, step: int = STEP) -> int:
     """Cut every line longer than `long_line` into display blocks (at spaces); returns how many breaks were
-    made. Meant right after the text is set (open, reload, restore): it leaves no undo step, and the caller
-    clears the modified flag. A line with no space in it stays one block (slow, never wrong)."""
+    made. Meant right after the text is set (open, reload, restore; setPlainText clears the undo history): it
+    leaves no undo step, and the caller clears the modified flag. A line with no space in it stays one block (slow, never wrong)."""
+    doc.setProperty(_FLAG, False)  # the text was just set, the undo history with it: no old break can return
     todo: list[tuple[int, list[int]]] = []
     block = doc.begin()
     while block.isValid():
@@ -181,6 +182,9 @@ def add_breaks(doc: QTextDocument, *, long_line: int = LONG_LINE, step: int = ST
                 todo.append((block.position(), cuts))
         block = block.next()
     if not todo:
+        guard = doc.findChild(_Guard)
+        if guard is not None:
+            guard.settle()  # forget the marks of the text that was there before
         return 0
     undo = doc.isUndoRedoEnabled()
     doc.setUndoRedoEnabled(False)
@@ -234,14 +238,15 @@ class _Guard(QObject):
             block = block.next()
 
     def _on_change(self, pos: int, removed: int, added: int) -> None:
-        if self.busy:
+        if self.busy or not has_breaks(self.doc):
             return
         if not self.pending:
             QTimer.singleShot(0, self.apply)
         self.pending.append(pos)
 
     def apply(self) -> None:
-        if not self.pending or self.busy:
+        if not self.pending or self.busy or not has_breaks(self.doc):
+            self.pending.clear()
             return
         first = min(self.pending)
         for pos in self.pending:

@@ -561,7 +561,7 @@ class FindBar(QWidget):
         self.hide()
 
     def open(self, *, replace: bool) -> None:
-        selected = self.editor.textCursor().selectedText()
+        selected = breaks.selected_text(self.editor.textCursor())
         if selected and "\u2029" not in selected:
             self.find_edit.setText(selected)
         for w in (self.replace_edit, self.replace_btn, self.all_btn):
