@@ -315,8 +315,8 @@ def _same_file(a: Path, b: Path | None) -> bool:
 
 
 def editor_text(editor: QPlainTextEdit) -> str:
-    """The document exactly as typed: unlike toPlainText, this keeps no-break spaces and line separators, and a
-    display break in an over-long line is the space it stands for (`app.ui.display_breaks`)."""
+    """The document exactly as typed: unlike toPlainText, this keeps no-break spaces and line separators,
+    and a display break in an over-long line is the space it stands for (`app.ui.display_breaks`)."""
     return real_text(editor.document())
 
 

@@ -206,7 +206,7 @@ class Editor(QPlainTextEdit):
 
     def insertFromMimeData(self, source) -> None:  # noqa: N802 - Qt virtual
         if breaks.has_breaks(self.document()) and source.hasText():
-            # Qt's own paste would copy a display-break mark onto every pasted line break (docs/long-lines.md).
+            # Qt's own paste would copy a display-break mark onto every pasted line break (long-lines.md).
             text = source.text()
             self._input_step(lambda: self._insert_plain(text))
             return
