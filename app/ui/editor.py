@@ -181,7 +181,11 @@ class Editor(QPlainTextEdit):
             breaks.settle_edits(self.document())  # display-break marks put right, in the same undo step
 
     def _deliver(self, deliver: Callable[[], None]) -> None:
-        if not self._sealed:
+        if not self._sealed or breaks.has_breaks(self.document()):
+            # With display breaks, typing, pasting and deleting are edit blocks of their own already
+            # (`display_breaks`), and Qt's own key handling inside an outer edit block crashed there
+            # (segfault, PySide6 6.11: Ctrl+X, Backspace after Enter in a display block).
+            self._sealed = self._sealed and not breaks.has_breaks(self.document())
             deliver()
             return
         self._sealed = False

@@ -139,9 +139,9 @@ def test_copy_of_a_selection_across_a_display_break_is_the_real_text_and_paste_k
     assert QApplication.clipboard().text() == original[at - 30 : at + 30]
     paste_at = _breaks(window)[4] + 10
     _put(window, paste_at)
-    mime = QMimeData()
-    mime.setText("two\nlines")
-    window.editor.insertFromMimeData(mime)  # what Ctrl+V and a drop do
+    QApplication.clipboard().setText("two\nlines")
+    window.editor.seal_undo_step()  # (as after an accept: the paste is then delivered inside an edit block)
+    qtbot.keyClick(window.editor, Qt.Key.Key_V, CTRL)
     pasted = original[:paste_at] + "two\nlines" + original[paste_at:]
     assert _saved(docs, path) == pasted
 
@@ -207,7 +207,7 @@ def test_random_edits_around_display_breaks_keep_the_text_exact_through_undo_and
         elif op == "cut":
             end = min(len(model), at + rng.randint(1, 20))
             _put(window, end, anchor=at)
-            editor.cut()
+            qtbot.keyClick(editor, Qt.Key.Key_X, CTRL)
             assert QApplication.clipboard().text() == model[at:end]
             model = model[:at] + model[end:]
         else:
@@ -238,3 +238,28 @@ def test_a_short_file_opened_after_a_long_one_has_no_display_breaks(win, qtbot, 
     assert _saved(docs, short) == "one\nab two\nthree"
     qtbot.keyClick(window.editor, Qt.Key.Key_Z, CTRL)  # Qt's own typing: one undo step for "ab"
     assert editor_text(window.editor) == "one\n two\nthree"
+
+
+def test_a_long_line_with_emoji_is_cut_typed_found_and_replaced_exactly(win, qtbot, tmp_path):
+    """A character outside the BMP is one code point in the file but two positions in the editor: a cut
+    placed by the wrong count would turn a letter into a break (and save it as a space)."""
+    original = "👋 " + one_line(SIZE // 2) + " 🎉 " + one_line(SIZE // 2) + " end"
+    window, docs, path = _open(win, tmp_path, original)
+    assert editor_text(window.editor) == original
+    assert _saved(docs, path) == original
+    marks = _breaks(window)
+    late = next(m for m in marks if m > SIZE // 2 + 10)  # after both emoji: 2 positions more than offsets
+    assert original[late - 2] == " "
+    _put(window, late)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Return)
+    with_newline = original[: late - 2] + "\n" + original[late - 2 :]
+    assert _saved(docs, path) == with_newline
+    qtbot.keyClick(window.editor, Qt.Key.Key_Z, CTRL)
+    phrase = original[late - 2 - 6 : late - 2 + 7]
+    count = window.editor.replace_all(phrase, "<😀>", case_sensitive=True)
+    assert count == original.count(phrase)
+    assert _saved(docs, path) == original.replace(phrase, "<😀>")
+    _put(window, 0)
+    assert window.editor.find_text("🎉 " + original[original.index("🎉") + 2 : original.index("🎉") + 9])
+    cursor = window.editor.textCursor()
+    assert display_breaks.selected_text(cursor).startswith("🎉 ")
