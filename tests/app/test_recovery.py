@@ -229,20 +229,9 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines = []
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line.strip())
-            if line.startswith("AUTOSAVED") and "TYPED" in lines:
-                break
-        assert any(x.startswith("AUTOSAVED") for x in lines), (
-            lines,
-            proc.stderr.read() if proc.poll() else "",
-        )
+        lines = _lines_until_autosaved(proc, timeout=120)
+        assert any(x.startswith("AUTOSAVED") for x in lines), lines
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
