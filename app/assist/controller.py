@@ -29,6 +29,7 @@ from app.assist.joins import join, units
 from app.assist.request_defaults import RequestDefaults
 from app.config.commands import default_key
 from app.platform.privacy import DocumentText
+from app.ui.display_breaks import insert_plain, selected_text
 from app.ui.editor import Editor
 from engine.api import (
     REWRITE_PRESETS,
@@ -207,7 +208,7 @@ class Assistant(QObject):
         """Rewrite the selection following `instruction` (a preset's text or the writer's own); `strength` (the
         share re-noised) defaults to what `defaults` remembers for that instruction, else 1.0."""
         cursor = self.editor.textCursor()
-        if not cursor.hasSelection() or not _plain(cursor.selectedText()).strip():
+        if not cursor.hasSelection() or not _plain(selected_text(cursor)).strip():
             key = self._key("rewrite")
             self.message.emit(
                 "Select the text you want rewritten first, then choose Rewrite"
@@ -359,7 +360,7 @@ class Assistant(QObject):
         cursor = QTextCursor(self.editor.document())
         cursor.setPosition(s)
         cursor.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
-        return _plain(cursor.selectedText())
+        return _plain(selected_text(cursor))
 
     def _probe(self, s: int, e: int) -> str:
         last = self.editor.document().characterCount() - 1
@@ -505,7 +506,7 @@ class Assistant(QObject):
             cursor.beginEditBlock()
             cursor.setPosition(s + head_u)
             cursor.setPosition(e - tail_u, QTextCursor.MoveMode.KeepAnchor)
-            cursor.insertText(new[keep_head : len(new) - keep_tail])
+            insert_plain(cursor, new[keep_head : len(new) - keep_tail])
             cursor.endEditBlock()
         finally:
             self._muted = False

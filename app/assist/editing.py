@@ -30,6 +30,7 @@ from app.assist.request_defaults import RequestDefaults
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory, factory_default
 from app.config.commands import default_key
 from app.ui import actions
+from app.ui.display_breaks import selected_text
 from engine.api import (
     LOCAL_CAPABILITIES,
     Capabilities,
@@ -402,7 +403,7 @@ class DiffusionEditing(QObject):
         cursor = QTextCursor(self.editor.document())
         cursor.setPosition(s)
         cursor.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
-        return cursor.selectedText().replace("\u2029", "\n").replace("\u2028", "\n")
+        return selected_text(cursor).replace("\u2029", "\n").replace("\u2028", "\n")
 
     # -- view ------------------------------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from app.platform.atomic import (
 from app.platform.locks import FileLock
 from app.platform.privacy import note_document
 from app.ui import actions
+from app.ui.display_breaks import add_breaks, real_text
 
 log = logging.getLogger(__name__)
 
@@ -314,8 +315,9 @@ def _same_file(a: Path, b: Path | None) -> bool:
 
 
 def editor_text(editor: QPlainTextEdit) -> str:
-    """The document exactly as typed: unlike toPlainText, this keeps no-break spaces and line separators."""
-    return editor.document().toRawText().replace("\u2029", "\n")
+    """The document exactly as typed: unlike toPlainText, this keeps no-break spaces and line separators,
+    and a display break in an over-long line is the space it stands for (`app.ui.display_breaks`)."""
+    return real_text(editor.document())
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -702,6 +704,7 @@ class DocumentController(QObject):
         self, text: str, path: Path | None, encoding: str, newline: str, raw: str | None = None
     ) -> None:
         self.editor.setPlainText(text)  # also clears the undo history: undo never crosses documents
+        add_breaks(self.editor.document())  # over-long lines shown in ~4 K blocks (the text is unchanged)
         self.editor.document().setModified(False)
         # What Qt made of the file's text (it can differ: see `_unedited_text`); None when `text` is not the file's.
         self._loaded = self.text() if raw is not None and text == normalise(raw) else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QPoint, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QMimeData, QPoint, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QFont,
@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui import display_breaks as breaks
 from app.ui.widgets import named
 
 _WORD = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
@@ -148,6 +149,7 @@ class Editor(QPlainTextEdit):
         changes: list[tuple[int, int, int]] = []
         record = lambda pos, removed, added: changes.append((pos, removed, added))  # noqa: E731
         doc = self.document()
+        breaks.settle_edits(doc)  # a repair still due belongs to the step about to be undone
         doc.contentsChange.connect(record)
         self.in_undo_redo = True
         try:
@@ -155,6 +157,7 @@ class Editor(QPlainTextEdit):
         finally:
             self.in_undo_redo = False
             doc.contentsChange.disconnect(record)
+            breaks.after_undo_redo(doc)
         if changes:
             pos, _removed, added = changes[-1]
             cursor = QTextCursor(doc)
@@ -172,7 +175,17 @@ class Editor(QPlainTextEdit):
         self._sealed = True
 
     def _input_step(self, deliver: Callable[[], None]) -> None:
-        if not self._sealed:
+        try:
+            self._deliver(deliver)
+        finally:
+            breaks.settle_edits(self.document())  # display-break marks put right, in the same undo step
+
+    def _deliver(self, deliver: Callable[[], None]) -> None:
+        if not self._sealed or breaks.has_breaks(self.document()):
+            # With display breaks, typing, pasting and deleting are edit blocks of their own already
+            # (`display_breaks`), and Qt's own key handling inside an outer edit block crashed there
+            # (segfault, PySide6 6.11: Ctrl+X, Backspace after Enter in a display block).
+            self._sealed = self._sealed and not breaks.has_breaks(self.document())
             deliver()
             return
         self._sealed = False
@@ -184,13 +197,40 @@ class Editor(QPlainTextEdit):
             cursor.endEditBlock()
 
     def inputMethodEvent(self, e) -> None:  # noqa: N802 - Qt virtual
-        if e.commitString():
+        commit = e.commitString()
+        if commit and breaks.has_breaks(self.document()) and _has_break(commit) and not e.preeditString():
+            self._input_step(lambda: self._insert_plain(commit))
+            e.accept()
+            return
+        if commit:
             self._input_step(lambda: super(Editor, self).inputMethodEvent(e))
             return
         super().inputMethodEvent(e)
+        breaks.settle_edits(self.document())
 
     def insertFromMimeData(self, source) -> None:  # noqa: N802 - Qt virtual
+        if breaks.has_breaks(self.document()) and source.hasText():
+            # Qt's own paste would copy a display-break mark onto every pasted line break (long-lines.md).
+            text = source.text()
+            self._input_step(lambda: self._insert_plain(text))
+            return
         self._input_step(lambda: super(Editor, self).insertFromMimeData(source))
+
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt virtual
+        """Copy, cut and drag carry the writer's text: a display break in the selection is its space."""
+        if not breaks.has_breaks(self.document()):
+            return super().createMimeDataFromSelection()
+        data = QMimeData()
+        data.setText(breaks.selected_text(self.textCursor()).replace("\u2029", "\n"))
+        return data
+
+    def _insert_plain(self, text: str) -> None:
+        if self.isReadOnly():
+            return
+        cursor = self.textCursor()
+        breaks.insert_plain(cursor, text)
+        self.setTextCursor(cursor)
+        self.ensureCursorVisible()
 
     def createStandardContextMenu(self, position: QPoint | None = None) -> QMenu:  # noqa: N802 - Qt's name
         """The standard menu, with its Undo/Redo going through undo()/redo() (the caret lands as with the keys)."""
@@ -225,9 +265,39 @@ class Editor(QPlainTextEdit):
                 e.accept()
                 self.keyUnavailable.emit(action)
                 return
+            if _is_plain_enter(e) and breaks.has_breaks(self.document()) and not self.isReadOnly():
+                # Qt's Enter copies the block's format, display-break mark included, onto the new line: the
+                # writer's newline would be saved as a space. Insert it with a clean format instead.
+                e.accept()
+                self._input_step(lambda: self._insert_plain("\n"))
+                return
+            if breaks.has_breaks(self.document()) and not self.isReadOnly() and self._break_safe_key(e):
+                e.accept()
+                return
             self._input_step(lambda: super(Editor, self).keyPressEvent(e))
             return
         super().keyPressEvent(e)
+        breaks.settle_edits(self.document())
+
+    def _break_safe_key(self, e: QKeyEvent) -> bool:
+        """In a document with display breaks, deletions and typing go through
+        `display_breaks` (Qt's own merge of an emptied block takes the next block's mark, and its Backspace
+        inside an edit block crashes there); True when the key was handled."""
+        cursor = self.textCursor()
+        word = bool(e.modifiers() & Qt.KeyboardModifier.ControlModifier)
+        if e.key() in (Qt.Key.Key_Backspace, Qt.Key.Key_Delete):
+            self._input_step(
+                lambda: breaks.delete(cursor, backward=e.key() == Qt.Key.Key_Backspace, word=word)
+            )
+        elif (e.text().isprintable() or e.text() == "\t") and not word:
+            # Typed text too (each key its own undo step here): Qt's own key handling inside the edit block
+            # that seals an undo step crashed in a document with display breaks (PySide6 6.11).
+            self._input_step(lambda: breaks.insert_plain(cursor, e.text()))
+        else:
+            return False
+        self.setTextCursor(cursor)
+        self.ensureCursorVisible()
+        return True
 
     def _disabled_assistant_key(self, e: QKeyEvent) -> QAction | None:
         """The disabled priority action bound to this Alt/Ctrl key, if any. Without it Qt types the letter (Alt+R
@@ -336,6 +406,10 @@ class Editor(QPlainTextEdit):
         """Select the next match after the cursor (wrapping around once); False when there is none."""
         if not text:
             return False
+        if breaks.has_breaks(self.document()):
+            return self._find_real(
+                text, backward=backward, case_sensitive=case_sensitive, wrap=wrap, whole_word=whole_word
+            )
         flags = self._flags(backward=backward, case_sensitive=case_sensitive, whole_word=whole_word)
         if self.find(text, flags):
             return True
@@ -350,10 +424,33 @@ class Editor(QPlainTextEdit):
         self.setTextCursor(saved)
         return False
 
+    def _find_real(
+        self, text: str, *, backward: bool, case_sensitive: bool, wrap: bool, whole_word: bool
+    ) -> bool:
+        """`find_text` over the writer's text, for a document with display breaks (a phrase may span one)."""
+        doc, cursor = self.document(), self.textCursor()
+        opts = {"backward": backward, "case_sensitive": case_sensitive, "whole_word": whole_word}
+        start = cursor.selectionStart() if backward else cursor.selectionEnd()
+        found = breaks.find_real(doc, text, start, **opts)
+        if found is None and wrap:
+            found = breaks.find_real(doc, text, doc.characterCount() - 1 if backward else 0, **opts)
+        if found is None:
+            return False
+        cursor.setPosition(found[0])
+        cursor.setPosition(found[1], QTextCursor.MoveMode.KeepAnchor)
+        self.setTextCursor(cursor)
+        return True
+
     def _is_match(self, cursor: QTextCursor, text: str, *, case_sensitive: bool, whole_word: bool) -> bool:
         """Whether the selection of `cursor` is exactly a match the same search would find."""
         if not cursor.hasSelection():
             return False
+        if breaks.has_breaks(self.document()):
+            at = cursor.selectionStart()
+            hit = breaks.find_real(
+                self.document(), text, at, case_sensitive=case_sensitive, whole_word=whole_word
+            )
+            return hit == (at, cursor.selectionEnd())
         found = self.document().find(
             text, cursor.selectionStart(), self._flags(case_sensitive=case_sensitive, whole_word=whole_word)
         )
@@ -369,7 +466,7 @@ class Editor(QPlainTextEdit):
         """Replace the selected match (if the selection is one) and find the next; one undo step per replace."""
         cursor = self.textCursor()
         if self._is_match(cursor, text, case_sensitive=case_sensitive, whole_word=whole_word):
-            cursor.insertText(replacement)
+            breaks.insert_plain(cursor, replacement)
         return self.find_text(text, case_sensitive=case_sensitive, whole_word=whole_word)
 
     def replace_all(
@@ -382,6 +479,15 @@ class Editor(QPlainTextEdit):
         doc = self.document()
         count = 0
         edit = QTextCursor(doc)
+        if breaks.has_breaks(doc):  # over the writer's text, last match first (earlier positions stay put)
+            spans = breaks.find_all_real(doc, text, case_sensitive=case_sensitive, whole_word=whole_word)
+            edit.beginEditBlock()
+            for s, e in reversed(spans):
+                edit.setPosition(s)
+                edit.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
+                breaks.insert_plain(edit, replacement)
+            edit.endEditBlock()
+            return len(spans)
         edit.beginEditBlock()
         found = doc.find(text, 0, flags)
         while not found.isNull():
@@ -390,6 +496,16 @@ class Editor(QPlainTextEdit):
             found = doc.find(text, found.position(), flags)
         edit.endEditBlock()
         return count
+
+
+def _is_plain_enter(e: QKeyEvent) -> bool:
+    """Enter or Return as Qt's text control would turn into a new block (Shift+Enter is an in-line break)."""
+    mods = e.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+    return e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and mods == Qt.KeyboardModifier.NoModifier
+
+
+def _has_break(text: str) -> bool:
+    return any(c in text for c in "\n\r\u2029")
 
 
 def default_font() -> QFont:
@@ -456,7 +572,7 @@ class FindBar(QWidget):
         self.hide()
 
     def open(self, *, replace: bool) -> None:
-        selected = self.editor.textCursor().selectedText()
+        selected = breaks.selected_text(self.editor.textCursor())
         if selected and "\u2029" not in selected:
             self.find_edit.setText(selected)
         for w in (self.replace_edit, self.replace_btn, self.all_btn):

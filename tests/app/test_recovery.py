@@ -229,20 +229,9 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines = []
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line.strip())
-            if line.startswith("AUTOSAVED") and "TYPED" in lines:
-                break
-        assert any(x.startswith("AUTOSAVED") for x in lines), (
-            lines,
-            proc.stderr.read() if proc.poll() else "",
-        )
+        lines = _lines_until_autosaved(proc, timeout=120)
+        assert any(x.startswith("AUTOSAVED") for x in lines), lines
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
@@ -266,3 +255,72 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
     assert text_line == f"TEXT {expected!r} True {doc}"
     # Restored but not saved: the copy is kept (now owned by the new session) until the writer saves.
     assert len(list((tmp_path / "data" / "recovery").glob("*.json"))) == 1
+
+
+def _lines_until_autosaved(proc: subprocess.Popen, timeout: float) -> list[str]:
+    """The child's lines until it has typed and autosaved, or `timeout` seconds: a child that never autosaves
+    fails the test instead of blocking it on a read."""
+    import queue
+    import threading
+
+    got: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [got.put(x) for x in proc.stdout], daemon=True).start()
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            lines.append(got.get(timeout=0.5).strip())
+        except queue.Empty:
+            if proc.poll() is not None:
+                break
+            continue
+        if lines[-1].startswith("AUTOSAVED") and "TYPED" in lines:
+            break
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="file names are bytes only on POSIX")
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs SIGKILL")
+def test_a_non_utf8_file_name_survives_sigkill_and_is_offered_at_next_start(tmp_path):
+    """`r\\xe9sum\\xe9.txt` (Latin-1 bytes, not UTF-8): a real app types, autosaves, is killed with SIGKILL;
+    the next start offers the copy under the very same name and restores the text."""
+    import signal
+
+    env = dict(_child_env(tmp_path), PYTHONIOENCODING="utf-8:backslashreplace")
+    raw_name = os.path.join(os.fsencode(tmp_path), b"r\xe9sum\xe9.txt")
+    doc = Path(os.fsdecode(raw_name))
+    doc.write_bytes(b"Saved opening.")
+    proc = subprocess.Popen(
+        [sys.executable.encode(), b"-c", CHILD.encode(), b"write", raw_name],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = _lines_until_autosaved(proc, timeout=60)
+        assert any(x.startswith("AUTOSAVED") for x in lines), lines  # (never autosaved before the fix)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+    assert doc.read_bytes() == b"Saved opening."
+    copies = list((tmp_path / "data" / "recovery").glob("*.json"))
+    assert len(copies) == 1
+
+    out = subprocess.run(
+        [sys.executable.encode(), b"-c", CHILD.encode(), b"recover"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    shown = str(doc).encode("utf-8", "backslashreplace").decode("utf-8")  # how the child prints the name
+    offered = [x for x in out.stdout.splitlines() if x.startswith("OFFERED")]
+    assert len(offered) == 1 and shown in offered[0], out.stdout + out.stderr[-3000:]
+    text_line = next((x for x in out.stdout.splitlines() if x.startswith("TEXT")), out.stdout + out.stderr)
+    expected = "Saved opening. typed before the crash \u00a0한국어 👋"
+    assert text_line == f"TEXT {expected!r} True {shown}"

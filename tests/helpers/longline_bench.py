@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor, QTextOption
@@ -44,14 +45,19 @@ def cut_into_blocks(text: str, block: int) -> str:
     return "\n".join(parts)
 
 
-def time_keys(view: QPlainTextEdit, text: str, keys: int) -> tuple[float, float]:
-    """(seconds to show the text, seconds per typed key incl. the repaint) for `keys` presses mid-text."""
+def time_keys(
+    view: QPlainTextEdit, text: str, keys: int, prepare: Callable[[QPlainTextEdit], object] | None = None
+) -> tuple[float, float]:
+    """(seconds to show the text, seconds per typed key incl. the repaint) for `keys` presses mid-text;
+    `prepare` runs right after the text is set (what opening a file does after setPlainText)."""
     app = QApplication.instance()
     assert app is not None
     view.resize(900, 700)
     view.show()
     started = time.perf_counter()
     view.setPlainText(text)
+    if prepare is not None:
+        prepare(view)
     app.processEvents()
     view.viewport().repaint()
     shown = time.perf_counter() - started
@@ -80,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     text = one_line(args.size)
+    per: dict[str, float] = {}
     for name in args.views.split(","):
+        prepare: Callable[[QPlainTextEdit], object] | None = None
         if name == "bare":
             view, shown_text = QPlainTextEdit(), text
         elif name == "nowrap":  # no wrapping at all: still one giant QTextLayout line
@@ -93,16 +101,25 @@ def main(argv: list[str] | None = None) -> int:
             from app.ui.editor import Editor
 
             view, shown_text = Editor(), text
+        elif name == "display":  # the editor as shipped: opening adds display breaks
+            from app.ui.display_breaks import add_breaks
+            from app.ui.editor import Editor
+
+            view, shown_text = Editor(), text
+            prepare = lambda v: add_breaks(v.document())  # noqa: E731
         elif name == "blocks":
             from app.ui.editor import Editor
 
             view, shown_text = Editor(), cut_into_blocks(text, args.block)
         else:
             parser.error(f"unknown view {name}")
-        shown, per_key = time_keys(view, shown_text, args.keys)
+        shown, per_key = time_keys(view, shown_text, args.keys, prepare)
+        per[name] = per_key
         print(f"{name:7s} size={args.size:>9,d} open+show={shown:7.3f}s per_key={per_key:7.3f}s", flush=True)
         view.deleteLater()
         app.processEvents()
+    if "editor" in per and "display" in per and per["display"] > 0:
+        print(f"per-key ratio editor/display: {per['editor'] / per['display']:.0f}x", flush=True)
     return 0
 
 
