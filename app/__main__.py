@@ -169,7 +169,9 @@ def build_window(args: argparse.Namespace) -> MainWindow:
     model_dir: str | None = args.model
     reason = ""
     if model_dir is None and settings is not None and settings["model.folder"]:
-        model_dir = settings["model.folder"]
+        from app.config.model_choice import folder_for
+
+        model_dir = folder_for(settings["model.folder"])  # `builtin:demo`: this version's demo folder
     if model_dir is None and DEMO_MODEL.is_dir():
         model_dir = str(DEMO_MODEL)
     if model_dir is None and args.fake_engine is not None:
