@@ -210,7 +210,10 @@ def _add_settings_warning(window: Any, settings: Any) -> None:
     label.setObjectName("settingsWarning")
     label.setStyleSheet("QLabel { color: #b00020; }")
     more = f" (+{len(problems) - 1} more: see the tooltip)" if len(problems) > 1 else ""
-    label.setText(f"⚠ Settings: {problems[0][:160]}{more}")
+    from app.ui.status import elide_words
+
+    first = elide_words(" ".join(problems[0].split()), lambda t: len(t) <= 160)  # at a word, never mid-word
+    label.setText(f"⚠ Settings: {first}{more}")
     label.setToolTip("\n".join(problems))
     window.statusBar().addPermanentWidget(label)
 

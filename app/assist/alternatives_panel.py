@@ -12,6 +12,8 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDockWidget, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
+from app.ui.status import elide_words
+
 ROLE_INDEX = Qt.ItemDataRole.UserRole
 
 
@@ -69,7 +71,8 @@ class AlternativesPanel(QDockWidget):
         self.list.clear()
         for rank, (i, score, text) in enumerate(rows, 1):
             flat = " ".join(text.split())
-            item = QListWidgetItem(f"{rank}. {score:.1%} · {flat[:160]}{'…' if len(flat) > 160 else ''}")
+            shown = elide_words(flat, lambda t: len(t) <= 160)  # at a word, never mid-word
+            item = QListWidgetItem(f"{rank}. {score:.1%} · {shown}")
             item.setData(ROLE_INDEX, i)
             item.setToolTip(text)
             self.list.addItem(item)

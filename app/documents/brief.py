@@ -72,10 +72,9 @@ def clip_at_word(text: str, limit: int) -> str:
 
 def short_line(text: str, limit: int) -> str:
     """One line of at most `limit` characters ending at a word with "…" (the whole text when it fits)."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    return clip_at_word(flat, limit - 1).rstrip(" ,;:") + "…"
+    from app.ui.status import elide_words
+
+    return elide_words(" ".join(text.split()), lambda t: len(t) <= limit)
 
 
 def untitled_key(session: str) -> str:
@@ -513,10 +512,10 @@ def _follow_model(window: QMainWindow, controller: BriefController) -> None:
 
         name = demo_wording().name if is_demo_model(info.path) else info.name
         controller.set_model(int(getattr(info, "brief_chars", 0) or 0), name)
-        say()
 
     if host is not None and hasattr(host, "loaded"):
         host.loaded.connect(on_loaded)
         if getattr(host, "model_info", None) is not None:
             on_loaded(host.model_info)
     controller.changed.connect(lambda *_: say())
+    controller.limitChanged.connect(say)
