@@ -98,8 +98,8 @@ class MainWindow(QMainWindow):
         self.firstRunHint.setContentsMargins(10, 6, 10, 6)
         self.firstRunHint.setToolTip("Shown on the first start only; Help ▸ Getting started shows it again.")
         self.firstRunHint.hide()
-        # What the writer must read about the model (the saved one was not found, the demo runs instead): whole
-        # and word-wrapped here, where the status bar's few hundred pixels would cut it.
+        # What the writer must read about the model (the saved one was not found, the demo runs instead):
+        # whole and word-wrapped here, where the status bar's few hundred pixels would cut it.
         self.modelNotice = ModelNotice(central)
         column.addWidget(self.modelNotice)
         column.addWidget(self.firstRunHint)
@@ -428,8 +428,9 @@ class MainWindow(QMainWindow):
         self.show_message(f"{name} needs {needs}.")
 
     def show_first_run_hint(self) -> None:
-        """The short hint above the page (first start, or Help ▸ Getting started); the first suggestion hides it.
-        While the built-in demo is the loaded model it says so, in the demo's own words (`demo_wording`)."""
+        """The short hint above the page (first start, or Help ▸ Getting started); the first suggestion hides
+        it. While the built-in demo is the loaded model it says so, in the demo's own words
+        (`demo_wording`)."""
         text = help_ui.hint_text(self)
         if self._demo_loaded:
             text = f"{text}\n\n{demo_wording().hint}"
@@ -586,8 +587,9 @@ class MainWindow(QMainWindow):
         self.modelNotice.show_text(message)
 
     def _fall_back_to_demo(self, kind: str, message: str) -> bool:
-        """No model is in use and the one asked for cannot be used (moved, deleted, no longer a model, too big,
-        a server out of reach): load the built-in demo instead, and say so in one sentence above the page."""
+        """No model is in use and the one asked for cannot be used (moved, deleted, no longer a model, too
+        big, a server out of reach): load the built-in demo instead, and say so in one sentence above the
+        page."""
         from engine.resources import demo_model_dir
 
         failed = self._loading_folder or self.model_dir or ""

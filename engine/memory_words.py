@@ -29,7 +29,8 @@ def free_memory_advice(device: object) -> str:
 
 
 def is_host_out_of_memory(exc: BaseException) -> bool:
-    """A host allocation failure as torch reports it (a RuntimeError naming its CPU allocator), or MemoryError."""
+    """A host allocation failure as torch reports it (a RuntimeError naming its CPU allocator), or a
+    MemoryError."""
     if isinstance(exc, MemoryError):
         return True
     text = str(exc)

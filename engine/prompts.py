@@ -118,7 +118,7 @@ CHARS_PER_TOKEN_GUESS = 3.5  # English text on a large vocabulary, when no token
 
 
 def chars_per_token(tokenizer: Any) -> float:
-    """Characters per token of brief-like English text on `tokenizer` (the guess when it cannot be counted)."""
+    """Characters per token of brief-like English text on `tokenizer` (the guess when it cannot count)."""
     try:
         ids = tokenizer(BRIEF_SAMPLE, add_special_tokens=False)["input_ids"]
     except Exception:  # noqa: BLE001 - a tokenizer that cannot count leaves the guess
@@ -130,9 +130,9 @@ def brief_limit(context_length: int, canvas_length: int, per_token: float = CHAR
     """The most characters of a brief the model reads beside a request: a quarter of its context after one
     canvas, in characters of brief-like text, rounded down to 50 (0 when the context is not known).
 
-    Why a share: the brief opens every prompt and is never trimmed, so a brief the size of the context leaves no
-    room for the writer's text and every request fails (the demo reads 512 tokens; a 1,500-character brief took
-    them all)."""
+    Why a share: the brief opens every prompt and is never trimmed, so a brief the size of the context leaves
+    no room for the writer's text and every request fails (the demo reads 512 tokens; a 1,500-character brief
+    took them all)."""
     if context_length <= 0:
         return 0
     room = max(0, context_length - max(0, canvas_length)) // BRIEF_SHARE

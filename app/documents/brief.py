@@ -7,14 +7,14 @@ accepted. The key is the one recovery uses to tell documents apart: a saved docu
 name), or for an untitled document the window's recovery session (the stem of its autosave file), so a brief
 comes back after a restart with the file it belongs to, or with the recovered copy of an untitled document.
 Saving an untitled document under a name carries its brief along; discarding it drops the brief. Saving any
-document under a new name writes that name's brief anew (the document's own, or none), so a file saved over one
-that once had another document's brief never gets that brief back after a restart.
+document under a new name writes that name's brief anew (the document's own, or none), so a file saved over
+one that once had another document's brief never gets that brief back after a restart.
 
-The loaded model limits a brief (`ModelInfo.brief_chars`: a quarter of what it reads beside a request; the demo
-reads 512 tokens, where a 1,500-character brief left no room for the text and every request failed). The dialog
-names that limit and refuses a longer brief; a brief saved for a larger model is kept whole, its requests carry
-the part this model reads, and the window says so in one sentence. The status bar's `briefStatus` button shows
-that the document has a brief (its start in the tooltip) and opens it.
+The loaded model limits a brief (`ModelInfo.brief_chars`: a quarter of what it reads beside a request; the
+demo reads 512 tokens, where a 1,500-character brief left no room for the text and every request failed). The
+dialog names that limit and refuses a longer brief; a brief saved for a larger model is kept whole, its
+requests carry the part this model reads, and the window says so in one sentence. The status bar's
+`briefStatus` button shows that the document has a brief (its start in the tooltip) and opens it.
 """
 
 from __future__ import annotations
@@ -271,7 +271,8 @@ class BriefController(QObject):
             return ""
         model = self.model_name or "The loaded model"
         return (
-            f"This document's brief has {len(self._text):,} characters and {model} reads {self.limit:,} of them "
+            f"This document's brief has {len(self._text):,} characters and {model} reads "
+            f"{self.limit:,} of them "
             "beside your text, so requests carry its first part (Assist ▸ Document brief… shortens it)."
         )
 
@@ -488,8 +489,8 @@ def _install_brief_sign(window: QMainWindow, controller: BriefController) -> QTo
 
 
 def _follow_model(window: QMainWindow, controller: BriefController) -> None:
-    """Each loaded model sets how much of a brief it reads; a brief longer than that is said once per model (or
-    per brief) in the window's note above the page, never as failed requests."""
+    """Each loaded model sets how much of a brief it reads; a brief longer than that is said once per model
+    (or per brief) in the window's note above the page, never as failed requests."""
     host = getattr(window, "host", None)
     said: list[str] = []
 

@@ -60,8 +60,8 @@ def demo_wording() -> DemoWording:
 
 
 def is_demo_model(path: str | Path | None) -> bool:
-    """Whether `path` is the shipped demo model's folder (resolved, so a relative or linked path counts), or the
-    settings' marker for it (`app.config.model_choice.DEMO_MARKER`)."""
+    """Whether `path` is the shipped demo model's folder (resolved, so a relative or linked path counts), or
+    the settings' marker for it (`app.config.model_choice.DEMO_MARKER`)."""
     return is_demo_choice(path)
 
 

@@ -68,8 +68,8 @@ FIXES: dict[str, str] = {
 CPU_FIXES: dict[str, str] = {
     "out_of_memory": "Choose 4-bit (nf4) quantization, close other programs to free RAM, or choose a smaller "
     "model.",
-    "wont_fit": "Choose 4-bit (nf4) quantization, close other programs to free RAM, or use a computer with more "
-    "memory.",
+    "wont_fit": "Choose 4-bit (nf4) quantization, close other programs to free RAM, or use a computer with "
+    "more memory.",
 }
 # Phrases whose presence in the engine's message means it already says what the fix would (never twice).
 _ALREADY_SAID = (
@@ -120,6 +120,7 @@ def size_text(gb: float | None) -> str:
     if gb is None:
         return "–"
     return f"{gb * 1000:.0f} MB" if gb < 0.1 else f"{gb:.1f} GB"
+
 
 MAX_CACHED_REPOS = 1000  # repositories (and snapshots of each) looked at in a hub cache
 CHECK_DEBOUNCE_MS = 350  # a check starts once typing pauses this long
@@ -210,7 +211,7 @@ class FitRow:
     available_gb: float | None = None
     note: str = ""
     weights_gb: float | None = None  # the model's weights at this precision
-    runtime_gb: float | None = None  # the rest: KV cache, step memory, activations, the runtime's own overhead
+    runtime_gb: float | None = None  # the rest: KV cache, step memory, activations, the runtime's overhead
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,7 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
         if device == "auto":
             found = fit.devices_found()
             device = next((d.device for d in found if d.device.startswith("cuda")), "cpu")
-        # The context the model can read, at most the estimate's usual one (the demo reads 512 tokens, not 8,192).
+        # The context the model can read, at most the estimate's usual one (the demo reads 512, not 8,192).
         text_config = config.get("text_config", config) if isinstance(config, dict) else {}
         positions = text_config.get("max_position_embeddings") if isinstance(text_config, dict) else None
         context = fit.DEFAULT_CONTEXT

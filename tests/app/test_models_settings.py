@@ -1,7 +1,7 @@
 """Issue 27, "Models and settings", through the real window (`app.create_window`, the scripted engine unless
-marked slow): the built-in demo always in the model manager and stored as a marker; a saved model that cannot be
-used falls back to the demo with one sentence; briefs limited by the loaded model, kept per document, and shown;
-memory words by device; the model manager's messages once, uncut, with weights apart from the runtime."""
+marked slow): the built-in demo always in the model manager and stored as a marker; a saved model that cannot
+be used falls back to the demo with one sentence; briefs limited by the loaded model, kept per document, and
+shown; the model manager's messages once, uncut, with weights apart from the runtime."""
 
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ def _load_in_manager(qtbot, dialog, item_or_folder) -> None:
 
 def _fits(label) -> bool:
     """The status bar's message line shows its whole text (nothing elided with "…")."""
-    return label.text() == " ".join(label.full_text().split()) and not label.text().endswith(ELLIPSIS)
+    full = " ".join(label.full_text().split())
+    return bool(full) and label.text() == full and not label.text().endswith(ELLIPSIS)
 
 
 def _wrapped_whole(label) -> bool:
@@ -128,11 +129,12 @@ def test_the_first_run_hint_and_the_status_bar_use_the_demos_own_words(qtbot):
     window = _window(qtbot)  # no model configured: the shipped demo, on a first start
     words = demo_wording()
     assert window.firstRunHint.isVisible() and words.hint in window.firstRunHint.text()
-    assert window.demoBanner.label.text() == words.badge and window.modelLabel.text() == f"Ready: {words.name}"
+    assert window.demoBanner.label.text() == words.badge
+    assert window.modelLabel.text() == f"Ready: {words.name}"
     _close(window)
 
 
-# -- 2. a saved model that cannot be used: the demo, and one sentence -----------------------------------------
+# -- 2. a saved model that cannot be used: the demo, and one sentence ----------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -154,7 +156,7 @@ def test_a_saved_model_that_cannot_be_used_falls_back_to_the_demo_with_one_sente
     assert notice.startswith("The saved model folder") and phrase in notice and "built-in demo" in notice
     assert notice.count(". ") == 0 and notice.endswith(").")  # one sentence
     qtbot.waitUntil(lambda: _wrapped_whole(window.modelNotice.label), timeout=5_000)
-    assert _fits(window.statusBar().label), window.statusBar().label.text()
+    qtbot.waitUntil(lambda: _fits(window.statusBar().label), timeout=5_000)  # once laid out
     assert str(saved) in window.modelNotice.label.toolTip()  # the engine's whole message, path and all
     set_draft = "The harbour was quiet."
     window.editor.setPlainText(set_draft)
@@ -185,12 +187,12 @@ def test_a_failed_load_keeps_the_model_and_says_it_once_and_whole(qtbot, tmp_pat
     notice = window.modelNotice.text()
     assert notice.count("Choose the folder") == 1 and "Still using Built-in demo." in notice
     assert window.statusBar().currentMessage() == "Still using Built-in demo."
-    assert _fits(window.statusBar().label)
+    qtbot.waitUntil(lambda: _fits(window.statusBar().label), timeout=5_000)
     qtbot.waitUntil(lambda: _wrapped_whole(window.modelNotice.label), timeout=5_000)
     _close(window)
 
 
-# -- 3. the brief: the model's limit, its own document, a visible sign ----------------------------------------
+# -- 3. the brief: the model's limit, its own document, a visible sign ---------------------------------------
 
 
 def _brief_dialog(window):
@@ -201,7 +203,7 @@ def _brief_dialog(window):
 def test_the_brief_dialog_names_the_models_limit_and_refuses_a_longer_brief(qtbot):
     window = _window(qtbot)
     limit = window.brief.limit
-    assert 0 < limit < 4000 and window.brief.model_name == "Built-in demo"  # the scripted engine's 4,096 tokens
+    assert 0 < limit < 4000 and window.brief.model_name == "Built-in demo"  # the scripted engine's 4,096
     dialog = _brief_dialog(window)
     assert f"0 of {limit:,} characters (Built-in demo reads at most {limit:,})" in dialog.count.text()
     dialog.edit.setPlainText("word " * (limit // 5 + 20))

@@ -1,6 +1,6 @@
-"""Issue 27: memory refusals name the device that ran short (RAM on a CPU machine, never "close programs using the
-GPU" there), and a brief within the loaded model's limit leaves room for the writer's text (on the shipped demo a
-1,500-character brief made every request fail)."""
+"""Issue 27: memory refusals name the device that ran short (RAM on a CPU machine, never "close programs using
+the GPU" there), and a brief within the loaded model's limit leaves room for the writer's text (on the shipped
+demo a 1,500-character brief made every request fail)."""
 
 from __future__ import annotations
 
