@@ -330,3 +330,32 @@ def test_a_long_settings_problem_is_cut_at_a_word_in_the_status_bar(qtbot):
     body = shown.removesuffix(ELLIPSIS)
     assert problem.startswith(body) and problem[len(body)] == " "  # cut at a word, never inside one
     _close(window)
+
+
+@pytest.mark.slow
+def test_on_the_shipped_demo_a_long_brief_is_refused_and_an_old_one_no_longer_fails_requests(
+    qtbot, monkeypatch, tmp_path
+):
+    """The real engine and demo: the dialog refuses 1,500 characters (the demo reads a few hundred), and a
+    brief saved while a larger model was loaded no longer makes every request fail."""
+    from tests.helpers.gui import demo_window
+
+    for window in demo_window(qtbot, monkeypatch, tmp_path, "[draft]\nlength = 16\n"):
+        limit = window.brief.limit
+        assert 100 <= limit < 1500 and window.brief.model_name == "Built-in demo"
+        long_brief = ("The captain is Mara Lindqvist and the ship is the Maud, launched in 1923. " * 30)[
+            :1500
+        ]
+        dialog = _brief_dialog(window)
+        dialog.edit.setPlainText(long_brief)
+        dialog.accept()
+        assert dialog.isVisible() and "shorten it by" in dialog.count.text() and window.brief.text == ""
+        dialog.reject()
+        window.brief._text = long_brief  # as saved while a larger model was loaded
+        window.brief.changed.emit(long_brief)
+        assert "Built-in demo reads" in window.modelNotice.text()
+        window.editor.setPlainText("The harbour was quiet that morning.")
+        window.editor.moveCursor(QTextCursor.MoveOperation.End)
+        window.actionDraft.trigger()
+        qtbot.waitUntil(lambda w=window: ghost_state(w) in ("ready", "error"), timeout=120_000)
+        assert ghost_state(window) == "ready", window.statusBar().currentMessage()
