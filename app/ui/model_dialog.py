@@ -87,7 +87,8 @@ def fix_for(kind: str, message: str, device: str = "") -> str:
     """The fix to add after `message` ("" when the message already says what to do, or there is none)."""
     from engine.memory_words import is_gpu
 
-    fix = (CPU_FIXES.get(kind) if device and not is_gpu(device) else None) or FIXES.get(kind, "")
+    on_cpu = bool(device) and device != "auto" and not is_gpu(device)  # "auto": not known, both words
+    fix = (CPU_FIXES.get(kind) if on_cpu else None) or FIXES.get(kind, "")
     said = message.lower()
     if not fix or any(p in said for p in _ALREADY_SAID):
         return ""
@@ -630,7 +631,8 @@ class ModelDialog(QDialog):
         self.progress.hide()
         kind = getattr(error, "kind", "engine_error")
         message = getattr(error, "message", str(error))
-        fix = fix_for(kind, message, self.device.currentText())
+        where = (self.inspection.device if self.inspection else "") or self.device.currentText()
+        fix = fix_for(kind, message, where)
         kept = getattr(self.host, "model_info", None)
         still = f"\nStill using {loaded_text(kept)}." if kept is not None else ""
         self._show_status(

@@ -359,3 +359,29 @@ def test_on_the_shipped_demo_a_long_brief_is_refused_and_an_old_one_no_longer_fa
         window.actionDraft.trigger()
         qtbot.waitUntil(lambda w=window: ghost_state(w) in ("ready", "error"), timeout=120_000)
         assert ghost_state(window) == "ready", window.statusBar().currentMessage()
+
+
+def test_a_load_that_runs_out_of_ram_on_the_cpu_says_ram_in_the_manager(qtbot, tmp_path):
+    """Issue 27: on a CPU machine short of RAM the manager never says "close programs that use the GPU"."""
+    from app.assist.engine_host import EngineHost
+    from app.ui.model_dialog import Inspection, ModelDialog
+    from engine.api import OutOfMemoryError
+    from engine.fake import FakeEngine
+
+    error = OutOfMemoryError("The computer ran out of memory (RAM) while loading the model.")
+    host = EngineHost(lambda: FakeEngine(load_error=error, load_steps=1, load_delay=0.0))
+    host.start()
+    try:
+        dialog = ModelDialog(
+            host, None, cache_dirs=[], inspector=lambda f, d: Inspection(f, summary="ok", device="cpu")
+        )
+        qtbot.addWidget(dialog)
+        dialog.device.setCurrentText("cpu")
+        dialog.choose(str(fake_checkpoint(tmp_path / "big-model")))
+        qtbot.waitUntil(lambda: dialog.load_button.isEnabled(), timeout=10_000)
+        with qtbot.waitSignal(host.loadFailed, timeout=10_000):
+            dialog.load_button.click()
+        text = dialog.status.text()
+        assert "RAM" in text and "GPU" not in text, text
+    finally:
+        host.shutdown()
