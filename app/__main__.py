@@ -169,7 +169,9 @@ def build_window(args: argparse.Namespace) -> MainWindow:
     model_dir: str | None = args.model
     reason = ""
     if model_dir is None and settings is not None and settings["model.folder"]:
-        model_dir = settings["model.folder"]
+        from app.config.model_choice import folder_for
+
+        model_dir = folder_for(settings["model.folder"])  # `builtin:demo`: this version's demo folder
     if model_dir is None and DEMO_MODEL.is_dir():
         model_dir = str(DEMO_MODEL)
     if model_dir is None and args.fake_engine is not None:
@@ -208,7 +210,9 @@ def _add_settings_warning(window: Any, settings: Any) -> None:
     label.setObjectName("settingsWarning")
     label.setStyleSheet("QLabel { color: #b00020; }")
     more = f" (+{len(problems) - 1} more: see the tooltip)" if len(problems) > 1 else ""
-    label.setText(f"⚠ Settings: {problems[0]}{more}")
+    from app.platform.text_fit import shorten_words
+
+    label.setText(f"⚠ Settings: {shorten_words(problems[0], 160)}{more}")  # ends at a word
     label.setToolTip("\n".join(problems))
     window.statusBar().addPermanentWidget(label)
 

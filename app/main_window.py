@@ -8,6 +8,7 @@ Extension points for the document controller: `menuFile` (insert before `actionQ
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -34,12 +35,14 @@ from app.assist.controller import Assistant
 from app.assist.engine_host import EngineHost
 from app.assist.presets import preset_label
 from app.assist.request_defaults import RequestDefaults
+from app.config.model_choice import folder_for
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
 from app.ui import actions
 from app.ui import help as help_ui
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
 from app.ui.editor import Editor, FindBar
+from app.ui.model_notice import ModelNotice, fallback_sentence
 from app.ui.status import ElidedLabel, MessageBar, stats_text
 from app.ui.widgets import named
 from engine.api import EngineError, LoadProgress, ModelInfo, Stats
@@ -72,6 +75,9 @@ class MainWindow(QMainWindow):
         self.quantization = quantization
         self.model_dir: str | None = str(model_dir) if model_dir else None
         self.model_state = "not loaded"
+        self._loading_folder = ""  # the folder (or server URL) the load now running was asked for
+        self._fallback_from = ""  # the model that could not be used when the demo was loaded instead
+        self._demo_loaded = False
         self._activity, self._activity_shown, self._activity_running = "", "", False
         self.close_guards: list[Callable[[], bool]] = []
         self.context_menu_hooks: list[Callable[[QMenu], None]] = []  # extra right-click entries
@@ -100,6 +106,10 @@ class MainWindow(QMainWindow):
         self.firstRunHint.setContentsMargins(10, 6, 10, 6)
         self.firstRunHint.setToolTip("Shown on the first start only; Help ▸ Getting started shows it again.")
         self.firstRunHint.hide()
+        # What the writer must read about the model (the saved one was not found, the demo runs instead):
+        # whole and word-wrapped here, where the status bar's few hundred pixels would cut it.
+        self.modelNotice = ModelNotice(central)
+        column.addWidget(self.modelNotice)
         column.addWidget(self.firstRunHint)
         column.addWidget(self.editor)
         column.addWidget(self.find_bar)
@@ -429,8 +439,13 @@ class MainWindow(QMainWindow):
         self.show_message(f"{name} needs {needs}.")
 
     def show_first_run_hint(self) -> None:
-        """The short hint above the page (first start, or Help ▸ Getting started); the first suggestion hides it."""
-        self.firstRunHint.setText(help_ui.hint_text(self))
+        """The short hint above the page (first start, or Help ▸ Getting started); the first suggestion hides
+        it. While the built-in demo is the loaded model it says so, in the demo's own words
+        (`demo_wording`)."""
+        text = help_ui.hint_text(self)
+        if self._demo_loaded:
+            text = f"{text}\n\n{demo_wording().hint}"
+        self.firstRunHint.setText(text)
         self.firstRunHint.show()
 
     def _hide_hint_once_used(self) -> None:
@@ -516,6 +531,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_load_started(self, folder: str) -> None:
+        self._loading_folder = folder
         self.loadBar.setRange(0, 0)  # busy until the first measurable phase
         self.loadBar.setValue(0)
         self.loadBar.show()
@@ -537,10 +553,19 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_loaded(self, info: ModelInfo) -> None:
         demo = self._show_demo_banner(info.path)
+        self._demo_loaded = demo
+        if self.firstRunHint.isVisible():  # the hint names the demo while it is the model in use
+            self.show_first_run_hint()
+        if not (demo and self._fallback_from):  # a model the writer chose: the note about the last one goes
+            self._fallback_from = ""
+            self.modelNotice.clear("model")
         name = demo_wording().name if demo else info.name
         self._set_model_state("ready", f"Ready: {name}", f"{info.path} ({info.parameters:,} parameters)")
         quant = "" if info.quantization in ("", "none") else f", {info.quantization}"
         self.deviceLabel.setText(f"{info.device.upper()} ({info.dtype}{quant})")
+        if demo and self._fallback_from:  # the note above the page says why; the status bar line fits
+            self._resume_activity("Using the built-in demo.")
+            return
         self._resume_activity(
             info.notice or (demo_wording().summary if demo else f"Model {info.name} loaded.")
         )
@@ -576,15 +601,44 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_load_failed(self, error: EngineError) -> None:
+        message = getattr(error, "message", str(error))
+        kind = getattr(error, "kind", "engine_error")
         kept = getattr(self.host, "model_info", None)  # a failed load never takes away the model in use
         if kept is not None:
             self.model_dir = kept.path
             demo = self._show_demo_banner(kept.path)
             name = demo_wording().name if demo else kept.name
             self._set_model_state("ready", f"Ready: {name}", f"{kept.path} ({kept.parameters:,} parameters)")
-            self._resume_activity(f"{getattr(error, 'message', str(error))} Still using {name}.")
+            if kind == "load_cancelled":
+                self._resume_activity(f"Loading cancelled; still using {name}.")
+                return
+            self.modelNotice.show_text(f"{message} Still using {name}.")  # whole, above the page
+            self._resume_activity(f"Still using {name}.")
             return
-        self._set_model_state("error", "Model error", getattr(error, "message", str(error)))
+        if self._fall_back_to_demo(kind, message):
+            return
+        self._set_model_state("error", "Model error", message)
+        self.modelNotice.show_text(message)
+
+    def _fall_back_to_demo(self, kind: str, message: str) -> bool:
+        """No model is in use and the one asked for cannot be used (moved, deleted, no longer a model, too
+        big, a server out of reach): load the built-in demo instead, and say so in one sentence above the
+        page."""
+        from engine.resources import demo_model_dir
+
+        failed = self._loading_folder or self.model_dir or ""
+        demo = demo_model_dir()
+        if kind == "load_cancelled" or not failed or is_demo_model(failed) or not demo.is_dir():
+            return False
+        saved = ""
+        if self.settings is not None:
+            with contextlib.suppress(KeyError):
+                saved = str(self.settings["server.url"]) if failed.startswith("http") else ""
+                saved = saved or folder_for(self.settings["model.folder"])
+        self._fallback_from = failed
+        self.modelNotice.show_text(fallback_sentence(kind, failed, saved=failed == saved), message)
+        self.load_model(demo)
+        return True
 
     @Slot(object, float)
     def _on_stats(self, stats: Stats, first_visible: float) -> None:
@@ -601,7 +655,7 @@ class MainWindow(QMainWindow):
         if key in ("model.device", "model.quantization", "model.folder") and self.settings is not None:
             self.device = self.settings["model.device"]
             self.quantization = self.settings["model.quantization"]
-            folder = self.settings["model.folder"]
+            folder = folder_for(self.settings["model.folder"])  # the demo's marker is this version's demo
             if folder:
                 self.load_model(folder)
 

@@ -391,6 +391,10 @@ class ModelInfo:
     canvas_length: int
     context_length: int
     notice: str = ""
+    # The most characters of a document brief this model reads beside a request
+    # (`engine.prompts.brief_limit`); 0: not known. A longer brief would leave no room for the writer's text,
+    # so the app keeps briefs within it.
+    brief_chars: int = 0
 
 
 @dataclass(frozen=True)

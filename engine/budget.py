@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.api import OutOfMemoryError
+from engine.memory_words import free_memory_advice, memory_name
 from engine.weights import fit
 
 # Keep this share of the free memory unplanned: the allocator's rounding, cuBLAS workspaces, other programs.
@@ -100,9 +101,10 @@ def plan_request(
         lo, hi = floor, prompt_tokens  # the largest context that fits, by bisection
         if need(fitted, lo + new_tokens) > usable:
             raise OutOfMemoryError(
-                f"This request needs about {fit.gb(need(1, lo + new_tokens))} of memory even with one alternative "
-                f"and no surrounding text, and {device_label} has {fit.gb(free_bytes)} free. Close other programs "
-                "using the GPU, ask for a shorter draft, or choose 4-bit quantization."
+                f"This request needs about {fit.gb(need(1, lo + new_tokens))} of {memory_name(device_label)} "
+                f"even with one alternative and no surrounding text, and {device_label} has "
+                f"{fit.gb(free_bytes)} free. {free_memory_advice(device_label).capitalize()}, ask for a "
+                "shorter draft, or choose 4-bit quantization."
             )
         while lo < hi:
             mid = math.ceil((lo + hi) / 2)

@@ -47,6 +47,7 @@ from engine.api import (
     StepEvent,
     WarmStart,
 )
+from engine.prompts import brief_limit
 
 DRAFT_TEXTS = (
     " The harbour woke slowly, and the first boats slipped out past the breakwater.",
@@ -185,6 +186,7 @@ class FakeEngine:
             canvas_length=32,
             context_length=4096,
             notice="",
+            brief_chars=brief_limit(4096, 32),
         )
         return self._info
 

@@ -108,6 +108,37 @@ def chat_ids(tokenizer: Any, message: str) -> list[int]:
     return template(head) + text_ids(tokenizer, message) + template(tail)
 
 
+BRIEF_SHARE = 4  # a brief may take at most a quarter of what the model reads beside its canvas
+BRIEF_SAFETY = 0.85  # a writer's brief (names, numbers) takes more tokens per character than the sample
+BRIEF_SAMPLE = (
+    "Audience: general readers. British spelling. The captain is Mara Lindqvist; the ship is the Maud, "
+    "launched in 1923 at Tromso. Keep sentences short, avoid jargon, and never change a quoted name."
+)
+CHARS_PER_TOKEN_GUESS = 3.5  # English text on a large vocabulary, when no tokenizer is at hand (a server)
+
+
+def chars_per_token(tokenizer: Any) -> float:
+    """Characters per token of brief-like English text on `tokenizer` (the guess when it cannot count)."""
+    try:
+        ids = tokenizer(BRIEF_SAMPLE, add_special_tokens=False)["input_ids"]
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot count leaves the guess
+        return CHARS_PER_TOKEN_GUESS
+    return len(BRIEF_SAMPLE) / max(1, len(ids))
+
+
+def brief_limit(context_length: int, canvas_length: int, per_token: float = CHARS_PER_TOKEN_GUESS) -> int:
+    """The most characters of a brief the model reads beside a request: a quarter of its context after one
+    canvas, in characters of brief-like text, rounded down to 50 (0 when the context is not known).
+
+    Why a share: the brief opens every prompt and is never trimmed, so a brief the size of the context leaves
+    no room for the writer's text and every request fails (the demo reads 512 tokens; a 1,500-character brief
+    took them all)."""
+    if context_length <= 0:
+        return 0
+    room = max(0, context_length - max(0, canvas_length)) // BRIEF_SHARE
+    return int(room * per_token * BRIEF_SAFETY) // 50 * 50
+
+
 def with_brief(brief: str, message: str) -> str:
     """The message with the document brief in front (unchanged when there is none)."""
     brief = brief.strip()

@@ -47,6 +47,7 @@ from engine.api import (
 from engine.candidates import finished_candidates, row_spans
 from engine.denoise import DenoiseOutput, StepState, denoise
 from engine.display import TokenText
+from engine.memory_words import is_host_out_of_memory
 from engine.plan import ModelFacts, Plan, make_plan
 from engine.prefix_cache import PrefixCache
 from engine.threads import ThreadPolicy, model_bytes
@@ -268,6 +269,19 @@ class Session:
             raise OutOfMemoryError(
                 "The GPU ran out of memory for this request. Try fewer alternatives, a shorter selection, or close "
                 "other programs using the GPU; the model stays loaded."
+            ) from exc
+        except (MemoryError, RuntimeError) as exc:
+            if not is_host_out_of_memory(exc):
+                log.exception("generation failed")
+                raise GenerationError(
+                    f"Generation failed unexpectedly ({type(exc).__name__}: {exc}). Try again."
+                ) from exc
+            if self.prefix_cache is not None:  # the CPU allocator ran short: RAM, not the GPU
+                self.prefix_cache.clear()
+            self._free_memory()
+            raise OutOfMemoryError(
+                "The computer ran out of memory (RAM) for this request. Try fewer alternatives, a shorter "
+                "selection, or close other programs to free RAM; the model stays loaded."
             ) from exc
         except Exception as exc:  # a bug must not take the editor down: report it, keep the session usable
             log.exception("generation failed")

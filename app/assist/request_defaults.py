@@ -25,6 +25,9 @@ class BriefSource(Protocol):
     @property
     def text(self) -> str: ...
 
+    @property
+    def request_text(self) -> str: ...  # the part of the brief the loaded model reads
+
     def document_id(self) -> str: ...
 
 
@@ -60,7 +63,7 @@ class RequestDefaults:
         source = self._brief
         if source is None:
             return request
-        brief = _read("brief", lambda: source.text)
+        brief = _read("brief", lambda: source.request_text)
         document = _read("document", source.document_id)
         if brief is not None:
             request = dataclasses.replace(request, brief=brief)

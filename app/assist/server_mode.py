@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QDialog, QLabel
 
+from app.config.model_choice import folder_for
 from app.platform import keychain, privacy
 from app.ui import actions
 from app.ui.server_dialog import PLAIN_HTTP_WARNING, ServerDialog
@@ -84,9 +85,10 @@ class ServerMode(QObject):
         privacy.forbid_servers()
         self._set("server.url", "")
         w = self.window
-        folder = w.model_dir or self._setting("model.folder") or None
+        saved = folder_for(self._setting("model.folder")) or None  # the demo's marker: this version's demo
+        folder = w.model_dir or saved
         if folder and str(folder).startswith(("http://", "https://")):
-            folder = self._setting("model.folder") or None
+            folder = saved
         self.host.use_local(folder, w.device, w.quantization)
         self._show_where()
 
@@ -99,7 +101,7 @@ class ServerMode(QObject):
             url = getattr(self, "_pending", "") or info.path
             self._set("server.url", url)
             self._set("server.model", info.name)
-            self.window.model_dir = self._setting("model.folder") or None  # a reload never loads a URL
+            self.window.model_dir = folder_for(self._setting("model.folder")) or None  # never a URL
             self.window.deviceLabel.setText(info.notice or "server")
             self.window.modelLabel.setText(f"Ready: {info.name}")
         elif getattr(self.host, "wanted_backend", "local") == "local":

@@ -137,7 +137,14 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("model.folder", str, "", "Model folder", help="A local DiffusionGemma checkpoint folder."),
+    Setting(
+        "model.folder",
+        str,
+        "",
+        "Model folder",
+        help='A local DiffusionGemma checkpoint folder, or "builtin:demo" for the built-in demo (empty: the '
+        "demo too).",
+    ),
     Setting("model.device", str, "auto", "Device", choices=("auto", "cpu", "cuda")),
     Setting("model.quantization", str, "auto", "Quantization", choices=("auto", "nf4", "nf4-mixed", "none")),
     Setting(

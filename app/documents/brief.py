@@ -6,7 +6,15 @@ recovery data, in `<data>/briefs/<key>.json`, one file per document, written ato
 accepted. The key is the one recovery uses to tell documents apart: a saved document's path (hashed into a file
 name), or for an untitled document the window's recovery session (the stem of its autosave file), so a brief
 comes back after a restart with the file it belongs to, or with the recovered copy of an untitled document.
-Saving an untitled document under a name carries its brief along; discarding it drops the brief.
+Saving an untitled document under a name carries its brief along; discarding it drops the brief. Saving any
+document under a new name writes that name's brief anew (the document's own, or none), so a file saved over
+one that once had another document's brief never gets that brief back after a restart.
+
+The loaded model limits a brief (`ModelInfo.brief_chars`: a quarter of what it reads beside a request; the
+demo reads 512 tokens, where a 1,500-character brief left no room for the text and every request failed). The
+dialog names that limit and refuses a longer brief; a brief saved for a larger model is kept whole, its
+requests carry the part this model reads, and the window says so in one sentence. The status bar's
+`briefStatus` button shows that the document has a brief (its start in the tooltip) and opens it.
 """
 
 from __future__ import annotations
@@ -28,12 +36,14 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QPlainTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.platform.atomic import atomic_write_bytes
 from app.platform.locks import is_locked
+from engine.api import ModelInfo
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +57,24 @@ def path_key(path: str | Path) -> str:
     resolved = str(Path(path).expanduser().resolve())
     # os.fsencode: the file system's own bytes, so a name that is not valid UTF-8 has a key too (it had none).
     return "path-" + hashlib.sha256(os.fsencode(resolved)).hexdigest()[:32]
+
+
+def clip_at_word(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, at the last space when there is one in its second half."""
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit)]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip()
+
+
+def short_line(text: str, limit: int) -> str:
+    """One line of at most `limit` characters ending at a word with "…" (the whole text when it fits)."""
+    from app.platform.text_fit import shorten_words
+
+    return shorten_words(text, limit)
 
 
 def untitled_key(session: str) -> str:
@@ -189,6 +217,7 @@ class BriefController(QObject):
     """The current document's brief: follows the document controller (open, new, save as, discard, restore)."""
 
     changed = Signal(str)  # the brief text
+    limitChanged = Signal()  # the loaded model changed how much of a brief it reads
     # a damaged brief file was found (and kept aside): what happened; "" when all is well
     problem = Signal(str)
     saved_brief = Signal()  # the writer's brief was written to disk
@@ -202,6 +231,8 @@ class BriefController(QObject):
         self.path: str | None = None
         self._text = ""
         self._save_as_target: str | None = None
+        self.limit = MAX_CHARS  # the most characters the loaded model reads (MAX_CHARS with no model)
+        self.model_name = ""  # the loaded model, as the writer knows it ("Built-in demo")
         self.dialog: QDialog | None = None  # the brief's dialog, once opened
         if documents is not None:
             self.connect_document(documents)
@@ -215,6 +246,35 @@ class BriefController(QObject):
     @property
     def key(self) -> str:
         return path_key(self.path) if self.path else untitled_key(self.session)
+
+    @property
+    def over_limit(self) -> bool:
+        """The brief is longer than the loaded model reads (requests carry its first `limit` characters)."""
+        return len(self._text) > self.limit
+
+    @property
+    def request_text(self) -> str:
+        """What requests carry: the brief, or, when it is longer than the model reads, its first `limit`
+        characters ending at a word (a request that cannot fit its brief would fail every time)."""
+        return clip_at_word(self._text, self.limit)
+
+    def set_model(self, limit: int, name: str) -> None:
+        """The loaded model reads at most `limit` characters of a brief (0: not known, the app's own cap)."""
+        limit = min(MAX_CHARS, limit) if limit > 0 else MAX_CHARS
+        if (limit, name) != (self.limit, self.model_name):
+            self.limit, self.model_name = limit, name
+            self.limitChanged.emit()
+
+    def over_limit_sentence(self) -> str:
+        """One sentence for a brief longer than the model reads ("" when it is not)."""
+        if not self.over_limit:
+            return ""
+        model = self.model_name or "The loaded model"
+        return (
+            f"This document's brief has {len(self._text):,} characters and {model} reads "
+            f"{self.limit:,} of them "
+            "beside your text, so requests carry its first part (Assist ▸ Document brief… shortens it)."
+        )
 
     def document_id(self) -> str:
         """Which document requests come from (the engine keeps a few encoder caches per document)."""
@@ -260,8 +320,9 @@ class BriefController(QObject):
         if path and target is not None and path_key(path) == path_key(target):
             old = self.key
             self.path = path
-            if self._text:
-                self.store.save(self.key, self._text, path)
+            # The new name gets this document's brief, or none: a brief left there by another document that
+            # once had this name must not come back with it (an empty brief removes the file).
+            self.store.save(self.key, self._text, path)
             if old.startswith(UNTITLED):
                 self.store.remove(old)
             return
@@ -318,12 +379,24 @@ class BriefDialog(QDialog):
         self.resize(480, 280)
 
     def _count(self) -> None:
-        n = len(self.edit.toPlainText())
-        over = " (only the first 4,000 are kept)" if n > MAX_CHARS else ""
-        self.count.setText(f"{n:,} characters{over}")
+        n = len(self.edit.toPlainText().strip())
+        limit = self.controller.limit
+        model = self.controller.model_name
+        of = f"{n:,} of {limit:,} characters" + (f" ({model} reads at most {limit:,})" if model else "")
+        if n > limit:
+            self.count.setText(f"{of}: shorten it by {n - limit:,} to save it.")
+            self.count.setStyleSheet("color: #b3261e;")
+        else:
+            self.count.setText(f"{of}.")
+            self.count.setStyleSheet("")
 
     def accept(self) -> None:
-        if not self.controller.set_text(self.edit.toPlainText()):
+        text = self.edit.toPlainText().strip()
+        if len(text) > self.controller.limit:  # refused before saving: the count says by how much
+            self._count()
+            self.edit.setFocus()
+            return
+        if not self.controller.set_text(text):
             show = getattr(self.parent(), "show_message", None)
             if callable(show):
                 show("The document brief could not be saved to disk; it is used until Letterpress quits.")
@@ -362,12 +435,13 @@ def install_brief(
         if not text:
             warning.hide()
             return
-        warning.setText("⚠ " + text[:140] + ("…" if len(text) > 140 else ""))
+        warning.setText("⚠ " + short_line(text, 140))  # at a word, never mid-word; the whole in the tooltip
         warning.setToolTip(text)
         warning.show()
 
     controller.problem.connect(on_problem)
     controller.saved_brief.connect(warning.hide)
+    sign = _install_brief_sign(window, controller)
     controller.connect_document(documents)
     from app.ui.actions import add_window_action, configure
 
@@ -379,7 +453,70 @@ def install_brief(
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
+    sign.clicked.connect(lambda *_: open_dialog())
     add_window_action(window, action, title="&Assist")
+    _follow_model(window, controller)
     if defaults is not None:
         defaults.use_brief(controller)
     return controller
+
+
+def _install_brief_sign(window: QMainWindow, controller: BriefController) -> QToolButton:
+    """The status bar's sign that this document has a brief (objectName `briefStatus`): "Brief", its start in
+    the tooltip, a click opens it; "Brief ⚠" when the loaded model reads only part of it."""
+    sign = QToolButton(window)
+    sign.setObjectName("briefStatus")
+    sign.setAutoRaise(True)
+    sign.hide()
+
+    def update(*_: object) -> None:
+        text = controller.text
+        sign.setVisible(bool(text))
+        if not text:
+            return
+        over = controller.over_limit_sentence()
+        sign.setText("Brief ⚠" if over else "Brief")
+        sign.setStyleSheet("QToolButton { color: #b00020; }" if over else "")
+        sign.setToolTip(
+            f"This document has a brief ({len(text):,} characters) that every request carries: "
+            f"“{short_line(text, 160)}”" + (f"\n{over}" if over else "") + "\nClick to edit it."
+        )
+
+    controller.changed.connect(update)
+    controller.limitChanged.connect(update)
+    window.statusBar().addPermanentWidget(sign)
+    return sign
+
+
+def _follow_model(window: QMainWindow, controller: BriefController) -> None:
+    """Each loaded model sets how much of a brief it reads; a brief longer than that is said once per model
+    (or per brief) in the window's note above the page, never as failed requests."""
+    host = getattr(window, "host", None)
+    said: list[str] = []
+
+    def say() -> None:
+        sentence = controller.over_limit_sentence()
+        notice = getattr(window, "modelNotice", None)
+        if not sentence and notice is not None:
+            notice.clear("brief")  # the brief fits (shortened, another document, a larger model)
+        if sentence and sentence not in said:
+            said.append(sentence)
+            if notice is not None:
+                notice.show_text(sentence, topic="brief")
+            else:
+                show = getattr(window, "show_message", None)
+                if callable(show):
+                    show(sentence)
+
+    def on_loaded(info: ModelInfo) -> None:
+        from app.ui.demo_notice import demo_wording, is_demo_model
+
+        name = demo_wording().name if is_demo_model(info.path) else info.name
+        controller.set_model(int(getattr(info, "brief_chars", 0) or 0), name)
+
+    if host is not None and hasattr(host, "loaded"):
+        host.loaded.connect(on_loaded)
+        if getattr(host, "model_info", None) is not None:
+            on_loaded(host.model_info)
+    controller.changed.connect(lambda *_: say())
+    controller.limitChanged.connect(say)

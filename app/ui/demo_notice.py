@@ -18,7 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
-from engine.resources import DEMO_MODEL_NAME, demo_model_dir
+from app.config.model_choice import is_demo_choice
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,9 @@ def demo_wording() -> DemoWording:
 
 
 def is_demo_model(path: str | Path | None) -> bool:
-    """Whether `path` is the shipped demo model's folder (resolved, so a relative or linked path counts)."""
-    if not path:
-        return False
-    try:
-        return Path(path).resolve() == demo_model_dir().resolve()
-    except OSError:
-        return Path(path).name == DEMO_MODEL_NAME
+    """Whether `path` is the shipped demo model's folder (resolved, so a relative or linked path counts), or
+    the settings' marker for it (`app.config.model_choice.DEMO_MARKER`)."""
+    return is_demo_choice(path)
 
 
 class DemoBanner(QWidget):

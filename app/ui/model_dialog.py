@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.config.model_choice import DEMO_MARKER, folder_for, is_demo_choice, stored_value
+from app.ui.demo_notice import demo_wording
 from engine.api import EngineError, LoadProgress, ModelInfo
 
 if TYPE_CHECKING:
@@ -47,10 +49,12 @@ log = logging.getLogger(__name__)
 MODEL_ID = "google/diffusiongemma-26B-A4B-it"
 DOWNLOAD_HINT = f"hf download {MODEL_ID} --local-dir ~/models/diffusiongemma-26B-A4B-it"
 
-# What to do about each kind of failure (EngineError.kind); the engine's message says what happened.
+# What to do about each kind of failure (EngineError.kind), added after the engine's message only where that
+# message does not already say it (`fix_for`): the engine's sentences already say "Choose the folder…" or give
+# the download command, and saying it twice read as a duplicated message.
 FIXES: dict[str, str] = {
-    "model_not_found": f"Choose the folder you downloaded the model into, e.g. with: {DOWNLOAD_HINT}",
-    "not_a_model_folder": f"Choose the folder that holds config.json, e.g. the one you downloaded with: {DOWNLOAD_HINT}",
+    "model_not_found": f"Not downloaded yet? {DOWNLOAD_HINT}",
+    "not_a_model_folder": f"Not downloaded yet? {DOWNLOAD_HINT}",
     "model_incomplete": f"Finish or repeat the download (it resumes): {DOWNLOAD_HINT}",
     "model_damaged": f"Download the damaged file again (the download resumes and replaces it): {DOWNLOAD_HINT}",
     "model_unreadable": "Fix the folder's permissions (or choose a copy you own), then check it again.",
@@ -60,10 +64,69 @@ FIXES: dict[str, str] = {
     "wont_fit": "Choose 4-bit (nf4) quantization or a device with more memory.",
     "load_cancelled": "Press Load to start again.",
 }
+# On the CPU the memory that ran short is RAM: the fix frees RAM (there is no GPU to close programs on).
+CPU_FIXES: dict[str, str] = {
+    "out_of_memory": "Choose 4-bit (nf4) quantization, close other programs to free RAM, or choose a smaller "
+    "model.",
+    "wont_fit": "Choose 4-bit (nf4) quantization, close other programs to free RAM, or use a computer with "
+    "more memory.",
+}
+# Phrases whose presence in the engine's message means it already says what the fix would (never twice).
+_ALREADY_SAID = (
+    "hf download",
+    "chmod",
+    "check the disk",
+    "download it again",
+    "close other programs",
+    "choose 4-bit",
+    "press load",
+)
+
+
+def fix_for(kind: str, message: str, device: str = "") -> str:
+    """The fix to add after `message` ("" when the message already says what to do, or there is none)."""
+    from engine.memory_words import is_gpu
+
+    on_cpu = bool(device) and device != "auto" and not is_gpu(device)  # "auto": not known, both words
+    fix = (CPU_FIXES.get(kind) if on_cpu else None) or FIXES.get(kind, "")
+    said = message.lower()
+    if not fix or any(p in said for p in _ALREADY_SAID):
+        return ""
+    return fix
+
+
+def precision_text(info: ModelInfo) -> str:
+    """How the weights are held, in words: "bfloat16", "4-bit nf4 (compute bfloat16)"; never "none"."""
+    quant = (info.quantization or "").strip()
+    dtype = (info.dtype or "").strip()
+    if quant in ("", "none", "auto"):
+        return dtype
+    label = {"nf4": "4-bit nf4", "nf4-mixed": "4-bit experts, 8-bit attention (nf4-mixed)"}.get(quant, quant)
+    return f"{label}, compute {dtype}" if dtype else label
+
+
+def loaded_text(info: ModelInfo) -> str:
+    """ "Built-in demo on the CPU (float32)": the model, where it runs and how its weights are held."""
+    from app.ui.demo_notice import is_demo_model
+
+    name = demo_wording().name if is_demo_model(info.path) else info.name
+    device = (info.device or "").strip()
+    where = {"cpu": "the CPU", "server": "the server"}.get(device, f"the GPU ({device})" if device else "")
+    precision = precision_text(info)
+    return f"{name}{f' on {where}' if where else ''}{f' ({precision})' if precision else ''}"
+
+
+def size_text(gb: float | None) -> str:
+    """A size that never reads "0.0 GB": megabytes below a tenth of a gigabyte."""
+    if gb is None:
+        return "–"
+    return f"{gb * 1000:.0f} MB" if gb < 0.1 else f"{gb:.1f} GB"
+
 
 MAX_CACHED_REPOS = 1000  # repositories (and snapshots of each) looked at in a hub cache
 CHECK_DEBOUNCE_MS = 350  # a check starts once typing pauses this long
 
+FIT_COLUMNS = ("Precision", "Fit", "Weights", "Runtime", "Total", "Available")
 VERDICT_TEXT = {"fits": "Fits", "tight": "Tight", "wont_fit": "Won't fit", "unknown": "Unknown"}
 VERDICT_COLOR = {"fits": "#1e7b34", "tight": "#a15c00", "wont_fit": "#b3261e", "unknown": "#555555"}
 
@@ -145,9 +208,11 @@ class FitRow:
 
     precision: str
     verdict: str
-    needed_gb: float | None = None
+    needed_gb: float | None = None  # everything: the weights and what running them takes
     available_gb: float | None = None
     note: str = ""
+    weights_gb: float | None = None  # the model's weights at this precision
+    runtime_gb: float | None = None  # the rest: KV cache, step memory, activations, the runtime's overhead
 
 
 @dataclass(frozen=True)
@@ -208,9 +273,17 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
         if device == "auto":
             found = fit.devices_found()
             device = next((d.device for d in found if d.device.startswith("cuda")), "cpu")
+        # The context the model can read, at most the estimate's usual one (the demo reads 512, not 8,192).
+        text_config = config.get("text_config", config) if isinstance(config, dict) else {}
+        positions = text_config.get("max_position_embeddings") if isinstance(text_config, dict) else None
+        context = fit.DEFAULT_CONTEXT
+        if isinstance(positions, int) and not isinstance(positions, bool) and 0 < positions < context:
+            context = positions
         # At the app's default alternatives: what a writer's requests will need (each request is budgeted again).
         estimates = [
-            fit.estimate_for_device(config, p, device, candidates=fit.DEFAULT_CANDIDATES)
+            fit.estimate_for_device(
+                config, p, device, context_tokens=context, candidates=fit.DEFAULT_CANDIDATES
+            )
             for p in FIT_PRECISIONS
         ]
     except Exception as exc:  # noqa: BLE001 - an estimate must never stop the dialog
@@ -227,6 +300,8 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
             e.total_bytes / 1e9,
             e.available_bytes / 1e9 if e.available_bytes is not None else None,
             e.text(),
+            e.weights_bytes / 1e9,
+            (e.total_bytes - e.weights_bytes) / 1e9,
         )
         for e in estimates
     )
@@ -276,12 +351,10 @@ class ModelDialog(QDialog):
         host.loaded.connect(self._on_loaded)
         host.loadFailed.connect(self._on_load_failed)
         info = getattr(host, "model_info", None)
-        self._show_status(
-            f"Loaded: {info.name} on {info.device} ({info.quantization})" if info else "No model loaded."
-        )
+        self._show_status(f"Loaded: {loaded_text(info)}." if info else "No model loaded.")
         start = settings["model.folder"] if settings is not None else ""
         if start:
-            self.folder.setText(start)
+            self.folder.setText(demo_wording().name if is_demo_choice(start) else start)
             self.check()
 
     def _build(self, cache_dirs: list[Path] | None) -> None:
@@ -309,16 +382,23 @@ class ModelDialog(QDialog):
         self.cached = QListWidget()
         self.cached.setObjectName("modelCacheList")
         self.cached.setMaximumHeight(110)
-        for m in find_cached_checkpoints(cache_dirs):
+        # The built-in demo is always offered (first): a writer whose model moved can always get back to one
+        # that runs. Choosing it stores the marker `builtin:demo`, never the install folder's path.
+        words = demo_wording()
+        demo = QListWidgetItem(f"{words.name} (shows how Letterpress works; not a writing model)")
+        demo.setData(Qt.ItemDataRole.UserRole, DEMO_MARKER)
+        demo.setToolTip(words.summary)
+        self.cached.addItem(demo)
+        found = find_cached_checkpoints(cache_dirs)
+        for m in found:
             item = QListWidgetItem(m.label)
             item.setData(Qt.ItemDataRole.UserRole, str(m.path))
             item.setToolTip(str(m.path))
             self.cached.addItem(item)
         self.cached.itemClicked.connect(lambda item: self.choose(item.data(Qt.ItemDataRole.UserRole)))
-        if self.cached.count():
-            layout.addWidget(QLabel("Found in the Hugging Face cache:"))
-            layout.addWidget(self.cached)
-        else:
+        layout.addWidget(QLabel("Models here (the built-in demo, and those in the Hugging Face cache):"))
+        layout.addWidget(self.cached)
+        if not found:
             hint = QLabel(
                 f"No DiffusionGemma model in the Hugging Face cache. Download one with:\n{DOWNLOAD_HINT}"
             )
@@ -348,9 +428,11 @@ class ModelDialog(QDialog):
         self.check_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.check_label)
 
-        self.fit_table = QTableWidget(0, 4)
+        # The model's weights and what running it takes are separate columns: a 15 MB model "needing 1.2 GB"
+        # read as if the model were 1.2 GB (the runtime's own gigabyte was counted as model).
+        self.fit_table = QTableWidget(0, len(FIT_COLUMNS))
         self.fit_table.setObjectName("modelFitTable")
-        self.fit_table.setHorizontalHeaderLabels(["Precision", "Fit", "Needs", "Available"])
+        self.fit_table.setHorizontalHeaderLabels(list(FIT_COLUMNS))
         self.fit_table.horizontalHeader().setStretchLastSection(True)
         self.fit_table.verticalHeader().hide()
         self.fit_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -393,8 +475,15 @@ class ModelDialog(QDialog):
             self.choose(chosen)
 
     def choose(self, folder: str) -> None:
-        self.folder.setText(folder)
+        self.folder.setText(demo_wording().name if is_demo_choice(folder) else folder)
         self.check()
+
+    def chosen_folder(self) -> str:
+        """The folder the field names: "Built-in demo" (or the marker) is this version's demo folder."""
+        text = self.folder.text().strip()
+        if text in (demo_wording().name, DEMO_MARKER):
+            return folder_for(DEMO_MARKER)
+        return text
 
     def _on_folder_edited(self, _text: str) -> None:
         """A keystroke: the last result no longer applies (Load off), and a check runs once typing pauses."""
@@ -406,7 +495,7 @@ class ModelDialog(QDialog):
     def check(self) -> None:
         """Validate the folder and estimate the fit on a worker thread; the newest check wins."""
         self._debounce.stop()
-        folder = self.folder.text().strip()
+        folder = self.chosen_folder()
         self._check_serial += 1
         serial = self._check_serial
         self.inspection = None
@@ -434,8 +523,8 @@ class ModelDialog(QDialog):
             return  # a newer check is running
         self.inspection = inspection
         if inspection.problems:
-            text = "\n".join(inspection.problems)
-            fix = FIXES.get(inspection.problem_kind, "")
+            text = "\n".join(dict.fromkeys(inspection.problems))  # each sentence once
+            fix = fix_for(inspection.problem_kind, text, inspection.device or self.device.currentText())
             self.check_label.setText(f"✗ {text}" + (f"\n{fix}" if fix else ""))
             self.check_label.setStyleSheet(f"color: {VERDICT_COLOR['wont_fit']};")
         else:
@@ -455,7 +544,9 @@ class ModelDialog(QDialog):
             cells = [
                 QTableWidgetItem(r.precision),
                 badge,
-                QTableWidgetItem(f"{r.needed_gb:.1f} GB" if r.needed_gb is not None else "–"),
+                QTableWidgetItem(size_text(r.weights_gb)),
+                QTableWidgetItem(size_text(r.runtime_gb)),
+                QTableWidgetItem(size_text(r.needed_gb)),
                 QTableWidgetItem(
                     f"{r.available_gb:.1f} GB on {inspection.device}"
                     if r.available_gb is not None
@@ -475,7 +566,7 @@ class ModelDialog(QDialog):
     # -- loading ---------------------------------------------------------------------------------------------
 
     def load(self) -> None:
-        folder = self.folder.text().strip()
+        folder = self.chosen_folder()
         if not folder or self.inspection is None or not self.inspection.loadable:
             return
         self.loading = True
@@ -515,7 +606,7 @@ class ModelDialog(QDialog):
         self.progress.setRange(0, 1000)
         self.progress.setValue(1000)
         note = f"\n{info.notice}" if info.notice else ""
-        self._show_status(f"Loaded {info.name} on {info.device} ({info.dtype}, {info.quantization}).{note}")
+        self._show_status(f"Loaded {loaded_text(info)}.{note}")
         mine, self._mine = self._mine, False
         if mine and self.settings is not None:
             # Remember it for the next start. Signals are blocked: this model is already loaded, and listeners
@@ -524,7 +615,7 @@ class ModelDialog(QDialog):
             try:
                 self.settings.update(
                     {
-                        "model.folder": info.path or self.folder.text().strip(),
+                        "model.folder": stored_value(info.path or self.chosen_folder()),
                         "model.device": self.device.currentText(),
                         "model.quantization": self.quantization.currentText(),
                     }
@@ -540,9 +631,10 @@ class ModelDialog(QDialog):
         self.progress.hide()
         kind = getattr(error, "kind", "engine_error")
         message = getattr(error, "message", str(error))
-        fix = FIXES.get(kind, "")
+        where = (self.inspection.device if self.inspection else "") or self.device.currentText()
+        fix = fix_for(kind, message, where)
         kept = getattr(self.host, "model_info", None)
-        still = f"\nStill using {kept.name} ({kept.device}, {kept.quantization})." if kept is not None else ""
+        still = f"\nStill using {loaded_text(kept)}." if kept is not None else ""
         self._show_status(
             f"{'Loading cancelled.' if kind == 'load_cancelled' else 'Not loaded: ' + message}"
             + (f"\n{fix}" if fix else "")

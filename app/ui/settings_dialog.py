@@ -292,10 +292,11 @@ class SettingsDialog(QDialog):
 
     def _model_steps(self) -> int:
         """The steps the configured model declares (the demo's when none is configured)."""
+        from app.config.model_choice import folder_for
         from engine.declared import default_steps
         from engine.resources import demo_model_dir
 
-        folder = self.settings["model.folder"] if self.settings is not None else ""
+        folder = folder_for(self.settings["model.folder"]) if self.settings is not None else ""
         return default_steps(folder or demo_model_dir())
 
     def _make_input(self, s: Setting) -> QWidget:

@@ -105,6 +105,7 @@ class RemoteEngine:
             canvas_length=self.canvas_length,
             context_length=m.max_model_len,
             notice=f"vLLM {self._probe.version}".strip(),
+            brief_chars=prompts.brief_limit(m.max_model_len or 0, self.canvas_length),
         )
 
     @property

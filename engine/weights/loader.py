@@ -22,6 +22,8 @@ from engine.api import (
     Quantization,
     UnsupportedModelError,
 )
+from engine.memory_words import free_memory_advice, is_host_out_of_memory, memory_name
+from engine.prompts import brief_limit, chars_per_token
 from engine.weights import validate
 from engine.weights.validate import CheckpointInfo
 
@@ -146,12 +148,13 @@ def load_model(
     precision = quant if quant in QUANTIZED_SCHEMES else ("bf16" if dtype == torch.bfloat16 else "fp32")
     fit = estimate_for_device(ckpt.config, precision, dev)  # type: ignore[arg-type]
     if fit.verdict == "wont_fit":
+        advice = free_memory_advice(dev)  # RAM on the CPU, GPU memory on a GPU
         raise WontFitError(
-            f"{ckpt.path.name} will not fit: {fit.summary} "
+            f"{ckpt.path.name} will not fit in the {memory_name(dev)}: {fit.summary} "
             + (
-                "Choose 4-bit quantization, close other programs using the GPU, or use a smaller model."
+                f"Choose 4-bit quantization, {advice}, or use a smaller model."
                 if precision not in QUANTIZED_SCHEMES
-                else "Close other programs using the GPU or use a smaller model."
+                else f"{advice.capitalize()} or use a smaller model."
             )
             + "\n"
             + fit.text()
@@ -172,11 +175,14 @@ def load_model(
     except torch.OutOfMemoryError as exc:
         if dev == "cuda":
             torch.cuda.empty_cache()
-        raise OutOfMemoryError(
-            f"The GPU ran out of memory while loading {ckpt.path.name} ({fit.summary}) "
-            "Close other programs using the GPU, choose 4-bit quantization, or load on the CPU."
-        ) from exc
+            raise OutOfMemoryError(
+                f"The GPU ran out of memory while loading {ckpt.path.name} ({fit.summary}) "
+                "Close other programs using the GPU, choose 4-bit quantization, or load on the CPU."
+            ) from exc
+        raise _out_of_ram(ckpt.path.name, fit.summary) from exc
     except Exception as exc:
+        if is_host_out_of_memory(exc):  # torch's CPU allocator says so with a RuntimeError
+            raise _out_of_ram(ckpt.path.name, fit.summary) from exc
         raise _explain_failure(ckpt.path, exc) from exc
     if on_progress:
         on_progress(LoadProgress(1, 1, ckpt.weight_bytes, ckpt.weight_bytes, "ready"))
@@ -193,8 +199,21 @@ def load_model(
         canvas_length=int(config.canvas_length),
         context_length=int(text.max_position_embeddings),
         notice=" ".join(n for n in (notice, load_notice) if n),
+        brief_chars=brief_limit(
+            int(text.max_position_embeddings), int(config.canvas_length), chars_per_token(tokenizer)
+        ),
     )
     return LoadedModel(model, tokenizer, info)
+
+
+def _out_of_ram(name: str, summary: str) -> EngineError:
+    """The host ran short while loading: the words name RAM, never the GPU (a CPU load has none to close)."""
+    from engine.api import OutOfMemoryError
+
+    return OutOfMemoryError(
+        f"The computer ran out of memory (RAM) while loading {name} ({summary}) "
+        "Close other programs to free RAM, choose 4-bit quantization, or use a smaller model."
+    )
 
 
 def _explain_failure(path: Path, exc: Exception) -> EngineError:

@@ -39,12 +39,16 @@ def test_without_a_model_the_window_says_so(qtbot, monkeypatch, tmp_path):
     window.close()
 
 
-def test_missing_model_folder_is_a_clear_error(qtbot, tmp_path):
+def test_missing_model_folder_is_a_clear_sentence_and_the_demo_runs(qtbot, tmp_path):
+    """Issue 27: a folder that is not there leaves a writer with the built-in demo and a sentence naming the
+    folder (it used to be "Model error" and no assistant)."""
     missing = tmp_path / "nowhere"
     window = app.create_window(["--fake-engine", "--model", str(missing)])
     qtbot.addWidget(window)
-    qtbot.waitUntil(lambda: window.model_state == "error", timeout=10_000)
-    assert str(missing) in window.modelLabel.toolTip()
+    qtbot.waitUntil(lambda: window.model_state == "ready", timeout=10_000)
+    assert window.modelLabel.text() == "Ready: Built-in demo"
+    assert "nowhere was not found" in window.modelNotice.text()
+    assert str(missing) in window.modelNotice.label.toolTip()  # the whole path, however long
     window.editor.document().setModified(False)
     window.close()
 

@@ -224,8 +224,9 @@ def test_model_folder_deleted_while_loaded(qtbot, tmp_path, tiny_model, settings
     window.load_model(str(folder))  # reloading it cannot work, says why, and keeps the model in memory
     qtbot.waitUntil(lambda: window.model_state != "loading", timeout=60_000)
     assert window.model_state == "ready"
-    message = window.statusBar().currentMessage()
+    message = window.modelNotice.text()  # the whole sentence, above the page (issue 27)
     assert "does not exist" in message and "Choose" in message and "Still using" in message
+    assert "Still using" in window.statusBar().currentMessage()
     assert window.editor.toPlainText() == "The model is already in memory."
     still_usable(qtbot, window, "The model is already in memory.")
 

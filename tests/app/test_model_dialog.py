@@ -91,7 +91,8 @@ def test_finds_diffusiongemma_snapshots_in_the_hub_cache(tmp_path, qtbot, host):
         ("google/diffusiongemma-26B-A4B-it", snap, True)
     ]
     dlg, _ = make_dialog(qtbot, host, tmp_path, cache_dirs=[cache])
-    assert dlg.cached.count() == 1
+    assert dlg.cached.count() == 2  # the built-in demo, always offered first, and the cached snapshot
+    assert dlg.cached.item(0).text().startswith("Built-in demo")
     dlg.choose(str(snap))
     wait_checked(qtbot, dlg)
     assert dlg.inspection.loadable and dlg.load_button.isEnabled()
@@ -199,7 +200,10 @@ def test_fit_badges_are_shown_per_precision(tmp_path, qtbot, host):
             f,
             summary="ok",
             device="cuda",
-            fit=(FitRow("nf4", "fits", 15.2, 24.0), FitRow("bf16", "wont_fit", 52.0, 24.0)),
+            fit=(
+                FitRow("nf4", "fits", 15.2, 24.0, weights_gb=14.1, runtime_gb=1.1),
+                FitRow("bf16", "wont_fit", 52.0, 24.0, weights_gb=50.9, runtime_gb=1.1),
+            ),
         )
 
     dlg, _ = make_dialog(qtbot, host, tmp_path, inspector=inspector)
@@ -208,7 +212,10 @@ def test_fit_badges_are_shown_per_precision(tmp_path, qtbot, host):
     assert dlg.fit_verdicts() == {"nf4": "fits", "bf16": "wont_fit"}
     t = dlg.fit_table
     assert [t.item(r, 1).text() for r in range(2)] == ["Fits", "Won't fit"]
-    assert t.item(1, 2).text() == "52.0 GB" and "24.0 GB" in t.item(1, 3).text()
+    headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
+    assert headers == ["Precision", "Fit", "Weights", "Runtime", "Total", "Available"]
+    assert [t.item(1, c).text() for c in (2, 3, 4)] == ["50.9 GB", "1.1 GB", "52.0 GB"]
+    assert "24.0 GB" in t.item(1, 5).text()
 
 
 def test_real_fit_estimate_gives_a_verdict_per_precision(tmp_path):

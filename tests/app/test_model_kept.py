@@ -44,8 +44,9 @@ def test_choosing_a_broken_folder_keeps_the_model_in_use(
     window.actionLoadModel.trigger()
     qtbot.waitUntil(lambda: window.model_state != "loading", timeout=60_000)
     assert window.model_state == "ready"
-    message = window.statusBar().currentMessage()
+    message = window.modelNotice.text()  # the whole sentence, above the page (issue 27)
     assert "Still using" in message and all(w.lower() in message.lower() for w in KIND[broken].words), message
+    assert "Still using" in window.statusBar().currentMessage()
     assert window.host.model_info is not None and window.host.model_info.path == str(tiny_model)
     _draft_works(qtbot, window, "The model is still here.")
     still_usable(qtbot, window, "The model is still here.")

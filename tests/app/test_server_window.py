@@ -45,7 +45,9 @@ def _connect(qtbot, window, url, model=sc.MODEL, key=TEST_KEY, *, ok=True):
 
 
 def _message(window) -> str:
-    return window.statusBar().currentMessage()
+    """What the window says now: the status bar's line, and the note above the page that holds a failure's
+    whole sentence (issue 27: it no longer ends cut off in the status bar)."""
+    return f"{window.statusBar().currentMessage()} {window.modelNotice.text()}"
 
 
 def test_the_status_bar_says_where_text_goes_and_capabilities_switch_controls(qtbot, window, stub):
