@@ -519,14 +519,9 @@ class MainWindow(QMainWindow):
         return demo
 
     def _server_action(self) -> QAction | None:
-        """The app's "use a server" action when it has one (found by name: it is added by the remote wiring)."""
-        for action in self.findChildren(QAction):
-            name = action.objectName().lower()
-            if name in ("actionuseserver", "actionserver", "actionconnectserver") or (
-                "server" in action.text().replace("&", "").lower() and "stop" not in action.text().lower()
-            ):
-                return action
-        return None
+        """The server mode's "Use a server…" action: the one the mode this window built holds (not looked up
+        by name or text among the window's actions, where a test's stand-in could lose to the real one)."""
+        return self.server_mode.actionUseServer
 
     def _on_demo_load_real(self) -> None:
         manager = self.findChild(QAction, "actionModelManager")
