@@ -20,7 +20,7 @@ for _name in ("CONFIG", "DATA", "LOG"):
 # fixtures) starts a subprocess, builds a tiny checkpoint or a real-shaped model, or loads the demo model.
 # Marked here, automatically, so a new test cannot forget the marker; @pytest.mark.slow by hand still works.
 SLOW_SIGNS = re.compile(
-    r"\bsubprocess\b|\bdemo_model_dir\b|\bdemo_window\b|letterpress-demo"  # processes, demo
+    r"\bsubprocess\b|\brun_engine\b|\bdemo_model_dir\b|\bdemo_window\b|letterpress-demo"  # processes, demo
     r"|\bmake_tiny\b|\btiny_checkpoint(_in)?\b"  # tiny checkpoints (tests/helpers/checkpoints.py)
     r"|\bSession\(|\brun_real_shape\b|\btiny_body_model\b|\btiny_config\("  # real models built in-process
 )

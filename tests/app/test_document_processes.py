@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import app
+from tests.helpers.gui import fake_window
 
 pytestmark = [
     pytest.mark.usefixtures("user_dirs"),
@@ -109,13 +110,10 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _window(qtbot):
-    window = app.create_window(["--fake-engine"])
-    qtbot.addWidget(window)
+    window = fake_window(qtbot)
     docs = window.services.documents
     docs.show_error = lambda title, text: window.errors.append(text)
-    docs.ask_unsaved = lambda name: "discard"
     docs.choose_save_path = lambda suggested: ""
-    window.services.recovery.ask = lambda doc, i, n: "later"  # the start-up offer must not block on a box
     window.errors = []
     return window, docs
 

@@ -15,19 +15,25 @@ from pathlib import Path
 
 import pytest
 
-import app
+from tests.helpers.gui import fake_window
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _window(qtbot):
-    window = app.create_window(["--fake-engine"])
-    qtbot.addWidget(window)
-    docs = window.services.documents
-    docs.ask_unsaved = lambda name: "discard"
-    window.services.recovery.ask = lambda doc, i, n: "later"
-    return window, docs
+    window = fake_window(qtbot)
+    return window, window.services.documents
+
+
+def _permissions_enforced() -> list[str]:
+    """The command prefix under which file permissions hold for the child (root ignores them without one)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("permissions cannot be enforced for root here (no setpriv)")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
 
 
 def _type(qtbot, window, text: str) -> None:
@@ -146,12 +152,7 @@ docs.editor.document().setModified(False)
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_a_writable_file_in_a_read_only_folder_is_saved_in_place(tmp_path):
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("permissions cannot be enforced for root here (no setpriv)")
-        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    prefix = _permissions_enforced()
     folder = tmp_path / "shared"
     folder.mkdir()
     doc = folder / "minutes.md"
@@ -230,12 +231,7 @@ docs.editor.document().setModified(False)
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_a_file_made_unreadable_is_not_reported_as_deleted(tmp_path):
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("permissions cannot be enforced for root here (no setpriv)")
-        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    prefix = _permissions_enforced()
     doc = tmp_path / "private.md"
     doc.write_text("Mine.", encoding="utf-8")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
