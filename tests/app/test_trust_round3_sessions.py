@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.engine_cli import without_root_override
 from tests.helpers.gui import fake_window
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
@@ -24,16 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def _window(qtbot):
     window = fake_window(qtbot)
     return window, window.services.documents
-
-
-def _permissions_enforced() -> list[str]:
-    """The command prefix under which file permissions hold for the child (root ignores them without one)."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("permissions cannot be enforced for root here (no setpriv)")
-    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
 
 
 def _type(qtbot, window, text: str) -> None:
@@ -152,7 +143,7 @@ docs.editor.document().setModified(False)
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_a_writable_file_in_a_read_only_folder_is_saved_in_place(tmp_path):
-    prefix = _permissions_enforced()
+    prefix = without_root_override()
     folder = tmp_path / "shared"
     folder.mkdir()
     doc = folder / "minutes.md"
@@ -231,7 +222,7 @@ docs.editor.document().setModified(False)
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_a_file_made_unreadable_is_not_reported_as_deleted(tmp_path):
-    prefix = _permissions_enforced()
+    prefix = without_root_override()
     doc = tmp_path / "private.md"
     doc.write_text("Mine.", encoding="utf-8")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))

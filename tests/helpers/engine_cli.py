@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,6 +18,17 @@ ROOT = Path(__file__).resolve().parents[2]
 def engine_env(**extra: str) -> dict[str, str]:
     """The environment the child gets: this checkout on the path, one CPU thread per child."""
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **extra}
+
+
+def without_root_override() -> list[str]:
+    """A command prefix under which file permissions apply (root normally reads a chmod-000 file): root without
+    the DAC override capabilities (util-linux setpriv); nothing for an ordinary user."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("permissions cannot be enforced for root here (no setpriv)")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
 
 
 def engine_command(*args: str) -> list[str]:
