@@ -120,16 +120,22 @@ def test_the_log_is_private_and_names_no_document(qtbot, tmp_path):
     window.close()
 
 
-CHILD = r"""
-import sys
+# The start of a child process's script: the fake-engine window, errors recorded, no question waits on a box.
+CHILD_WINDOW = r"""
+import os, sys
 from app import create_window
 w = create_window(["--fake-engine"])
 docs = w.services.documents
 errors = []
 docs.show_error = lambda title, text: errors.append(text)
 docs.ask_unsaved = lambda name: "discard"
-docs.choose_save_path = lambda suggested: ""
 w.services.recovery.ask = lambda d, i, n: "later"
+"""
+
+CHILD = (
+    CHILD_WINDOW
+    + r"""
+docs.choose_save_path = lambda suggested: ""
 if not docs.open(sys.argv[1]):
     print(f"NOT OPENED {errors}", flush=True)
     sys.exit(1)
@@ -138,6 +144,7 @@ docs.editor.insertPlainText(" saved by a writer who may write the file but not i
 print("SAVED" if docs.save() else f"FAILED {errors}", flush=True)
 docs.editor.document().setModified(False)
 """
+)
 
 
 @pytest.mark.slow
@@ -200,15 +207,9 @@ def test_a_hard_link_made_or_removed_after_open_still_meets_the_first_windows_lo
         docs.claim.release()
 
 
-UNREADABLE_CHILD = r"""
-import os, sys
-from app import create_window
-w = create_window(["--fake-engine"])
-docs = w.services.documents
-errors = []
-docs.show_error = lambda title, text: errors.append(text)
-docs.ask_unsaved = lambda name: "discard"
-w.services.recovery.ask = lambda d, i, n: "later"
+UNREADABLE_CHILD = (
+    CHILD_WINDOW
+    + r"""
 assert docs.open(sys.argv[1])
 docs.editor.insertPlainText("unsaved ")
 os.chmod(sys.argv[1], 0)  # made unreadable by another program (or a permissions tool)
@@ -217,6 +218,7 @@ print("STATUS", w.statusBar().currentMessage(), flush=True)
 print("SAVED" if docs.save() else f"NOT SAVED {errors}", flush=True)
 docs.editor.document().setModified(False)
 """
+)
 
 
 @pytest.mark.slow
