@@ -163,10 +163,7 @@ def _add_model_action(window: MainWindow, settings: Settings | None) -> QAction 
         dialog.open()
 
     action.triggered.connect(lambda *_: open_dialog())
-    menu = window.menuModel
-    first = menu.actions()[0] if menu.actions() else None
-    menu.insertAction(first, action) if first else menu.addAction(action)
-    window.addAction(action)
+    add_window_action(window, action)  # first in Model, where the command table places it
     return action
 
 

@@ -35,6 +35,7 @@ from app.assist.controller import Assistant
 from app.assist.engine_host import EngineHost
 from app.assist.presets import preset_label
 from app.assist.request_defaults import RequestDefaults
+from app.config.commands import BY_ID, toolbar_layout
 from app.config.model_choice import folder_for
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
@@ -250,62 +251,47 @@ class MainWindow(QMainWindow):
         self._sync_undo_actions()
 
     def _build_menus(self) -> None:
-        bar = self.menuBar()
-        self.menuFile = bar.addMenu("&File")
-        self.menuFile.setObjectName("menuFile")
-        self.menuFile.addAction(self.actionQuit)
-        self.menuEdit = bar.addMenu("&Edit")
-        self.menuEdit.setObjectName("menuEdit")
-        self.menuEdit.addActions([self.actionUndo, self.actionRedo])
-        self.menuEdit.addSeparator()
-        self.menuEdit.addActions([self.actionCut, self.actionCopy, self.actionPaste, self.actionSelectAll])
-        self.menuEdit.addSeparator()
-        self.menuEdit.addActions([self.actionFind, self.actionReplace])
-        self.menuView = bar.addMenu("&View")
-        self.menuView.setObjectName("menuView")
-        self.menuView.addActions([self.actionZoomIn, self.actionZoomOut, self.actionZoomReset])
-        self.menuView.addSeparator()
-        self.menuTheme = self.menuView.addMenu("&Theme")
-        self.menuTheme.setObjectName("menuTheme")
+        """The menu bar from the command table: its menus (`MENUS`) in order, and each of the window's own
+        actions at the place the table gives it; the services place theirs the same way later."""
+        self.menuFile = actions.window_menu(self, "menuFile")
+        self.menuEdit = actions.window_menu(self, "menuEdit")
+        self.menuView = actions.window_menu(self, "menuView")
+        self.menuAssist = actions.window_menu(self, "menuAssist")
+        self.menuModel = actions.window_menu(self, "menuModel")
+        self.menuHelp = actions.window_menu(self, "menuHelp")
+        self.menuTheme = actions.window_menu(self, "menuTheme")
         self.menuTheme.addActions(self.theme_actions)
-        self.menuView.addAction(self.actionCommandPalette)
-        self.menuAssist = bar.addMenu("&Assist")
-        self.menuAssist.setObjectName("menuAssist")
-        self.menuAssist.addAction(self.actionDraft)
-        self.menuAssist.addAction(self.actionRewrite)
-        self.menuRewritePresets = self.menuAssist.addMenu("Rewrite &as")
-        self.menuRewritePresets.setObjectName("menuRewritePresets")
+        self.menuRewritePresets = actions.window_menu(self, "menuRewritePresets")
         self.menuRewritePresets.addActions(self.preset_actions)
-        self.menuAssist.addAction(self.actionCustomInstruction)
-        self.menuAssist.addAction(self.actionInfill)
-        self.menuAssist.addSeparator()
-        self.menuAssist.addActions(self.suggestion_actions)
-        self.menuModel = bar.addMenu("&Model")
-        self.menuModel.setObjectName("menuModel")
-        self.menuModel.addActions([self.actionLoadModel, self.actionCancelLoad])
-        self.menuHelp = bar.addMenu("&Help")
-        self.menuHelp.setObjectName("menuHelp")
-        self.menuHelp.addActions([self.actionShortcuts, self.actionGettingStarted])
+        own = [a for a in self.actions() if a.objectName() in BY_ID and a not in self.theme_actions]
+        actions.place(self, *own)
 
     def _build_toolbar(self) -> None:
+        """The Assist toolbar from the command table (`toolbar_layout`); Rewrite is a button whose menu holds
+        the presets, which follow it."""
         tools = self.addToolBar("Assist")
         tools.setObjectName("toolbarAssist")
         tools.setMovable(False)
-        tools.addAction(self.actionDraft)
-        rewrite_button = QToolButton(self)
-        rewrite_button.setObjectName("rewriteButton")
-        rewrite_button.setDefaultAction(self.actionRewrite)
-        rewrite_button.setMenu(self.menuRewritePresets)
-        rewrite_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
-        rewrite_button.setText("Rewrite")
-        tools.addWidget(rewrite_button)
-        for act in self.preset_actions:
-            tools.addAction(act)
-        tools.addAction(self.actionCustomInstruction)
-        tools.addAction(self.actionInfill)
-        tools.addSeparator()
-        tools.addAction(self.actionAcceptSuggestion)
-        tools.addAction(self.actionDismissSuggestion)
+        section: int | None = None
+        for here, command_id in toolbar_layout("toolbarAssist"):
+            action = getattr(self, command_id, None)
+            if not isinstance(action, QAction):
+                continue
+            if section is not None and here != section:
+                tools.addSeparator()
+            section = here
+            if command_id != "actionRewrite":
+                tools.addAction(action)
+                continue
+            rewrite_button = QToolButton(self)
+            rewrite_button.setObjectName("rewriteButton")
+            rewrite_button.setDefaultAction(action)
+            rewrite_button.setMenu(self.menuRewritePresets)
+            rewrite_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+            rewrite_button.setText("Rewrite")
+            tools.addWidget(rewrite_button)
+            for act in self.preset_actions:
+                tools.addAction(act)
         self.toolbarAssist = tools
 
     def _build_status_bar(self) -> None:
@@ -578,14 +564,9 @@ class MainWindow(QMainWindow):
         return demo
 
     def _server_action(self) -> QAction | None:
-        """The app's "use a server" action when it has one (found by name: it is added by the remote wiring)."""
-        for action in self.findChildren(QAction):
-            name = action.objectName().lower()
-            if name in ("actionuseserver", "actionserver", "actionconnectserver") or (
-                "server" in action.text().replace("&", "").lower() and "stop" not in action.text().lower()
-            ):
-                return action
-        return None
+        """The server mode's "Use a server…" action: the one the mode this window built holds (not looked up
+        by name or text among the window's actions, where a test's stand-in could lose to the real one)."""
+        return self.server_mode.actionUseServer
 
     def _on_demo_load_real(self) -> None:
         manager = self.findChild(QAction, "actionModelManager")

@@ -20,10 +20,27 @@ for _name in ("CONFIG", "DATA", "LOG"):
 # fixtures) starts a subprocess, builds a tiny checkpoint or a real-shaped model, or loads the demo model.
 # Marked here, automatically, so a new test cannot forget the marker; @pytest.mark.slow by hand still works.
 SLOW_SIGNS = re.compile(
-    r"\bsubprocess\b|\bmake_tiny\b|\bdemo_model_dir\b|\bdemo_window\b|letterpress-demo"  # processes, models
+    r"\bsubprocess\b|\brun_engine\b|\bdemo_model_dir\b|\bdemo_window\b|letterpress-demo"  # processes, demo
+    r"|\bmake_tiny\b|\btiny_checkpoint(_in)?\b"  # tiny checkpoints (tests/helpers/checkpoints.py)
     r"|\bSession\(|\brun_real_shape\b|\btiny_body_model\b|\btiny_config\("  # real models built in-process
+    r"|\bsimulate\(|\breal_meta_model\b|\brun_step_memory\b|\btorch\.compile\("  # real shapes, compiling
+    r"|from engine\.training\.train import [^\n]*\brun\b"  # a training run
 )
+# The same, for functions a test module imports at its top and calls by their bare name (`run(...)`).
+SLOW_CALLS = {
+    "engine.training.train.run",  # trains a model
+    "engine.tools.memory_sim.simulate",  # the real 30-layer config on the meta device
+    "engine.tools.memory_sim.real_meta_model",
+    "engine.tools.bench.run_step_memory",  # denoising steps at a real-sized vocabulary
+}
 _slow_source_cache: dict[object, bool] = {}
+
+
+def _qualified(obj: object) -> str:
+    """`module.qualname` of a function or class ("" for anything else)."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+        return ""
+    return f"{obj.__module__}.{obj.__qualname__}"
 
 
 def _source_is_slow(obj: object, module: object, depth: int = 2) -> bool:
@@ -37,8 +54,11 @@ def _source_is_slow(obj: object, module: object, depth: int = 2) -> bool:
     except (OSError, TypeError):
         return False
     slow = bool(SLOW_SIGNS.search(source))
+    called = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", source))
+    if not slow and module is not None:
+        slow = any(_qualified(getattr(module, name, None)) in SLOW_CALLS for name in called)
     if not slow and depth > 0 and module is not None:
-        for name in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", source)):
+        for name in called:
             helper = getattr(module, name, None)
             local = inspect.isfunction(helper) and helper.__module__ == getattr(module, "__name__", None)
             if local and helper is not obj and _source_is_slow(helper, module, depth - 1):

@@ -28,7 +28,7 @@ from app.assist.diff_view import WordDiff, diff_hook
 from app.assist.ghost import GhostContent
 from app.assist.request_defaults import RequestDefaults
 from app.assist.strength import LEVELS, StrengthDial, StrengthMemory, factory_default
-from app.config.commands import default_key
+from app.config.commands import MENU_BY_ID, default_key
 from app.ui import actions
 from app.ui.display_breaks import selected_text
 from engine.api import (
@@ -148,14 +148,14 @@ class DiffusionEditing(QObject):
         tools.addSeparator()
         self.toolbarEditing = tools
 
-        self.menuStrength = QMenu("Rewrite &strength", w)
+        self.menuStrength = QMenu(MENU_BY_ID["menuRewriteStrength"].title, w)
         self.menuStrength.setObjectName("menuRewriteStrength")
         self.menuStrength.addActions(self.strength_actions)
         self.menuStrength.addSeparator()
         self.menuStrength.addActions([self.actionSaveStrengthDefault, self.actionResetStrengthDefault])
-        self.assist_menu.addSeparator()
         self.assist_menu.addMenu(self.menuStrength)
         self.assist_menu.addActions(self.edit_actions)
+        actions.arrange(self.assist_menu)  # each at the place the command table gives it
 
         self.panel = AlternativesPanel(w)
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
@@ -165,8 +165,8 @@ class DiffusionEditing(QObject):
         toggle = self.panel.toggleViewAction()
         self.actionShowAlternatives = actions.configure(toggle, "actionShowAlternatives")
         w.addAction(self.actionShowAlternatives)
-        self.view_menu.addSeparator()
         self.view_menu.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
+        actions.arrange(self.view_menu)
         tools.addActions([self.actionToggleDiffView, self.actionShowAlternatives])
         self.context_menu_hooks.append(self._extend_context_menu)
         self._sync_levels()

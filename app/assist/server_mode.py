@@ -37,7 +37,7 @@ class ServerMode(QObject):
         self.actionUseServer = actions.create(window, "actionUseServer", self.choose_server)
         self.actionUseLocalModel = actions.create(window, "actionUseLocalModel", self.use_local)
         actions.add_window_action(window, self.actionUseServer)
-        window.menuModel.addAction(self.actionUseLocalModel)
+        actions.add_window_action(window, self.actionUseLocalModel)
         self.whereLabel = QLabel(window)
         self.whereLabel.setObjectName("whereStatus")
         window.statusBar().addPermanentWidget(self.whereLabel)

@@ -41,6 +41,7 @@ class Command:
     checkable: bool = False
     role: str = ""  # QAction.MenuRole name for macOS's application menu ("PreferencesRole", "QuitRole")
     palette: bool = True  # listed in the command palette (the palette itself is not)
+    section: int = 0  # its group in its menu and toolbar: groups in number order, a separator between them
 
     @property
     def name(self) -> str:
@@ -56,7 +57,8 @@ class Command:
 _SHOWN = "Only while a suggestion is shown."
 _SETTLED = "Only while a settled suggestion is shown."
 
-# The rebindable assistant commands first, in the order Settings ▸ Assistant keys lists them.
+# The assistant commands first; the rebindable ones in the order Settings ▸ Assistant keys lists them.
+# Within a menu or toolbar, entries stand in table order inside their `section` (see `layout`).
 COMMANDS: tuple[Command, ...] = (
     Command(
         "actionAcceptSuggestion",
@@ -69,6 +71,7 @@ COMMANDS: tuple[Command, ...] = (
         toolbar="toolbarAssist",
         icon_text="Accept",
         context="suggestion",
+        section=1,
     ),
     Command(
         "actionAcceptWord",
@@ -78,6 +81,7 @@ COMMANDS: tuple[Command, ...] = (
         setting="keys.accept_word",
         help=_SHOWN,
         context="suggestion",
+        section=1,
     ),
     Command(
         "actionAcceptLine",
@@ -87,6 +91,7 @@ COMMANDS: tuple[Command, ...] = (
         setting="keys.accept_line",
         help=_SHOWN,
         context="suggestion",
+        section=1,
     ),
     Command(
         "actionDismissSuggestion",
@@ -99,6 +104,7 @@ COMMANDS: tuple[Command, ...] = (
         toolbar="toolbarAssist",
         icon_text="Dismiss",
         context="suggestion",
+        section=1,
     ),
     Command(
         "actionNextAlternative",
@@ -108,6 +114,7 @@ COMMANDS: tuple[Command, ...] = (
         setting="keys.next_alternative",
         help=_SHOWN,
         context="suggestion",
+        section=1,
     ),
     Command(
         "actionPreviousAlternative",
@@ -117,6 +124,7 @@ COMMANDS: tuple[Command, ...] = (
         setting="keys.previous_alternative",
         help=_SHOWN,
         context="suggestion",
+        section=1,
     ),
     Command(
         "actionDraft",
@@ -139,6 +147,15 @@ COMMANDS: tuple[Command, ...] = (
         icon_text="Rewrite",
     ),
     Command(
+        "actionCustomInstruction",
+        "Custom &instruction…",
+        "menuAssist",
+        ("Ctrl+Shift+R",),
+        tip="Rewrite the selection (or draft) following your own instruction",
+        toolbar="toolbarAssist",
+        icon_text="Custom…",
+    ),
+    Command(
         "actionInfill",
         "&Infill selection or gap",
         "menuAssist",
@@ -159,6 +176,7 @@ COMMANDS: tuple[Command, ...] = (
         toolbar="toolbarEditing",
         icon_text="Re-roll uncertain",
         context="suggestion",
+        section=2,
     ),
     Command(
         "actionRerollAroundPins",
@@ -171,6 +189,7 @@ COMMANDS: tuple[Command, ...] = (
         toolbar="toolbarEditing",
         icon_text="Re-roll around pins",
         context="suggestion",
+        section=2,
     ),
     Command(
         "actionPinNextWord",
@@ -181,6 +200,7 @@ COMMANDS: tuple[Command, ...] = (
         help=_SETTLED,
         tip="Extend the pinned words by one, or click a word of the suggestion",
         context="suggestion",
+        section=2,
     ),
     Command(
         "actionUnpinLastWord",
@@ -190,17 +210,9 @@ COMMANDS: tuple[Command, ...] = (
         setting="keys.unpin_last_word",
         help=_SETTLED,
         context="suggestion",
+        section=2,
     ),
     # The assistant's other commands.
-    Command(
-        "actionCustomInstruction",
-        "Custom &instruction…",
-        "menuAssist",
-        ("Ctrl+Shift+R",),
-        tip="Rewrite the selection (or draft) following your own instruction",
-        toolbar="toolbarAssist",
-        icon_text="Custom…",
-    ),
     Command(
         "actionClearPins",
         "&Clear pins",
@@ -208,30 +220,38 @@ COMMANDS: tuple[Command, ...] = (
         toolbar="toolbarEditing",
         icon_text="Clear pins",
         context="suggestion",
+        section=2,
     ),
     Command(
         "actionDocumentBrief",
         "Document &brief…",
         "menuAssist",
         tip="A note on style, audience, names and facts that every request for this document reads",
+        section=3,
     ),
     # File (the documents controller).
     Command("actionNew", "&New", "menuFile", ("Ctrl+N",), standard="New"),
     Command("actionOpen", "&Open…", "menuFile", ("Ctrl+O",), standard="Open"),
     Command("actionSave", "&Save", "menuFile", ("Ctrl+S",), standard="Save"),
     Command("actionSaveAs", "Save &As…", "menuFile", ("Ctrl+Shift+S",), standard="SaveAs"),
-    Command("actionQuit", "&Quit", "menuFile", ("Ctrl+Q",), standard="Quit", role="QuitRole"),
+    Command("actionQuit", "&Quit", "menuFile", ("Ctrl+Q",), standard="Quit", role="QuitRole", section=1),
     # Edit.
     Command("actionUndo", "&Undo", "menuEdit", ("Ctrl+Z",), standard="Undo", context="editor"),
     Command("actionRedo", "&Redo", "menuEdit", ("Ctrl+Shift+Z", "Ctrl+Y"), standard="Redo", context="editor"),
-    Command("actionCut", "Cu&t", "menuEdit", ("Ctrl+X",), standard="Cut", context="editor"),
-    Command("actionCopy", "&Copy", "menuEdit", ("Ctrl+C",), standard="Copy", context="editor"),
-    Command("actionPaste", "&Paste", "menuEdit", ("Ctrl+V",), standard="Paste", context="editor"),
+    Command("actionCut", "Cu&t", "menuEdit", ("Ctrl+X",), standard="Cut", context="editor", section=1),
+    Command("actionCopy", "&Copy", "menuEdit", ("Ctrl+C",), standard="Copy", context="editor", section=1),
+    Command("actionPaste", "&Paste", "menuEdit", ("Ctrl+V",), standard="Paste", context="editor", section=1),
     Command(
-        "actionSelectAll", "Select &all", "menuEdit", ("Ctrl+A",), standard="SelectAll", context="editor"
+        "actionSelectAll",
+        "Select &all",
+        "menuEdit",
+        ("Ctrl+A",),
+        standard="SelectAll",
+        context="editor",
+        section=1,
     ),
-    Command("actionFind", "&Find…", "menuEdit", ("Ctrl+F",), standard="Find"),
-    Command("actionReplace", "Find and &replace…", "menuEdit", ("Ctrl+H",)),
+    Command("actionFind", "&Find…", "menuEdit", ("Ctrl+F",), standard="Find", section=2),
+    Command("actionReplace", "Find and &replace…", "menuEdit", ("Ctrl+H",), section=2),
     Command(
         "actionSettings",
         "&Settings…",
@@ -239,6 +259,7 @@ COMMANDS: tuple[Command, ...] = (
         ("Ctrl+,",),
         standard="Preferences",
         role="PreferencesRole",
+        section=3,
     ),
     # View.
     Command("actionZoomIn", "Zoom &in", "menuView", ("Ctrl++", "Ctrl+=")),
@@ -247,7 +268,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("actionTheme_system", "&System", "menuTheme", tip="Follow the system", checkable=True),
     Command("actionTheme_light", "&Light", "menuTheme", tip="Use the light colour theme", checkable=True),
     Command("actionTheme_dark", "&Dark", "menuTheme", tip="Use the dark colour theme", checkable=True),
-    Command("actionCommandPalette", "Command &palette…", "menuView", ("Ctrl+Shift+P",), palette=False),
+    Command(
+        "actionCommandPalette", "Command &palette…", "menuView", ("Ctrl+Shift+P",), palette=False, section=1
+    ),
     Command(
         "actionToggleDiffView",
         "Show rewrites as a word &diff",
@@ -259,6 +282,7 @@ COMMANDS: tuple[Command, ...] = (
         toolbar="toolbarEditing",
         icon_text="Word diff",
         checkable=True,
+        section=2,
     ),
     Command(
         "actionShowAlternatives",
@@ -268,6 +292,7 @@ COMMANDS: tuple[Command, ...] = (
         toolbar="toolbarEditing",
         icon_text="Alternatives",
         checkable=True,
+        section=2,
     ),
     # Model.
     Command(
@@ -283,12 +308,14 @@ COMMANDS: tuple[Command, ...] = (
         "Use a &server…",
         "menuModel",
         tip="Write with a DiffusionGemma server (vLLM) instead of the model on this computer",
+        section=1,
     ),
     Command(
         "actionUseLocalModel",
         "Use the &local model",
         "menuModel",
         tip="Stop sending text to the server: write with the model on this computer again",
+        section=1,
     ),
     # Help.
     Command(
@@ -311,6 +338,55 @@ FAMILIES: dict[str, str] = {
     "actionRewriteStrength_": "menuRewriteStrength",
     "actionStrengthDefault_": "menuRewriteStrength",  # save the dial as / reset a preset's default strength
 }
+
+
+@dataclass(frozen=True)
+class Menu:
+    """One menu of the menu bar, or a submenu placed in its `parent` menu like a command."""
+
+    id: str  # the QMenu's objectName (scripts and tests find menus by it)
+    title: str
+    parent: str = ""  # "" for the menu bar
+    section: int = 0  # in its parent, as a command's section
+    after: str = ""  # the entry of its section it follows ("": the section's first entry)
+
+
+# The menu bar in order, and the submenus. A command names its menu; this table names the menus.
+MENUS: tuple[Menu, ...] = (
+    Menu("menuFile", "&File"),
+    Menu("menuRecent", "Open &Recent", "menuFile", after="actionOpen"),
+    Menu("menuEdit", "&Edit"),
+    Menu("menuView", "&View"),
+    Menu("menuTheme", "&Theme", "menuView", section=1),
+    Menu("menuAssist", "&Assist"),
+    Menu("menuRewritePresets", "Rewrite &as", "menuAssist", after="actionRewrite"),
+    Menu("menuRewriteStrength", "Rewrite &strength", "menuAssist", section=2),
+    Menu("menuModel", "&Model"),
+    Menu("menuHelp", "&Help"),
+)
+MENU_BY_ID: dict[str, Menu] = {m.id: m for m in MENUS}
+
+
+def layout(menu_id: str) -> list[tuple[int, str]]:
+    """(section, id) of every entry the table puts in menu `menu_id`, in order: its commands by section, in
+    table order within one, each submenu after the entry it follows."""
+    entries = sorted(((c.section, c.id) for c in COMMANDS if c.menu == menu_id), key=lambda e: e[0])
+    for sub in MENUS:
+        if sub.parent != menu_id:
+            continue
+        ids = [entry_id for _, entry_id in entries]
+        if sub.after:
+            at = ids.index(sub.after) + 1
+        else:
+            at = next((i for i, (section, _) in enumerate(entries) if section >= sub.section), len(entries))
+        entries.insert(at, (sub.section, sub.id))
+    return entries
+
+
+def toolbar_layout(toolbar_id: str) -> list[tuple[int, str]]:
+    """(section, id) of the commands on toolbar `toolbar_id`, in order (as `layout`)."""
+    return sorted(((c.section, c.id) for c in COMMANDS if c.toolbar == toolbar_id), key=lambda e: e[0])
+
 
 # Keys the editor itself answers (not commands): no command may take them.
 EDITOR_KEYS: dict[str, str] = {

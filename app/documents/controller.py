@@ -32,6 +32,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
 
+from app.config.commands import MENU_BY_ID
 from app.documents.external_change import (
     CompareDialog,
     DiskState,
@@ -984,37 +985,31 @@ class DocumentController(QObject):
         return answer == QMessageBox.StandardButton.Yes
 
     def _install_actions(self, menu: QMenu | None) -> None:
+        """File ▸ New, Open, Open Recent, Save, Save As and (when the window has none) Quit, each at the place
+        the command table gives it in the File menu."""
         if menu is None:
-            menu = self.window.findChild(QMenu, "menuFile")
-        if menu is None:
-            menu = self.window.menuBar().addMenu("&File")
-            menu.setObjectName("menuFile")
+            menu = actions.window_menu(self.window, "menuFile")
         self.menu = menu
         existing_quit = next((a for a in menu.actions() if a.objectName() == "actionQuit"), None)
-        first = menu.actions()[0] if menu.actions() else None
 
         def make(name: str, slot: Callable[[], object]) -> QAction:
             action = actions.configure(QAction(self.window), name)  # label and keys from the command table
             action.triggered.connect(lambda *_: slot())
-            menu.insertAction(first, action) if first else menu.addAction(action)
+            menu.addAction(action)
             return action
 
         self.action_new = make("actionNew", self.new)
         self.action_open = make("actionOpen", self.open)
-        self.recent_menu = QMenu("Open &Recent", self.window)
+        self.recent_menu = QMenu(MENU_BY_ID["menuRecent"].title, self.window)
         self.recent_menu.setObjectName("menuRecent")
-        menu.insertMenu(first, self.recent_menu) if first else menu.addMenu(self.recent_menu)
+        menu.addMenu(self.recent_menu)
         self.action_save = make("actionSave", self.save)
         self.action_save_as = make("actionSaveAs", self.save_as)
-        if first:
-            menu.insertSeparator(first)
         if existing_quit is not None:
             self.action_quit = existing_quit
         else:
-            menu.addSeparator()
-            self.action_quit = actions.configure(QAction(self.window), "actionQuit")
-            self.action_quit.triggered.connect(lambda *_: self.quit())
-            menu.addAction(self.action_quit)
+            self.action_quit = make("actionQuit", self.quit)
+        actions.arrange(menu)
         self._rebuild_recent_menu()
 
     def _rebuild_recent_menu(self) -> None:

@@ -3,7 +3,8 @@
 Every place that brings commands (the main window, the documents controller, diffusion editing, the wiring)
 asks `create(parent, id, slot)`; label, keys (the platform's own where it has a convention), tips, toolbar
 text, checkability, shortcut context and menu role all come from the table, so no factory spells a key.
-`add_window_action` puts a service's action into the menu the table places it in.
+`add_window_action` / `place` put an action into the menu the table places it in, at its place there, and
+`window_menu` makes a menu from the table's `MENUS`: the menu bar is built from the table.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QWidget
 
-from app.config.commands import Command, command, with_twins
+from app.config.commands import MENU_BY_ID, Command, command, layout, with_twins
 
 
 def default_sequences(entry: Command) -> list[QKeySequence]:
@@ -88,20 +89,95 @@ def create_member(
     return action
 
 
+def _entry_id(action: QAction) -> str:
+    """The table id of a menu entry: a submenu's objectName, else the action's."""
+    sub = action.menu()
+    return sub.objectName() if isinstance(sub, QMenu) else action.objectName()
+
+
+def arrange(menu: QMenu) -> None:
+    """Put `menu`'s entries in the order the table gives them (`app.config.commands.layout`), a separator
+    between sections; entries the table does not place (a test's stand-in) keep their order, at the end."""
+    order = {entry_id: (i, section) for i, (section, entry_id) in enumerate(layout(menu.objectName()))}
+    entries = [a for a in menu.actions() if not a.isSeparator()]
+    known = sorted((a for a in entries if _entry_id(a) in order), key=lambda a: order[_entry_id(a)][0])
+    unknown = [a for a in entries if _entry_id(a) not in order]
+    for old in menu.actions():
+        menu.removeAction(old)
+        if old.isSeparator():
+            old.deleteLater()
+    section: int | None = None
+    for action in known:
+        here = order[_entry_id(action)][1]
+        if section is not None and here != section:
+            menu.addSeparator()
+        section = here
+        menu.addAction(action)
+    if known and unknown:
+        menu.addSeparator()
+    menu.addActions(unknown)
+
+
+def window_menu(window: QMainWindow, menu_id: str) -> QMenu:
+    """The window's menu `menu_id`, made from the table (`MENUS`: title, where it sits) the first time: a menu
+    of the menu bar, or a submenu placed in its parent menu."""
+    found = getattr(window, menu_id, None)
+    if not isinstance(found, QMenu):
+        found = window.findChild(QMenu, menu_id)
+    if isinstance(found, QMenu):
+        return found
+    spec = MENU_BY_ID[menu_id]
+    if not spec.parent:
+        made = window.menuBar().addMenu(spec.title)
+        made.setObjectName(menu_id)
+        return made
+    parent = window_menu(window, spec.parent)
+    made = QMenu(spec.title, window)
+    made.setObjectName(menu_id)
+    parent.addMenu(made)
+    arrange(parent)
+    return made
+
+
+def place(window: QMainWindow, *items: QAction) -> None:
+    """Put each action into the menu the table places it in, at its place there."""
+    menus: dict[str, QMenu] = {}
+    for action in items:
+        name = command(action.objectName()).menu
+        menu = menus.get(name) or window_menu(window, name)
+        menus[name] = menu
+        menu.addAction(action)
+    for menu in menus.values():
+        arrange(menu)
+
+
 def add_window_action(window: QMainWindow, action: QAction, menu_name: str = "", title: str = "") -> None:
-    """Put a service's action at the end of the menu the table places it in (`menu_name` overrides; made with
-    `title` when the window has none, e.g. a bare test window) after a separator, and on the window so its key
-    works without the menu."""
+    """Put a service's action at its place in the menu the table places it in (`menu_name` overrides; made
+    with `title` when neither the window nor the table has it, e.g. a bare test window) and on the window, so
+    its key works without the menu."""
     name = menu_name or command(action.objectName()).menu
     menu = getattr(window, name, None)
     if not isinstance(menu, QMenu):
         menu = window.findChild(QMenu, name)
     if not isinstance(menu, QMenu):
-        menu = window.menuBar().addMenu(title or name.removeprefix("menu"))
-        menu.setObjectName(name)
-    menu.addSeparator()
+        if name in MENU_BY_ID:
+            menu = window_menu(window, name)
+        else:
+            menu = window.menuBar().addMenu(title or name.removeprefix("menu"))
+            menu.setObjectName(name)
     menu.addAction(action)
+    arrange(menu)
     window.addAction(action)
 
 
-__all__ = ["add_window_action", "configure", "create", "create_member", "default_sequences", "tip_with_key"]
+__all__ = [
+    "add_window_action",
+    "arrange",
+    "configure",
+    "create",
+    "create_member",
+    "default_sequences",
+    "place",
+    "tip_with_key",
+    "window_menu",
+]

@@ -15,61 +15,30 @@ left out of the comparison); the sampling step after the forward is the fit's fi
 
 from __future__ import annotations
 
-import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+
+from engine.tools.step_memory import LiveTensorBytes
 
 
-class LiveStorageBytes(TorchDispatchMode):
+class LiveStorageBytes(LiveTensorBytes):
     """Peak live storage bytes of ops under it, meta tensors included (keyed by their storage object)."""
 
     def __init__(self, ignore: Any = (), adopt: Any = ()) -> None:
         """`ignore`: tensors whose storages are never counted (the weights: a view of one is no new memory);
         `adopt`: tensors that exist already and count as live until they die (the request's state)."""
         super().__init__()
-        self.live = 0
-        self.peak = 0
-        self._storages: dict[int, list[int]] = {}
         self._ignored = {t.untyped_storage()._cdata for t in ignore}
         for t in adopt:
             self._track(t)
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        for leaf in tree_leaves(out):
-            if isinstance(leaf, torch.Tensor):
-                self._track(leaf)
-        return out
-
-    def _track(self, tensor: torch.Tensor) -> None:
-        try:
-            storage = tensor.untyped_storage()
-        except (RuntimeError, NotImplementedError):
-            return
-        key = storage._cdata
-        if key in self._ignored:
-            return
-        entry = self._storages.get(key)
-        if entry is None:
-            entry = self._storages[key] = [storage.nbytes(), 0]
-            self.live += entry[0]
-            self.peak = max(self.peak, self.live)
-        entry[1] += 1
-        weakref.finalize(tensor, self._release, key)
-
-    def _release(self, key: int) -> None:
-        entry = self._storages.get(key)
-        if entry is None:
-            return
-        entry[1] -= 1
-        if entry[1] <= 0:
-            self.live -= entry[0]
-            del self._storages[key]
+    def _key(self, tensor: torch.Tensor, storage: torch.UntypedStorage) -> int | None:
+        """The storage object's address: meta storages have no data pointer but are distinct objects."""
+        key = int(storage._cdata)
+        return None if key in self._ignored else key
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,18 @@ REAL_CANVAS = 256
 
 
 class LiveTensorBytes(TorchDispatchMode):
-    """Tracks the bytes of live tensor storages created by ops under it, and their peak."""
+    """Tracks the bytes of live tensor storages created by ops under it, and their peak.
+
+    A storage is found again by `_key`: here its `data_ptr()`, which real tensors have and meta tensors lack
+    (they are skipped). `engine.tools.memory_sim.LiveStorageBytes` keys by the storage object instead, so the
+    meta device counts too; the bookkeeping is this one class for both.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.live = 0
         self.peak = 0
-        self._storages: dict[int, list[int]] = {}  # data_ptr -> [nbytes, live tensor count]
+        self._storages: dict[int, list[int]] = {}  # storage key -> [nbytes, live tensor count]
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -43,13 +48,20 @@ class LiveTensorBytes(TorchDispatchMode):
                 self._track(leaf)
         return out
 
+    def _key(self, tensor: torch.Tensor, storage: torch.UntypedStorage) -> int | None:
+        """The storage's identity, or None for a storage that is not counted (meta, or no data)."""
+        key = storage.data_ptr()
+        if key == 0 or tensor.device.type == "meta":
+            return None
+        return key
+
     def _track(self, tensor: torch.Tensor) -> None:
         try:
             storage = tensor.untyped_storage()
         except (RuntimeError, NotImplementedError):
             return
-        key = storage.data_ptr()
-        if key == 0 or tensor.device.type == "meta":
+        key = self._key(tensor, storage)
+        if key is None:
             return
         entry = self._storages.get(key)
         if entry is None:

@@ -61,6 +61,38 @@ def test_every_menu_command_is_in_the_table_and_where_the_table_places_it(window
         assert act.text() == entry.label
 
 
+def test_the_menu_bar_is_built_from_the_table_in_its_order(window):
+    """The menus and their order are the table's (MENUS), and in each menu the entries stand as the table lays
+    them out: sections in order, a separator between two, table order inside one (so a new row needs no
+    menu code)."""
+    tops = [a.menu().objectName() for a in window.menuBar().actions() if a.menu() is not None]
+    assert tops == [m.id for m in commands.MENUS if not m.parent]
+
+    def entries(menu: QMenu) -> list[str]:
+        shown = []
+        for act in menu.actions():
+            sub = act.menu()
+            shown.append(
+                "-" if act.isSeparator() else sub.objectName() if sub is not None else act.objectName()
+            )
+            if sub is not None and commands.layout(sub.objectName()):
+                assert entries(sub) == expected(sub.objectName()), sub.objectName()
+        return shown
+
+    def expected(menu_id: str) -> list[str]:
+        laid: list[str] = []
+        last = None
+        for section, entry_id in commands.layout(menu_id):
+            if last is not None and section != last:
+                laid.append("-")
+            laid.append(entry_id)
+            last = section
+        return laid
+
+    for top in window.menuBar().actions():
+        assert entries(top.menu()) == expected(top.menu().objectName()), top.menu().objectName()
+
+
 def test_every_table_entry_reaches_the_palette_under_its_label(window):
     from app.ui.palette import menu_commands
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import app
+from tests.helpers.gui import fake_window
 
 pytestmark = [
     pytest.mark.usefixtures("user_dirs"),
@@ -104,18 +105,20 @@ def _wait_for(proc: subprocess.Popen, prefix: str, timeout: float = 120) -> str:
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGKILL)
+    """SIGKILL the child (a crash: it cleans nothing up), reap it and close its pipes; nothing more for a
+    child that is gone already."""
+    proc.send_signal(signal.SIGKILL)  # does nothing once the child has been reaped
     proc.wait(30)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def _window(qtbot):
-    window = app.create_window(["--fake-engine"])
-    qtbot.addWidget(window)
+    window = fake_window(qtbot)
     docs = window.services.documents
     docs.show_error = lambda title, text: window.errors.append(text)
-    docs.ask_unsaved = lambda name: "discard"
     docs.choose_save_path = lambda suggested: ""
-    window.services.recovery.ask = lambda doc, i, n: "later"  # the start-up offer must not block on a box
     window.errors = []
     return window, docs
 
@@ -198,8 +201,7 @@ def test_a_file_held_by_another_process_is_not_edited_twice_and_its_crash_frees_
         assert doc.read_text(encoding="utf-8") == "now mine: the other program's text\n"
         _close(window)
     finally:
-        if holder.poll() is None:
-            _kill(holder)
+        _kill(holder)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
 import app
 from app.documents.controller import editor_text
+from tests.helpers.gui import fake_window
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
@@ -29,8 +30,7 @@ class Answers:
 
 
 def _window(qtbot, argv: list[str] | None = None):
-    window = app.create_window([*(argv or []), "--fake-engine"])
-    qtbot.addWidget(window)
+    window = fake_window(qtbot, argv or [])
     docs = window.services.documents
     answers = Answers()
     docs.show_error = lambda title, text: answers.errors.append(text)
@@ -39,7 +39,6 @@ def _window(qtbot, argv: list[str] | None = None):
     docs.choose_save_path = lambda suggested: (
         answers.asked.append(("save as", suggested)) or answers.save_path
     )
-    window.services.recovery.ask = lambda doc, i, n: "later"  # the start-up offer must not block on a box
     window.answers = answers
     return window, docs, answers
 

@@ -3,7 +3,6 @@ accepted a suggestion, and the message says what to do."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import stat
 
@@ -181,10 +180,9 @@ def test_read_only_file_cannot_be_overwritten_and_save_as_is_offered(qtbot, tmp_
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from engine.tools.tiny import make_tiny
+    from tests.helpers.checkpoints import tiny_checkpoint
 
-    return make_tiny(tmp_path_factory.mktemp("tiny") / "model")
+    return tiny_checkpoint(tmp_path_factory, name="model")
 
 
 def real_window(qtbot, model_dir, settings, monkeypatch):

@@ -88,11 +88,11 @@ def test_the_status_bar_follows_each_phase(qtbot):
     assert not window.loadBar.isVisible() and window.modelLabel.text().startswith("Ready")
 
 
-def test_the_real_load_reports_phases_in_order_and_bytes_only_grow(tmp_path):
+def test_the_real_load_reports_phases_in_order_and_bytes_only_grow(tmp_path_factory):
     from engine.session import Session
-    from engine.tools.tiny import make_tiny
+    from tests.helpers.checkpoints import tiny_checkpoint
 
-    model = make_tiny(tmp_path / "tiny")
+    model = tiny_checkpoint(tmp_path_factory)
     events: list[LoadProgress] = []
     Session().load(model, device="cpu", on_progress=events.append)
     stages = [e.stage for e in events]
@@ -102,14 +102,14 @@ def test_the_real_load_reports_phases_in_order_and_bytes_only_grow(tmp_path):
     assert all(a.bytes_done <= b.bytes_done for a, b in itertools.pairwise(loading))
 
 
-def test_the_bar_moves_inside_one_big_tensor(tmp_path, monkeypatch):
+def test_the_bar_moves_inside_one_big_tensor(tmp_path_factory, monkeypatch):
     """A 1 GB expert tensor held the bar at 8% for 3 s, then it jumped to 67%: progress must come with the bytes
     read, not only between tensors (here READ_CHUNK is made small so that the tiny model's tensors span chunks)."""
-    from engine.tools.tiny import make_tiny
     from engine.weights import tensorfile
     from engine.weights.loader import load_model
+    from tests.helpers.checkpoints import tiny_checkpoint
 
-    model = make_tiny(tmp_path / "tiny")
+    model = tiny_checkpoint(tmp_path_factory)
     monkeypatch.setattr(tensorfile, "READ_CHUNK", 4096)
     events: list[LoadProgress] = []
     load_model(model, device="cpu", quantization="none", on_progress=events.append)

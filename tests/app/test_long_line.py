@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-import app
+from tests.helpers.gui import fake_window
 from tests.helpers.longline_bench import one_line
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
@@ -20,12 +20,9 @@ SIZE = 300_000
 
 @pytest.fixture
 def win(qtbot):
-    window = app.create_window(["--fake-engine"])
-    qtbot.addWidget(window)
+    window = fake_window(qtbot)
     docs = window.services.documents
     docs.show_error = lambda title, text: pytest.fail(text)
-    docs.ask_unsaved = lambda name: "discard"
-    window.services.recovery.ask = lambda doc, i, n: "later"
     yield window, docs
     docs.editor.document().setModified(False)
     window.close()

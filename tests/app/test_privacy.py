@@ -16,6 +16,14 @@ from app.platform.privacy import DocumentText
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _stop_file_log() -> None:
+    """Take the test's log file handler off the root logger and close its file (no unclosed-file warning)."""
+    root = logging.getLogger()
+    handler = next(h for h in root.handlers if h.get_name() == "letterpress")
+    root.removeHandler(handler)
+    handler.close()
+
+
 def test_offline_variables_are_forced(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     privacy.enforce_offline()
@@ -37,9 +45,7 @@ def test_logs_hide_document_text_unless_the_writer_allows_it(tmp_path):
     assert "secret" not in content
     assert "<21 characters of document text hidden>" in content
     assert "a sentence I chose to share" in content
-    logging.getLogger().removeHandler(
-        next(h for h in logging.getLogger().handlers if h.get_name() == "letterpress")
-    )
+    _stop_file_log()
 
 
 def test_log_files_rotate(tmp_path):
@@ -48,9 +54,7 @@ def test_log_files_rotate(tmp_path):
         logging.getLogger("app.test").warning("line %d", i)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["letterpress.log", "letterpress.log.1", "letterpress.log.2"]
-    logging.getLogger().removeHandler(
-        next(h for h in logging.getLogger().handlers if h.get_name() == "letterpress")
-    )
+    _stop_file_log()
 
 
 def test_network_guard_blocks_other_hosts_but_not_loopback():
@@ -100,5 +104,4 @@ def test_a_requests_text_reaches_the_log_only_while_the_setting_is_on(qtbot, tmp
         assert "<15 characters of document text hidden>" in requests[2]
     finally:
         privacy.set_log_document_text(False)
-        root = logging.getLogger()
-        root.removeHandler(next(h for h in root.handlers if h.get_name() == "letterpress"))
+        _stop_file_log()

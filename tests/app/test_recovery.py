@@ -235,6 +235,8 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
+        proc.stdout.close()
+        proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     assert doc.read_text(encoding="utf-8") == "Saved opening."  # the kill did not touch the document itself
     copies = list((tmp_path / "data" / "recovery").glob("*.json"))

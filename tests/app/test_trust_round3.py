@@ -13,6 +13,7 @@ import pytest
 
 import app
 from app.documents.controller import editor_text
+from tests.helpers.gui import fake_window
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
@@ -24,14 +25,12 @@ class Answers:
 
 
 def _window(qtbot):
-    window = app.create_window(["--fake-engine"])
-    qtbot.addWidget(window)
+    window = fake_window(qtbot)
     docs = window.services.documents
     answers = Answers()
     docs.show_error = lambda title, text: answers.errors.append(text)
     docs.ask_unsaved = lambda name: answers.asked.append("unsaved") or "discard"
     docs.ask_already_open = lambda name, where: answers.asked.append("already open") or "cancel"
-    window.services.recovery.ask = lambda doc, i, n: "later"
     return window, docs, answers
 
 

@@ -15,19 +15,16 @@ from pathlib import Path
 
 import pytest
 
-import app
+from tests.helpers.engine_cli import without_root_override
+from tests.helpers.gui import fake_window
 
 pytestmark = pytest.mark.usefixtures("user_dirs")
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _window(qtbot):
-    window = app.create_window(["--fake-engine"])
-    qtbot.addWidget(window)
-    docs = window.services.documents
-    docs.ask_unsaved = lambda name: "discard"
-    window.services.recovery.ask = lambda doc, i, n: "later"
-    return window, docs
+    window = fake_window(qtbot)
+    return window, window.services.documents
 
 
 def _type(qtbot, window, text: str) -> None:
@@ -123,16 +120,22 @@ def test_the_log_is_private_and_names_no_document(qtbot, tmp_path):
     window.close()
 
 
-CHILD = r"""
-import sys
+# The start of a child process's script: the fake-engine window, errors recorded, no question waits on a box.
+CHILD_WINDOW = r"""
+import os, sys
 from app import create_window
 w = create_window(["--fake-engine"])
 docs = w.services.documents
 errors = []
 docs.show_error = lambda title, text: errors.append(text)
 docs.ask_unsaved = lambda name: "discard"
-docs.choose_save_path = lambda suggested: ""
 w.services.recovery.ask = lambda d, i, n: "later"
+"""
+
+CHILD = (
+    CHILD_WINDOW
+    + r"""
+docs.choose_save_path = lambda suggested: ""
 if not docs.open(sys.argv[1]):
     print(f"NOT OPENED {errors}", flush=True)
     sys.exit(1)
@@ -141,17 +144,13 @@ docs.editor.insertPlainText(" saved by a writer who may write the file but not i
 print("SAVED" if docs.save() else f"FAILED {errors}", flush=True)
 docs.editor.document().setModified(False)
 """
+)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_a_writable_file_in_a_read_only_folder_is_saved_in_place(tmp_path):
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("permissions cannot be enforced for root here (no setpriv)")
-        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    prefix = without_root_override()
     folder = tmp_path / "shared"
     folder.mkdir()
     doc = folder / "minutes.md"
@@ -208,15 +207,9 @@ def test_a_hard_link_made_or_removed_after_open_still_meets_the_first_windows_lo
         docs.claim.release()
 
 
-UNREADABLE_CHILD = r"""
-import os, sys
-from app import create_window
-w = create_window(["--fake-engine"])
-docs = w.services.documents
-errors = []
-docs.show_error = lambda title, text: errors.append(text)
-docs.ask_unsaved = lambda name: "discard"
-w.services.recovery.ask = lambda d, i, n: "later"
+UNREADABLE_CHILD = (
+    CHILD_WINDOW
+    + r"""
 assert docs.open(sys.argv[1])
 docs.editor.insertPlainText("unsaved ")
 os.chmod(sys.argv[1], 0)  # made unreadable by another program (or a permissions tool)
@@ -225,17 +218,13 @@ print("STATUS", w.statusBar().currentMessage(), flush=True)
 print("SAVED" if docs.save() else f"NOT SAVED {errors}", flush=True)
 docs.editor.document().setModified(False)
 """
+)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_a_file_made_unreadable_is_not_reported_as_deleted(tmp_path):
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("permissions cannot be enforced for root here (no setpriv)")
-        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    prefix = without_root_override()
     doc = tmp_path / "private.md"
     doc.write_text("Mine.", encoding="utf-8")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))

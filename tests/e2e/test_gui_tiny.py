@@ -35,10 +35,9 @@ length = 32
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from engine.tools.tiny import make_tiny
+    from tests.helpers.checkpoints import tiny_checkpoint
 
-    return make_tiny(tmp_path_factory.mktemp("tiny") / "model")
+    return tiny_checkpoint(tmp_path_factory, name="model")
 
 
 @pytest.fixture

@@ -28,16 +28,16 @@ def no_network(monkeypatch):
     return attempts
 
 
-def test_draft_rewrite_and_infill_run_without_any_network(no_network, tmp_path, monkeypatch):
+def test_draft_rewrite_and_infill_run_without_any_network(no_network, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     from app.platform.privacy import enforce_offline
 
     enforce_offline()  # what the app does at start-up
     from engine.api import DenoiseSettings, DraftRequest, InfillRequest, RewriteRequest
     from engine.session import Session
-    from engine.tools.tiny import make_tiny
+    from tests.helpers.checkpoints import tiny_checkpoint
 
-    model = make_tiny(tmp_path / "tiny")
+    model = tiny_checkpoint(tmp_path_factory)
     session = Session()
     info = session.load(model, device="cpu")
     assert info.device == "cpu"

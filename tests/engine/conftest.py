@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.checkpoints import tiny_checkpoint
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine.tools.tiny import make_tiny
-
-    return make_tiny(tmp_path_factory.mktemp("tiny") / "ckpt", seed=0, canvas_length=32)
+    return tiny_checkpoint(tmp_path_factory, name="ckpt", seed=0, canvas_length=32)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.broken_folders import GOOD, KINDS, Kind, build_corpus
-from tests.helpers.engine_cli import run_engine
+from tests.helpers.engine_cli import run_engine, without_root_override
 
 ROOT = Path(__file__).resolve().parents[2]
 BY_NAME = {k.name: k for k in KINDS}
@@ -44,17 +44,6 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", QT_QPA_PLATFORM="offscreen")
 
 
-def _without_root_override() -> list[str]:
-    """A command prefix under which file permissions apply (root normally reads a chmod-000 file): root without
-    the DAC override capabilities (util-linux setpriv); nothing for an ordinary user."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("permissions cannot be enforced for root here (no setpriv)")
-    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
-
-
 def _limited(mb: int):
     def pre() -> None:
         import resource
@@ -65,7 +54,7 @@ def _limited(mb: int):
 
 
 def _run_stage(stage: str, corpus: Path, names: list[str], mb: int, *, unprivileged: bool = False) -> dict:
-    prefix = _without_root_override() if unprivileged else []
+    prefix = without_root_override() if unprivileged else []
     out = subprocess.run(
         [*prefix, sys.executable, "-m", "tests.helpers.broken_folders", stage, str(corpus), str(mb), *names],
         cwd=ROOT,
@@ -137,7 +126,7 @@ def test_loader_refuses_each_kind_with_a_sentence_under_a_memory_cap(corpus: Pat
 
 
 def _cli(args: list[str], mb: int = CLI_MB, unprivileged: bool = False):
-    prefix = _without_root_override() if unprivileged else []
+    prefix = without_root_override() if unprivileged else []
     return run_engine(*args, prefix=prefix, env=_env(), timeout=120, preexec_fn=_limited(mb))
 
 

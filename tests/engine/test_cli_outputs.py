@@ -9,14 +9,13 @@ any work, and a pin file with a number no character position can be (1e400) is a
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.engine_cli import ROOT, engine_command, engine_env, run_engine
+
 pytestmark = pytest.mark.slow
 
 # The tiny checkpoint (seed 0, canvas 32) draws U+036C for this prompt and seed: a character cp1252 cannot
@@ -25,15 +24,8 @@ PROMPT = "Once upon a time\n"
 SEED = "2"
 
 
-def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **extra}
-
-
 def _generate_args(tiny_dir: Path, before: Path, *more: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "engine",
         "generate",
         "--model",
         str(tiny_dir),
@@ -53,6 +45,13 @@ def _generate_args(tiny_dir: Path, before: Path, *more: str) -> list[str]:
     ]
 
 
+def _bash(script: str) -> subprocess.CompletedProcess[bytes]:
+    """`script` run by bash, for the shell's own plumbing (a pipe that closes early, a closed stdout)."""
+    return subprocess.run(
+        ["bash", "-c", script], check=False, capture_output=True, env=engine_env(), cwd=ROOT, timeout=300
+    )
+
+
 @pytest.fixture()
 def before(tmp_path: Path) -> Path:
     path = tmp_path / "before.txt"
@@ -61,37 +60,22 @@ def before(tmp_path: Path) -> Path:
 
 
 def test_a_cp1252_stdout_keeps_the_generated_text(tiny_dir: Path, before: Path) -> None:
-    wide = subprocess.run(
-        _generate_args(tiny_dir, before, "--jsonl"),
-        check=False,
-        capture_output=True,
-        env=_env(PYTHONIOENCODING="utf-8"),
-        cwd=ROOT,
-        timeout=300,
+    wide = run_engine(
+        *_generate_args(tiny_dir, before, "--jsonl"), env=engine_env(PYTHONIOENCODING="utf-8"), text=False
     )
     assert wide.returncode == 0, wide.stderr
     text = json.loads(wide.stdout.decode("utf-8").splitlines()[-1])["candidates"][0]["text"]
     with pytest.raises(UnicodeEncodeError):
         text.encode("cp1252")  # the case needs a character the narrow output cannot hold
-    narrow = subprocess.run(
-        _generate_args(tiny_dir, before, "--jsonl"),
-        check=False,
-        capture_output=True,
-        env=_env(PYTHONIOENCODING="cp1252"),
-        cwd=ROOT,
-        timeout=300,
+    narrow = run_engine(
+        *_generate_args(tiny_dir, before, "--jsonl"), env=engine_env(PYTHONIOENCODING="cp1252"), text=False
     )
     assert narrow.returncode == 0, narrow.stderr
     assert b"unexpected" not in narrow.stderr
     done = json.loads(narrow.stdout.decode("cp1252").splitlines()[-1])
     assert done["candidates"][0]["text"] == text  # exact: the escapes are JSON's own
-    plain = subprocess.run(
-        _generate_args(tiny_dir, before),
-        check=False,
-        capture_output=True,
-        env=_env(PYTHONIOENCODING="cp1252"),
-        cwd=ROOT,
-        timeout=300,
+    plain = run_engine(
+        *_generate_args(tiny_dir, before), env=engine_env(PYTHONIOENCODING="cp1252"), text=False
     )
     assert plain.returncode == 0, plain.stderr
     shown = plain.stdout.decode("cp1252").strip()
@@ -99,15 +83,8 @@ def test_a_cp1252_stdout_keeps_the_generated_text(tiny_dir: Path, before: Path) 
 
 
 def test_a_reader_that_stops_early_is_not_an_error(tiny_dir: Path, before: Path) -> None:
-    args = " ".join(f"'{a}'" for a in _generate_args(tiny_dir, before, "--jsonl"))
-    run = subprocess.run(
-        ["bash", "-c", f"{args} | head -c 1; exit ${{PIPESTATUS[0]}}"],
-        check=False,
-        capture_output=True,
-        env=_env(),
-        cwd=ROOT,
-        timeout=300,
-    )
+    args = " ".join(f"'{a}'" for a in engine_command(*_generate_args(tiny_dir, before, "--jsonl")))
+    run = _bash(f"{args} | head -c 1; exit ${{PIPESTATUS[0]}}")
     assert run.stdout == b"{"
     assert (
         b"unexpected" not in run.stderr and b"Traceback" not in run.stderr and b"Exception" not in run.stderr
@@ -116,10 +93,8 @@ def test_a_reader_that_stops_early_is_not_an_error(tiny_dir: Path, before: Path)
 
 
 def test_a_closed_stdout_is_refused_before_any_work(tiny_dir: Path, before: Path) -> None:
-    args = " ".join(f"'{a}'" for a in _generate_args(tiny_dir, before))
-    run = subprocess.run(
-        ["bash", "-c", f"{args} >&-"], check=False, capture_output=True, env=_env(), cwd=ROOT, timeout=300
-    )
+    args = " ".join(f"'{a}'" for a in engine_command(*_generate_args(tiny_dir, before)))
+    run = _bash(f"{args} >&-")
     assert run.returncode == 2
     assert b"standard output is closed" in run.stderr
     assert b"unexpected" not in run.stderr and b"starting the engine" not in run.stderr
@@ -135,24 +110,14 @@ def test_a_pin_file_with_an_impossible_number_is_a_sentence(
     init.write_text("hello there", encoding="utf-8")
     pin_file = tmp_path / "pins.txt"
     pin_file.write_text(pins, encoding="utf-8")
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "engine",
-            "generate",
-            "--model",
-            str(tiny_dir),
-            "--init-file",
-            str(init),
-            "--pin-file",
-            str(pin_file),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=_env(),
-        cwd=ROOT,
+    run = run_engine(
+        "generate",
+        "--model",
+        str(tiny_dir),
+        "--init-file",
+        str(init),
+        "--pin-file",
+        str(pin_file),
         timeout=120,
     )
     assert run.returncode == 2, run.stderr
@@ -161,13 +126,15 @@ def test_a_pin_file_with_an_impossible_number_is_a_sentence(
 
 def test_an_error_naming_a_file_survives_a_narrow_stderr(tmp_path: Path, tiny_dir: Path) -> None:
     missing = tmp_path / "r\u0101ksts.txt"  # a name cp1252 cannot hold
-    run = subprocess.run(
-        [sys.executable, "-m", "engine", "generate", "--model", str(tiny_dir), "--before-file", str(missing)],
-        check=False,
-        capture_output=True,
-        env=_env(PYTHONIOENCODING="cp1252"),
-        cwd=ROOT,
+    run = run_engine(
+        "generate",
+        "--model",
+        str(tiny_dir),
+        "--before-file",
+        str(missing),
+        env=engine_env(PYTHONIOENCODING="cp1252"),
         timeout=120,
+        text=False,
     )
     assert run.returncode == 2, run.stderr
     assert b"does not exist" in run.stderr and b"Traceback" not in run.stderr

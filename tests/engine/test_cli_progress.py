@@ -4,17 +4,13 @@ and a progress line on stderr at least once a second (never minutes of silence).
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 from engine.__main__ import _LivePrinter
 from engine.api import LoadProgress, StepEvent
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.engine_cli import run_engine
 
 
 def test_not_a_terminal_ticks_the_latest_status_every_interval(monkeypatch):
@@ -43,27 +39,8 @@ def test_a_terminal_gets_each_step_redrawn_in_place(monkeypatch):
 def test_piped_generate_prints_the_text_and_progress_lines(tiny_dir, tmp_path):
     before = tmp_path / "before.txt"
     before.write_text("It was the best of times,", encoding="utf-8")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "engine",
-            "generate",
-            "--model",
-            str(tiny_dir),
-            "--before-file",
-            str(before),
-            "--steps",
-            "4",
-            "--seed",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
+    run = run_engine(
+        "generate", "--model", str(tiny_dir), "--before-file", str(before), "--steps", "4", "--seed", "1"
     )
     assert run.returncode == 0, run.stderr
     assert "\x1b[" not in run.stdout and "[step" not in run.stdout  # no terminal redraws into a pipe

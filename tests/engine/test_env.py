@@ -5,16 +5,12 @@ LETTERPRESS_THREADS=99999999999 reached torch as a thread count)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine import env
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.engine_cli import engine_env, run_engine
 
 
 @pytest.fixture(autouse=True)
@@ -91,34 +87,10 @@ def test_on_off_switches_name_the_values_they_take(
 def test_the_command_line_loads_and_drafts_with_a_nan_prefix_cache(tiny_dir: Path, tmp_path: Path) -> None:
     before = tmp_path / "before.txt"
     before.write_text("In the morning", encoding="utf-8")
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "engine",
-            "generate",
-            "--model",
-            str(tiny_dir),
-            "--before-file",
-            str(before),
-            "--steps",
-            "2",
-            "--max-new-tokens",
-            "8",
-            "--jsonl",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "OMP_NUM_THREADS": "1",
-            "LETTERPRESS_PREFIX_CACHE_MB": "nan",
-            "LETTERPRESS_THREADS": "99999999999",
-        },
+    run = run_engine(
+        *("generate", "--model", str(tiny_dir), "--before-file", str(before)),
+        *("--steps", "2", "--max-new-tokens", "8", "--jsonl"),
+        env=engine_env(LETTERPRESS_PREFIX_CACHE_MB="nan", LETTERPRESS_THREADS="99999999999"),
     )
     assert run.returncode == 0, run.stdout[-500:] + run.stderr[-500:]
     assert json.loads(run.stdout.splitlines()[-1])["event"] == "done"

@@ -22,9 +22,9 @@ def gemma4_tok():
 @pytest.fixture(scope="module")
 def gemma4_session(tmp_path_factory: pytest.TempPathFactory):
     from engine.session import Session
-    from engine.tools.tiny import make_tiny
+    from tests.helpers.checkpoints import tiny_checkpoint
 
-    path = make_tiny(tmp_path_factory.mktemp("g4") / "ckpt", canvas_length=32, gemma4=True)
+    path = tiny_checkpoint(tmp_path_factory, name="ckpt", canvas_length=32, gemma4=True)
     s = Session()
     s.load(path, device="cpu")
     return s

@@ -72,13 +72,13 @@ def test_prepare_openmp_sets_a_passive_wait_policy(monkeypatch):
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
 
 
-def test_the_session_applies_the_policy_on_load(tmp_path, monkeypatch):
+def test_the_session_applies_the_policy_on_load(tmp_path_factory, monkeypatch):
     import torch
 
     from engine.session import Session
-    from engine.tools.tiny import make_tiny
+    from tests.helpers.checkpoints import tiny_checkpoint
 
-    model = make_tiny(tmp_path / "tiny")
+    model = tiny_checkpoint(tmp_path_factory)
     before = torch.get_num_threads()
     monkeypatch.setenv("LETTERPRESS_THREADS", "1")
     try:

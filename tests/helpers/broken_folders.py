@@ -238,6 +238,17 @@ def _tokenizer_config_list(d: Path) -> None:
     (d / "tokenizer_config.json").write_text("[1, 2, 3]")
 
 
+def _sharded_with_index_text(content: str) -> Callable[[Path], None]:
+    """Split into shards, then replace the index file with `content` (a malformed index)."""
+    write = _text("model.safetensors.index.json", content)
+
+    def make(d: Path) -> None:
+        _split_into_shards(d)
+        write(d)
+
+    return make
+
+
 def _text(name: str, content: str | bytes) -> Callable[[Path], None]:
     def make(d: Path) -> None:
         (d / name).write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -483,14 +494,14 @@ KINDS: tuple[Kind, ...] = (
     # the shard index
     Kind(
         "index_not_json",
-        lambda d: (_split_into_shards(d), _text("model.safetensors.index.json", "{oops")(d)),
+        _sharded_with_index_text("{oops"),
         "model_damaged",
         ("not valid json",),
         issue="malformed index",
     ),
     Kind(
         "index_without_weight_map",
-        lambda d: (_split_into_shards(d), _text("model.safetensors.index.json", '{"metadata": {}}')(d)),
+        _sharded_with_index_text('{"metadata": {}}'),
         "model_damaged",
         ("weight_map",),
         issue="malformed index",

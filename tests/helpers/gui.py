@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,20 @@ def build_window(qtbot: Any, engine: Any, *, settings: Any = None, model_dir: st
     window.activateWindow()
     window.editor.setFocus()
     qtbot.waitUntil(lambda: window.model_state in ("ready", "error"), timeout=10_000)
+    return window
+
+
+def fake_window(qtbot: Any, argv: Sequence[str] = (), *, unsaved: str | None = "discard") -> Any:
+    """The window `app.create_window` builds for `python -m app *argv --fake-engine`, with the start-up
+    recovery offer answered "later" and the unsaved-changes question answered `unsaved` (None: not replaced),
+    so no modal box waits on a test. The caller replaces the other questions with the answers it records."""
+    import app
+
+    window = app.create_window([*argv, "--fake-engine"])
+    qtbot.addWidget(window)
+    if unsaved is not None:
+        window.services.documents.ask_unsaved = lambda name: unsaved
+    window.services.recovery.ask = lambda doc, i, n: "later"  # the start-up offer must not block on a box
     return window
 
 

@@ -17,6 +17,7 @@ from types import ModuleType
 import pytest
 
 from engine.resources import demo_model_dir
+from tests.helpers.checkpoints import tiny_checkpoint, tiny_checkpoint_in
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_MODEL = demo_model_dir()
@@ -90,18 +91,13 @@ def test_excludes_cover_unused_qt_and_model_families_but_not_what_runs() -> None
 
 
 @pytest.mark.slow
-def test_engine_and_app_run_with_every_excluded_module_hidden(tmp_path: Path) -> None:
+def test_engine_and_app_run_with_every_excluded_module_hidden(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Hide every excluded module the way the frozen importer would (find_spec answers None), then load a tiny
     model with the real Session, run a draft, a rewrite and an infill and import every app module. An exclude
     that the running app needs fails here in seconds instead of in a five-minute build."""
-    tiny = tmp_path / "tiny"
-    subprocess.run(
-        [sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
-        check=True,
-        cwd=ROOT,
-        env=_env(),
-        timeout=300,
-    )
+    tiny = tiny_checkpoint(tmp_path_factory)
     script = f"""
 import importlib, json, pkgutil, sys
 AT_START = set(sys.modules)  # site's own (.pth) imports, not the app's
@@ -312,14 +308,7 @@ def _self_test_model(tmp_path: Path) -> list[str]:
     """The installed bundle's own demo model when it ships one; otherwise a tiny checkpoint made here."""
     if DEMO_MODEL.is_dir():
         return []
-    tiny = tmp_path / "tiny"
-    subprocess.run(
-        [sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
-        check=True,
-        cwd=ROOT,
-        env=_env(),
-        timeout=300,
-    )
+    tiny = tiny_checkpoint_in(tmp_path / "tiny")
     return ["--model", str(tiny)]
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.checkpoints import tiny_checkpoint
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -95,15 +97,10 @@ print(report.network)
 
 
 @pytest.mark.slow
-def test_self_test_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
-    tiny = tmp_path / "tiny"
-    subprocess.run(
-        [sys.executable, "-c", f"from engine.tools.tiny import make_tiny; make_tiny({str(tiny)!r})"],
-        check=True,
-        cwd=ROOT,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        timeout=300,
-    )
+def test_self_test_with_a_real_tiny_checkpoint(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tiny = tiny_checkpoint(tmp_path_factory)
     code, summary, stderr = _run(["--model", str(tiny), "--device", "cpu"], tmp_path, timeout=600)
     assert code == 0 and summary["ok"], (summary, stderr[-3000:])
     assert summary["device"] == "cpu" and summary["parameters"] > 0 and summary["model_name"] == "tiny"

@@ -51,12 +51,34 @@ def stub():
         yield server
 
 
+# Engines and clients a test opened; closed after it, so no pooled connection outlives its test.
+_opened: list[RemoteEngine | ServerClient] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_what_the_test_opened():
+    yield
+    while _opened:
+        held = _opened.pop()
+        if isinstance(held, RemoteEngine):
+            held.unload()
+        else:
+            held.close()
+
+
 def _engine(
     url: str, key: str | None = TEST_KEY, model: str | None = sc.MODEL, read: float = 30.0
 ) -> RemoteEngine:
     engine = RemoteEngine(ServerConfig(url, model, key, Timeouts(connect=2.0, read=read)))
+    _opened.append(engine)
     engine.connect()
     return engine
+
+
+def _client(url: str) -> ServerClient:
+    client = ServerClient(url, TEST_KEY)
+    _opened.append(client)
+    return client
 
 
 def _completion_bodies(stub: ReplayServer) -> list[dict]:
@@ -156,7 +178,7 @@ def test_wrong_or_missing_key_is_refused(stub):
 def test_unknown_model_lists_what_the_server_serves(stub):
     with pytest.raises(ServerModelNotFoundError, match="serves: letterpress-demo"):
         _engine(stub.url, model="no-such-model")
-    client = ServerClient(stub.url, TEST_KEY)
+    client = _client(stub.url)
     with pytest.raises(Exception) as info:
         client.openai.completions.create(model="no-such-model", prompt=[2, 4, 16], max_tokens=4)
     assert isinstance(translate(info.value, client.host), ServerModelNotFoundError)
@@ -164,7 +186,7 @@ def test_unknown_model_lists_what_the_server_serves(stub):
 
 @pytest.mark.parametrize("field", sorted(sc.REJECTED))
 def test_a_400_names_the_rejected_field(stub, field):
-    client = ServerClient(stub.url, TEST_KEY)
+    client = _client(stub.url)
     extra = sc.REJECTED[field]
     with pytest.raises(Exception) as info:
         client.openai.completions.create(model=sc.MODEL, prompt=[2, 4, 16], max_tokens=4, **extra)
