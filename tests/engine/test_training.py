@@ -85,6 +85,14 @@ def test_resuming_with_other_hyperparameters_is_refused(tmp_path: Path) -> None:
         run(tmp_path, replace(TINY, steps=1, lr=1.0), eval_every=100, quiet=True)
 
 
+def test_a_finished_run_can_be_extended_with_more_steps(tmp_path: Path) -> None:
+    run(tmp_path, replace(TINY, steps=2), log_every=1, eval_every=100, quiet=True)
+    run(tmp_path, replace(TINY, steps=4), log_every=1, eval_every=100, quiet=True)
+    assert [r["step"] for r in _log(tmp_path) if "loss" in r] == [1, 2, 3, 4]
+    config = json.loads((tmp_path / "model" / "generation_config.json").read_text())
+    assert config["max_denoising_steps"] == 12  # every export declares the demo's measured steps
+
+
 def test_the_objective_learns_a_fixed_batch() -> None:
     from transformers import DiffusionGemmaForBlockDiffusion
 
