@@ -17,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.api import OutOfMemoryError
-from engine.memory_words import free_memory_advice, memory_name
+from engine.api import OutOfMemoryError, free_memory_advice, memory_name
 from engine.weights import fit
 
 # Keep this share of the free memory unplanned: the allocator's rounding, cuBLAS workspaces, other programs.

@@ -7,6 +7,7 @@ back as an `EngineError` subclass and leaves the session usable.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -43,13 +44,14 @@ from engine.api import (
     StepCallback,
     StepEvent,
     WontFitError,
+    is_host_out_of_memory,
 )
 from engine.candidates import finished_candidates, row_spans
 from engine.denoise import DenoiseOutput, StepState, denoise
 from engine.display import TokenText
-from engine.memory_words import is_host_out_of_memory
 from engine.plan import ModelFacts, Plan, make_plan
 from engine.prefix_cache import PrefixCache
+from engine.prompts import brief_limit, chars_per_token
 from engine.threads import ThreadPolicy, model_bytes
 from engine.weights.loader import LoadedModel, load_model
 
@@ -66,6 +68,14 @@ def _release_tensors(model: torch.nn.Module) -> None:
         for name, value in list(vars(module).items()):
             if isinstance(value, torch.Tensor):  # tensors kept as plain attributes (quantized weights' state)
                 delattr(module, name)
+
+
+def with_brief_limit(loaded: LoadedModel) -> LoadedModel:
+    """`loaded` with the most characters of a brief its model reads (`ModelInfo.brief_chars`), counted on its
+    own tokenizer: the prompt's rules, so the session sets it and the weights room stays free of them."""
+    info = loaded.info
+    limit = brief_limit(info.context_length, info.canvas_length, chars_per_token(loaded.tokenizer))
+    return dataclasses.replace(loaded, info=dataclasses.replace(info, brief_chars=limit))
 
 
 class Session:
@@ -209,7 +219,7 @@ class Session:
     ) -> LoadedModel:
         attention.install()  # grouped-query attention without the K/V copy for the 512-dim global layers
         try:
-            return load_model(
+            loaded = load_model(
                 model_dir, device=device, quantization=quantization, on_progress=on_progress, cancel=cancel
             )
         except torch.cuda.OutOfMemoryError as exc:
@@ -218,6 +228,7 @@ class Session:
                 "The GPU ran out of memory while loading the model. Close other programs using the GPU, or "
                 "choose 4-bit quantization in Settings."
             ) from exc
+        return with_brief_limit(loaded)
 
     def _restore(self, info: ModelInfo) -> bool:
         """Load the model that was in use before a failed replacement (best effort)."""

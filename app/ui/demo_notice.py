@@ -50,7 +50,7 @@ def demo_wording() -> DemoWording:
     )
     return DemoWording(
         name="Built-in demo",
-        badge="Demo model: shows how it works, not a writing model",
+        badge="Demo model, not a writing model",
         summary=summary,
         shows=shows,
         hint=hint,

@@ -85,7 +85,7 @@ _ALREADY_SAID = (
 
 def fix_for(kind: str, message: str, device: str = "") -> str:
     """The fix to add after `message` ("" when the message already says what to do, or there is none)."""
-    from engine.memory_words import is_gpu
+    from engine.api import is_gpu
 
     on_cpu = bool(device) and device != "auto" and not is_gpu(device)  # "auto": not known, both words
     fix = (CPU_FIXES.get(kind) if on_cpu else None) or FIXES.get(kind, "")

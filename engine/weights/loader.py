@@ -21,9 +21,10 @@ from engine.api import (
     ProgressCallback,
     Quantization,
     UnsupportedModelError,
+    free_memory_advice,
+    is_host_out_of_memory,
+    memory_name,
 )
-from engine.memory_words import free_memory_advice, is_host_out_of_memory, memory_name
-from engine.prompts import brief_limit, chars_per_token
 from engine.weights import validate
 from engine.weights.validate import CheckpointInfo
 
@@ -199,9 +200,6 @@ def load_model(
         canvas_length=int(config.canvas_length),
         context_length=int(text.max_position_embeddings),
         notice=" ".join(n for n in (notice, load_notice) if n),
-        brief_chars=brief_limit(
-            int(text.max_position_embeddings), int(config.canvas_length), chars_per_token(tokenizer)
-        ),
     )
     return LoadedModel(model, tokenizer, info)
 
