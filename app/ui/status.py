@@ -1,4 +1,5 @@
-"""The status bar's message line and the request figures, written so nothing is cut mid-word or rounded to zero.
+"""The status bar's message line and the request figures, written so nothing is cut mid-word or rounded to
+zero.
 
 `QStatusBar.showMessage` paints the text clipped at the first permanent widget, so a long message ended
 mid-word. `MessageBar` keeps the same API (`showMessage`, `clearMessage`, `currentMessage`, `messageChanged`)
@@ -40,7 +41,8 @@ def elide_words(text: str, fits: Callable[[str], bool]) -> str:
 
 
 class ElidedLabel(QLabel):
-    """A one-line label that shortens its text at a word boundary with "…" and shows the full text as tooltip."""
+    """A one-line label that shortens its text at a word boundary with "…" and shows the full text as
+    tooltip."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -177,7 +177,8 @@ def test_self_test_offscreen_prints_no_qt_notes_before_its_json(tmp_path):
 
 
 def test_settings_show_the_models_own_steps_not_a_constant(qtbot, settings):
-    """Settings said "Denoising steps 48" while the demo runs 12: the default is now the model's own, named."""
+    """Settings said "Denoising steps 48" while the demo runs 12: the default is now the model's own,
+    named."""
     import json
     from pathlib import Path
 

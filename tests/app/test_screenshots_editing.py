@@ -1,8 +1,8 @@
 """Screenshots of issue 16's editing (strength dial, a re-roll mid-denoise, pinned words, the diff view, the
 alternatives panel), rendered offscreen from the real window with the scripted engine.
 
-By default they go to a temporary folder and the test checks that each differs from the plain ready state; with
-`LETTERPRESS_SCREENSHOTS=docs/screenshots` they refresh the pictures the README shows.
+By default they go to a temporary folder and the test checks that each differs from the plain ready state;
+with `LETTERPRESS_SCREENSHOTS=docs/screenshots` they refresh the pictures the README shows.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A generated corpus of broken model folders (tests/helpers/broken_folders.py) through the model manager's check,
-the loader and both command lines: each is refused with a sentence that fits the case, no traceback, in bounded
-time, under a memory cap (RLIMIT_AS in the subprocess that runs it)."""
+"""A generated corpus of broken model folders (tests/helpers/broken_folders.py) through the model manager's
+check, the loader and both command lines: each is refused with a sentence that fits the case, no traceback, in
+bounded time, under a memory cap (RLIMIT_AS in the subprocess that runs it)."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def _env() -> dict[str, str]:
 
 
 def _without_root_override() -> list[str]:
-    """A command prefix under which file permissions apply (root normally reads a chmod-000 file): root without
-    the DAC override capabilities (util-linux setpriv); nothing for an ordinary user."""
+    """A command prefix under which file permissions apply (root normally reads a chmod-000 file): root
+    without the DAC override capabilities (util-linux setpriv); nothing for an ordinary user."""
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")

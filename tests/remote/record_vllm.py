@@ -77,8 +77,8 @@ def _engine_core_pids(state: Path) -> list[int]:
 
 
 def record_crash(upstream: str, state: Path) -> None:
-    """What vLLM answers once its engine core died (it ends the server afterwards): kills the engine core, then
-    records a completion's answer. Run last; the server is gone after it."""
+    """What vLLM answers once its engine core died (it ends the server afterwards): kills the engine core,
+    then records a completion's answer. Run last; the server is gone after it."""
     with RecordingProxy(upstream) as proxy:
         engine = RemoteEngine(ServerConfig(proxy.url, sc.MODEL, TEST_KEY))
         engine.connect()
