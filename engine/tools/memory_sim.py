@@ -118,7 +118,8 @@ def real_meta_model(layers: int = 30, vocab_size: int = 262144) -> Any:
 
         attention.install()
         config = DiffusionGemmaConfig(**real_config_dict(layers, vocab_size))
-        model = build_skeleton_from_config(config, torch.bfloat16, nf4=True).to("meta").eval()  # type: ignore[arg-type]  # transformers types `to` as the unbound function (self = the device)
+        # transformers types `to` as the unbound function (self = the device)
+        model = build_skeleton_from_config(config, torch.bfloat16, nf4=True).to("meta").eval()  # type: ignore[arg-type]
         fastpath.sync_free_experts(model)
         _MODELS[key] = model
     return _MODELS[key]

@@ -220,7 +220,8 @@ def stream_into(
                     device,
                     dtype,
                     check_cancel,
-                    lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
+                    # B023: called within this iteration
+                    lambda part: report(index, stats.bytes_read + part),  # noqa: B023
                 )
                 stats.quantized += 1
                 filled.add(id(target))
@@ -230,7 +231,8 @@ def stream_into(
                     reader,
                     entry,
                     checksums,
-                    lambda t: _set_buffer(module, name, t.to(device)),  # noqa: B023 - called within this iteration
+                    # B023: called within this iteration
+                    lambda t: _set_buffer(module, name, t.to(device)),  # noqa: B023
                 )
                 filled.add(id(module))
             elif kind == "tensor":
@@ -244,7 +246,8 @@ def stream_into(
                             entry,
                             device,
                             dtype,
-                            lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
+                            # B023: called within this iteration
+                            lambda part: report(index, stats.bytes_read + part),  # noqa: B023
                         ),
                     )
                 else:
@@ -252,8 +255,10 @@ def stream_into(
                         reader,
                         entry,
                         checksums,
-                        lambda t: targets.assign(target, _cast(t, device, dtype)),  # noqa: B023 - called within this iteration
-                        lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
+                        # B023: called within this iteration
+                        lambda t: targets.assign(target, _cast(t, device, dtype)),  # noqa: B023
+                        # B023: called within this iteration
+                        lambda part: report(index, stats.bytes_read + part),  # noqa: B023
                     )
             else:
                 stats.unexpected.append(entry.name)

@@ -44,7 +44,8 @@ def click_word(qtbot, window, index: int) -> None:
     )
 
 
-def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):  # noqa: F811 - out_dir is the fixture imported above
+# F811: out_dir is the fixture imported above
+def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):  # noqa: F811
     from app.config.settings import Settings
 
     apply_theme(QApplication.instance(), "light")
