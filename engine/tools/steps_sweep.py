@@ -1,4 +1,5 @@
-"""`python -m engine.tools.steps_sweep`: quality and speed of the demo model's drafts per denoising-step budget.
+"""`python -m engine.tools.steps_sweep`: quality and speed of the demo model's drafts per denoising-step
+budget.
 
 Why: every step is one forward; a draft that stops at 16 steps settles three times sooner than one that runs
 to 48. This runs the same held-out drafts (engine/training/evaluate.py's prompts and English-word measure, the
@@ -61,7 +62,7 @@ def sweep(
 def main(argv: list[str] | None = None) -> int:
     from engine.__main__ import default_model_dir
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=default_model_dir())
     parser.add_argument("--steps", default="8,12,16,24,32,48")
     parser.add_argument("--drafts", type=int, default=20)

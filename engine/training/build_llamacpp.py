@@ -1,4 +1,5 @@
-"""Build llama.cpp for the teacher's `llamacpp` backend: `python -m engine.training.build_llamacpp --dest DIR`.
+"""Build llama.cpp for the teacher's `llamacpp` backend:
+`python -m engine.training.build_llamacpp --dest DIR`.
 
 Why build: no llama.cpp binary wheel installs on this platform (Debian 12, glibc 2.36, GCC 12):
 llama-cpp-python ships sdists only, llama-cpp-cffi's wheel needs GCC 13's libstdc++ and llama-cpp-py-sync's
@@ -60,7 +61,7 @@ def build(dest: Path, jobs: int = 1) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dest", type=Path, default=Path("/work/venvs"))
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args(argv)

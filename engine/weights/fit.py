@@ -498,13 +498,14 @@ def estimate(
         verdict = "tight"
     else:
         verdict = "wont_fit"
+    on_cuda = device.startswith("cuda")
+    overhead_how = "CUDA context, kernels, allocator slack" if on_cuda else "Python, torch, transformers"
     lines = [
         f"weights      {gb(w):>10}  = {w_how}",
         f"KV cache     {gb(kv):>10}  = {kv_how}",
         f"step (logits, self-conditioning, sampling) {gb(lg)} = {lg_how}",
         f"activations  {gb(act):>10}  = {act_how}",
-        f"overhead     {gb(overhead):>10}  = "
-        f"{'CUDA context, kernels, allocator slack' if device.startswith('cuda') else 'Python, torch, transformers'}",
+        f"overhead     {gb(overhead):>10}  = {overhead_how}",
         f"total        {gb(total):>10}",
     ]
     if available_bytes is not None:

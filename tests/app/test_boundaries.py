@@ -194,7 +194,8 @@ names = [m.name for m in pkgutil.walk_packages(engine.__path__, "engine.")
          if not m.name.endswith("__main__") and not m.name.startswith("engine.training")]
 for name in names:
     importlib.import_module(name)
-print(json.dumps({{"modules": names, "qt": sorted(m for m in sys.modules if m.split(".")[0] in {sorted(QT)!r})}}))
+qt = sorted(m for m in sys.modules if m.split(".")[0] in {sorted(QT)!r})
+print(json.dumps({{"modules": names, "qt": qt}}))
 """
     report = _run(code, tmp_path)
     assert {"engine.fake", "engine.weights.loader", "engine.tools.bench"} <= set(report["modules"])

