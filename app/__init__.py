@@ -1,4 +1,5 @@
-"""Letterpress desktop app (PySide6). Never imports torch: the engine runs in `app.assist.engine_host`'s thread.
+"""Letterpress desktop app (PySide6). Never imports torch: the engine runs in `app.assist.engine_host`'s
+thread.
 
 `create_window(argv)` is the automation surface: it builds the full window exactly as `python -m app` does
 (engine host started, model from `--model DIR` or the configured default) without entering the event loop.

@@ -41,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="quantization",
         choices=("auto", "nf4", "nf4-mixed", "none"),
         default=None,
-        help="nf4: 4-bit weights; nf4-mixed: 4-bit experts, 8-bit attention and dense MLP; none: full precision; auto: 4-bit unless full "
-        "precision fits comfortably (default: Settings)",
+        help="nf4: 4-bit weights; nf4-mixed: 4-bit experts, 8-bit attention and dense MLP; none: full "
+        "precision; auto: 4-bit unless full precision fits comfortably (default: Settings)",
     )
     parser.add_argument(
         "--fake-engine",
@@ -110,7 +110,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def fake_engine_factory(spec: str) -> Callable[[], Any]:
-    """A factory for `engine.fake.FakeEngine` from 'key=value,...' (steps, delay, load_delay, fail_at, busy)."""
+    """A factory for `engine.fake.FakeEngine` from 'key=value,...' (steps, delay, load_delay, fail_at,
+    busy)."""
     from engine.api import GenerationError
     from engine.fake import FakeEngine
 
@@ -147,7 +148,8 @@ def _install_services(window: MainWindow, settings: Settings | None, files: list
 
 
 def build_window(args: argparse.Namespace) -> MainWindow:
-    """Everything `python -m app` does before the event loop: settings, theme, engine host, window, model load."""
+    """Everything `python -m app` does before the event loop: settings, theme, engine host, window, model
+    load."""
     from PySide6.QtWidgets import QApplication
 
     from app.assist.engine_host import EngineHost

@@ -1,6 +1,6 @@
-"""The main window: menus, toolbar with the rewrite presets, right-click menu, and a status bar that says what the
-model is doing (not loaded / loading with progress / ready / error), on which device, and how the last request
-went (steps, tokens per forward, tokens per second, time to the first visible draft).
+"""The main window: menus, toolbar with the rewrite presets, right-click menu, and a status bar that says what
+the model is doing (not loaded / loading with progress / ready / error), on which device, and how the last
+request went (steps, tokens per forward, tokens per second, time to the first visible draft).
 
 Extension points for the document controller: `menuFile` (insert before `actionQuit`), `self.editor`, and
 `close_guards` (callables that return False to keep the window open, e.g. for unsaved work).
@@ -203,8 +203,8 @@ class MainWindow(QMainWindow):
             self.actionPreviousAlternative,
         ]
         self.editor.priority_actions.extend(self.suggestion_actions)
-        # The requests too: their keys can be rebound (app.ui.keys) to ones the editor would take for itself (Tab,
-        # Ctrl+Right…); a key the writer gave to Draft must draft, not type a tab.
+        # The requests too: their keys can be rebound (app.ui.keys) to ones the editor would take for itself
+        # (Tab, Ctrl+Right…); a key the writer gave to Draft must draft, not type a tab.
         self.editor.priority_actions.extend([self.actionDraft, self.actionRewrite, self.actionInfill])
         self.preset_actions: list[QAction] = []
         for key, instruction in a.presets().items():
@@ -339,7 +339,8 @@ class MainWindow(QMainWindow):
             act.setEnabled(visible or running)
         self.actionDismissSuggestion.setEnabled(a.active)
         # Alt+]/Alt+[ belong to a suggestion as long as one is shown, even with a single alternative (the rest
-        # after a partial accept): a disabled action lets Qt type "]" into the region, cancelling the suggestion.
+        # after a partial accept): a disabled action lets Qt type "]" into the region, cancelling the
+        # suggestion.
         self.actionNextAlternative.setEnabled(a.active)
         self.actionPreviousAlternative.setEnabled(a.active)
 
@@ -484,8 +485,8 @@ class MainWindow(QMainWindow):
                 self.statusBar().clearMessage()
 
     def _activity_line(self) -> str:
-        """The running request's line; while a model loads it says the request waits for it (loads and requests
-        share the engine thread, so a request asked for mid-load starts when the load is done)."""
+        """The running request's line; while a model loads it says the request waits for it (loads and
+        requests share the engine thread, so a request asked for mid-load starts when the load is done)."""
         text = self._activity
         if self.model_state == "loading":
             text = f"{text.rstrip('…')}… waits for the model to finish loading."

@@ -3,7 +3,8 @@
 Starts the real main window offscreen, loads the default model (or `--model DIR`) through the real engine
 thread, then runs one draft, one rewrite and one infill by triggering the window's own actions and accepting
 each suggestion once the ghost text is ready. Prints one JSON line to stdout and exits 0, or exits non-zero
-with the reason in the JSON (`"ok": false, "error": ...`). Installers and CI run this against the built bundle.
+with the reason in the JSON (`"ok": false, "error": ...`). Installers and CI run this against the built
+bundle.
 
 It never touches the writer's own settings, recent files or recovery folder (they are pointed at a temporary
 folder), and it fails if anything in the process tries to reach the network.
@@ -114,7 +115,8 @@ def _isolate_user_folders(tmp: Path) -> None:
 
 def run_self_test(argv: list[str], create_window: Callable[[list[str]], Any]) -> int:
     """Run the self-test; prints the JSON summary to stdout and returns the exit code. `create_window(argv)`
-    builds the window as `python -m app` would (given by `app.__main__`, which this module must not import)."""
+    builds the window as `python -m app` would (given by `app.__main__`, which this module must not
+    import)."""
     args = _parse(argv)
     report = _Report()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -157,7 +159,8 @@ def run_self_test(argv: list[str], create_window: Callable[[list[str]], Any]) ->
 
 
 def _version() -> str:
-    """The installed distribution's version, else the bundle's VERSION file, else pyproject.toml (checkout)."""
+    """The installed distribution's version, else the bundle's VERSION file, else pyproject.toml
+    (checkout)."""
     try:
         from importlib.metadata import version
 
@@ -176,7 +179,7 @@ def _version() -> str:
         return "unknown"
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Driving the window
 
 
@@ -207,8 +210,8 @@ def _run(
         driver.close()
 
 
-# What a headless platform plugin says about requests it cannot honour (window size hints, icons); they are the
-# plugin's limits, not the installation's, and printed before the JSON they read as failures.
+# What a headless platform plugin says about requests it cannot honour (window size hints, icons); they are
+# the plugin's limits, not the installation's, and printed before the JSON they read as failures.
 PLATFORM_NOTES = ("does not support propagateSizeHints", "This plugin does not support")
 
 
@@ -248,7 +251,7 @@ class _WindowDriver:
             self.host.finished.connect(self.results.append)
         window.show()
 
-    # -- waiting --------------------------------------------------------------------------------------------------
+    # -- waiting ---------------------------------------------------------------------------------------------
 
     def _wait(self, done: Callable[[], bool], what: str) -> None:
         from PySide6.QtCore import QEventLoop
@@ -280,7 +283,7 @@ class _WindowDriver:
         value = self.editor.property("ghostState")
         return str(value) if value is not None else ""
 
-    # -- tasks ----------------------------------------------------------------------------------------------------
+    # -- tasks -----------------------------------------------------------------------------------------------
 
     def _set_text(
         self, text: str, select: tuple[int, int] | None = None, cursor_at: int | None = None

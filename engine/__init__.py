@@ -9,5 +9,6 @@ policy, `fake` the torch-free scripted engine with the same interface, `__main__
 beside it: `engine.weights` (validation, loading, quantization, cache, fit), `engine.tools` (benchmarks,
 checkpoint builders, inspect report), `engine.training` (the demo model) and `engine.remote` (the same
 interface over a DiffusionGemma server, vLLM). The runtime path may import `engine.weights`, never
-`engine.tools` or `engine.training`; `engine.remote` imports the API and the prompt builder only (never torch).
+`engine.tools` or `engine.training`; `engine.remote` imports the API and the prompt builder only (never
+torch).
 """

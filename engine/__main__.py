@@ -1,6 +1,7 @@
 """`python -m engine`: make-tiny, generate, inspect, bench — for tests, benchmarks and people who script.
 
-Every failure is reported as one line (or one JSON object with --jsonl) and a non-zero exit, never a traceback.
+Every failure is reported as one line (or one JSON object with --jsonl) and a non-zero exit, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def _read(path: str | None) -> str:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise InputFileError(
-            f"The input file {file} is not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x}); it looks like "
-            f"{_guess_encoding(raw)}. Save it as UTF-8 (for example: iconv -f {_iconv_name(raw)} -t UTF-8 "
-            f"'{file}' > fixed.txt) and try again."
+            f"The input file {file} is not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x}); it looks "
+            f"like {_guess_encoding(raw)}. Save it as UTF-8 (for example: iconv -f {_iconv_name(raw)} -t "
+            f"UTF-8 '{file}' > fixed.txt) and try again."
         ) from None
 
 
@@ -262,10 +263,11 @@ MAX_PIN_JSON_DEPTH = 2  # a list of [start, end] pairs
 
 
 def parse_pins(spec: str, length: int) -> tuple[tuple[int, int], ...]:
-    """Character ranges to pin, end exclusive: a JSON list of [start, end] pairs of whole numbers, or one range
-    per line written `start end`, `start-end`, `start:end` or `start,end` (blank lines and lines starting with #
-    are skipped). Anything else is refused with a sentence naming it: a negative or fractional number, Infinity,
-    a number too large to be a position, a nested list; nothing is guessed (`3 -5` is not read as 3..5)."""
+    """Character ranges to pin, end exclusive: a JSON list of [start, end] pairs of whole numbers, or one
+    range per line written `start end`, `start-end`, `start:end` or `start,end` (blank lines and lines
+    starting with # are skipped). Anything else is refused with a sentence naming it: a negative or fractional
+    number, Infinity, a number too large to be a position, a nested list; nothing is guessed (`3 -5` is not
+    read as 3..5)."""
     spec = spec.strip()
     how = "write one 'start end' per line, end exclusive, or a JSON list such as [[4, 10]]"
     pairs: list[tuple[int, int]] = []
@@ -501,9 +503,9 @@ def _jsonl_printer() -> Any:
 
 class _LivePrinter:
     """Human-readable progress. On a terminal each step's text is redrawn in place, like the ghost text in the
-    editor, cut to the terminal's width, and before the first step the load's status is redrawn there every interval.
-    Otherwise (a pipe, a log file) stdout gets only the final text, and stderr a progress line at least once
-    a second from a ticker thread, so a slow load or a slow step never looks like a hang."""
+    editor, cut to the terminal's width, and before the first step the load's status is redrawn there every
+    interval. Otherwise (a pipe, a log file) stdout gets only the final text, and stderr a progress line at
+    least once a second from a ticker thread, so a slow load or a slow step never looks like a hang."""
 
     def __init__(self, interactive: bool | None = None, interval: float = 1.0) -> None:
         import threading
@@ -518,8 +520,9 @@ class _LivePrinter:
         self._drawn = False  # a step's text is on the terminal line (the load status gives way to it)
 
     def _redraw(self, prefix: str, text: str) -> None:
-        """Replace the terminal's current line. The line is cut to the terminal's width: a wrapped line cannot be
-        cleared with one \\x1b[2K, so every redraw on an 80-column terminal left a stale half line behind."""
+        """Replace the terminal's current line. The line is cut to the terminal's width: a wrapped line cannot
+        be cleared with one \\x1b[2K, so every redraw on an 80-column terminal left a stale half line
+        behind."""
         import shutil
 
         room = max(10, shutil.get_terminal_size((80, 24)).columns - 1 - len(prefix))

@@ -1,7 +1,7 @@
 """The engine's public vocabulary: requests in, step events and results out, typed errors.
 
-Everything here is a frozen dataclass or an exception, importable without torch, so the GUI, the fake engine and
-the command line share one contract. A request carries its own id; every event and result names the id it
+Everything here is a frozen dataclass or an exception, importable without torch, so the GUI, the fake engine
+and the command line share one contract. A request carries its own id; every event and result names the id it
 belongs to, which is how the GUI drops events of a request it no longer cares about.
 """
 
@@ -24,7 +24,7 @@ def new_request_id() -> int:
         return next(_ids)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Settings
 
 
@@ -102,7 +102,7 @@ class DenoiseSettings:
             return self
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Requests
 
 RewritePreset = Literal["shorter", "longer", "formal", "casual", "grammar", "simplify", "freely"]
@@ -138,8 +138,8 @@ class WarmStart:
     `text` is placed in the canvas; `pins` are character ranges of it that are never resampled (they come back
     exactly); `noise` is the share of the other positions that start as noise, which also sets where the
     temperature schedule starts (1.0: all noise, the full schedule). `pin_end` also pins the end of the text
-    (its end-of-text and the padding after it), so the result ends exactly where `text` ends: a re-roll in place
-    whose last word was kept must not grow past it.
+    (its end-of-text and the padding after it), so the result ends exactly where `text` ends: a re-roll in
+    place whose last word was kept must not grow past it.
     """
 
     text: str
@@ -177,11 +177,13 @@ class DraftRequest:
 
 @dataclass(frozen=True)
 class RewriteRequest:
-    """Rewrite `selection` following `instruction`; `before`/`after` are the surrounding document, for context.
+    """Rewrite `selection` following `instruction`; `before`/`after` are the surrounding document, for
+    context.
 
-    `strength` (0.1..1.0) is the share of the selection re-noised: the canvas starts as the selection with that
-    share of its positions as noise, and the schedule starts at the matching point; 1.0 is a rewrite from pure
-    noise. `canvas`, when given, is the starting canvas instead of the selection (re-rolling a suggestion).
+    `strength` (0.1..1.0) is the share of the selection re-noised: the canvas starts as the selection with
+    that share of its positions as noise, and the schedule starts at the matching point; 1.0 is a rewrite from
+    pure noise. `canvas`, when given, is the starting canvas instead of the selection (re-rolling a
+    suggestion).
     """
 
     selection: str
@@ -206,7 +208,8 @@ class RewriteRequest:
             raise ValueError(f"rewrite strength must be between {MIN_STRENGTH} and {MAX_STRENGTH}")
 
     def warm_start(self) -> WarmStart | None:
-        """The canvas this rewrite starts from: the given one, else the selection at `strength` (None: cold)."""
+        """The canvas this rewrite starts from: the given one, else the selection at `strength` (None:
+        cold)."""
         if self.canvas is not None:
             return self.canvas
         if self.strength >= MAX_STRENGTH:
@@ -242,7 +245,7 @@ class InfillRequest:
 Request = DraftRequest | RewriteRequest | InfillRequest
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Events and results
 
 
@@ -258,9 +261,9 @@ class Span:
 class CandidateView:
     """One alternative as it looks at one denoising step.
 
-    Built either from spans or from a function that makes them: the engine hands out the latter, so the ids of a
-    step are turned into text by whoever looks at them (the GUI only for the steps it paints), not inside the
-    denoising loop. The spans are computed once, on first use.
+    Built either from spans or from a function that makes them: the engine hands out the latter, so the ids of
+    a step are turned into text by whoever looks at them (the GUI only for the steps it paints), not inside
+    the denoising loop. The spans are computed once, on first use.
     """
 
     __slots__ = ("_make", "_spans")
@@ -312,8 +315,8 @@ class StepEvent:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A finished alternative: the text to insert (draft), to replace the selection with (rewrite) or to put in
-    the gap (infill)."""
+    """A finished alternative: the text to insert (draft), to replace the selection with (rewrite) or to put
+    in the gap (infill)."""
 
     text: str
     token_ids: tuple[int, ...]
@@ -358,8 +361,9 @@ class LoadProgress:
     """Loading progress: tensors and bytes done out of the total, and what is happening now.
 
     `stage` names the phase: "starting" (importing torch), "preparing" (checkpoint, tokenizer, empty model),
-    "loading"/"reading cache" (reading weights), "quantizing", "moving to the GPU", "warming up", "ready". A phase
-    without a measurable share has `total == 0` (`measurable` is False): show it as "Preparing…", not as 0%.
+    "loading"/"reading cache" (reading weights), "quantizing", "moving to the GPU", "warming up", "ready". A
+    phase without a measurable share has `total == 0` (`measurable` is False): show it as "Preparing…", not as
+    0%.
     """
 
     done: int
@@ -374,7 +378,8 @@ class LoadProgress:
 
     @property
     def fraction(self) -> float:
-        """The share done, by bytes where known (a tensor count runs ahead on small tensors and stalls on big ones)."""
+        """The share done, by bytes where known (a tensor count runs ahead on small tensors and stalls on big
+        ones)."""
         if self.bytes_total:
             return min(1.0, self.bytes_done / self.bytes_total)
         return self.done / self.total if self.total else 0.0
@@ -402,8 +407,8 @@ class Capabilities:
     """What the engine behind the interface can do, so the app enables only what works (and says why not).
 
     The local engine can do everything; a remote server is probed at connect (see `engine.remote.probe`).
-    `where` is the sentence for the status bar ("this computer", or "Server: host · model"). A `*_reason` is the
-    tooltip of a control that is off because of it.
+    `where` is the sentence for the status bar ("this computer", or "Server: host · model"). A `*_reason` is
+    the tooltip of a control that is off because of it.
     """
 
     backend: Literal["local", "remote"] = "local"
@@ -459,7 +464,7 @@ class Engine(Protocol):
     ) -> Result: ...
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Errors: each says what happened and what the writer can do about it.
 
 
@@ -492,7 +497,8 @@ class NotAModelFolderError(ModelNotFoundError):
 
 
 class ModelDamagedError(ModelIncompleteError):
-    """A file is there but lies about itself (bad JSON, a header that does not match the data): download it again."""
+    """A file is there but lies about itself (bad JSON, a header that does not match the data): download it
+    again."""
 
     kind = "model_damaged"
 
@@ -576,11 +582,11 @@ class ServerTimeoutError(ServerError):
     kind = "server_timeout"
 
 
-# The words for memory, by the device that ran short: GPU memory on a GPU, RAM on the CPU. Every refusal used to
-# say "close other programs using the GPU", also on a CPU-only machine short of RAM, where it names a device the
-# machine does not have and hides the fix. Every memory message (the load-time fit, the load, the per-request
-# budget, a run that ran out, the app's model manager) takes its words from here, given the device it talks
-# about; they live in the API because the weights room, the session and the app all say them.
+# The words for memory, by the device that ran short: GPU memory on a GPU, RAM on the CPU. Every refusal used
+# to say "close other programs using the GPU", also on a CPU-only machine short of RAM, where it names a
+# device the machine does not have and hides the fix. Every memory message (the load-time fit, the load, the
+# per-request budget, a run that ran out, the app's model manager) takes its words from here, given the device
+# it talks about; they live in the API because the weights room, the session and the app all say them.
 
 HOST_OOM_MARKERS = ("DefaultCPUAllocator", "can't allocate memory", "cannot allocate memory")
 

@@ -1,15 +1,16 @@
 """Exact grouped-query attention without copying K/V to every query head, for the 512-dim global layers.
 
-transformers' SDPA attention uses SDPA's own GQA (`enable_gqa`) only without a mask and for head dims <= 256; the
-26B-A4B's global layers have 512-dim heads and 16 query heads over 2 K/V heads, so it calls `repeat_kv`, which
-copies keys and values 8 times: 32 KiB per position per row per global layer (about 1.1 GB per row at 32K), the
-largest term the fit missed. Here the queries are reshaped instead: the 8 query heads of one group are stacked along
-the query axis, so each K/V head serves its own group in one SDPA call. Same products, same softmax per query row:
-the result equals the reference within floating-point tolerance (the reduction order inside SDPA may differ).
+transformers' SDPA attention uses SDPA's own GQA (`enable_gqa`) only without a mask and for head dims <= 256;
+the 26B-A4B's global layers have 512-dim heads and 16 query heads over 2 K/V heads, so it calls `repeat_kv`,
+which copies keys and values 8 times: 32 KiB per position per row per global layer (about 1.1 GB per row at
+32K), the largest term the fit missed. Here the queries are reshaped instead: the 8 query heads of one group
+are stacked along the query axis, so each K/V head serves its own group in one SDPA call. Same products, same
+softmax per query row: the result equals the reference within floating-point tolerance (the reduction order
+inside SDPA may differ).
 
-Only that case is changed; everything else (and so every CPU test on the tiny model, whose heads are 16-dim) goes
-to transformers' function as before. The mask, when it differs between query rows, is repeated for the stacked
-rows (one byte per query row x key when boolean: 2 KiB per position per row; counted by the fit).
+Only that case is changed; everything else (and so every CPU test on the tiny model, whose heads are 16-dim)
+goes to transformers' function as before. The mask, when it differs between query rows, is repeated for the
+stacked rows (one byte per query row x key when boolean: 2 KiB per position per row; counted by the fit).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def needs_grouped_queries(
     value: torch.Tensor,
     attention_mask: torch.Tensor | None,
 ) -> bool:
-    """Would transformers copy K/V here (groups > 1, several query rows, and no SDPA GQA)? Only for heads larger
-    than SDPA's GQA limit: smaller heads keep transformers' own path."""
+    """Would transformers copy K/V here (groups > 1, several query rows, and no SDPA GQA)? Only for heads
+    larger than SDPA's GQA limit: smaller heads keep transformers' own path."""
     from transformers.integrations.sdpa_attention import use_gqa_in_sdpa
 
     groups = int(getattr(module, "num_key_value_groups", 1) or 1)
@@ -51,7 +52,8 @@ def grouped_query_attention(
     dropout: float = 0.0,
 ) -> torch.Tensor:
     """softmax(q k^T * scaling + mask) v with q [B, Hq, Lq, D] and k, v [B, Hkv, Lk, D] (query head h uses K/V
-    head h // (Hq / Hkv), as `repeat_kv` pairs them); returns [B, Lq, Hq, D] like transformers' SDPA function."""
+    head h // (Hq / Hkv), as `repeat_kv` pairs them); returns [B, Lq, Hq, D] like transformers' SDPA
+    function."""
     batch, q_heads, q_len, dim = query.shape
     kv_heads = key.shape[1]
     groups = q_heads // kv_heads
@@ -88,8 +90,8 @@ def sdpa_attention_forward(
     """transformers' SDPA attention, with `grouped_query_attention` where it would have copied K/V."""
     stock = _installed["stock"]
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
-    # with a mask, transformers' SDPA call is not causal either (the mask says it); without one a causal call would
-    # need the stacked rows' causal alignment, which stays with transformers
+    # with a mask, transformers' SDPA call is not causal either (the mask says it); without one a causal call
+    # would need the stacked rows' causal alignment, which stays with transformers
     if (
         (not causal or attention_mask is not None)
         and kwargs.get("position_bias") is None

@@ -1,13 +1,14 @@
-"""Memory budgeted per request: before a request starts, what it needs is checked against what is free right now.
+"""Memory budgeted per request: before a request starts, what it needs is checked against what is free right
+now.
 
 The load-time fit (`engine.weights.fit`) says whether the weights and one typical request fit. A request's own
-need (KV cache for its context, one denoising step for its candidate rows, the prefill) varies with the number of
-alternatives the writer asked for and the length of the document. Rather than failing halfway with an out-of-memory
-error, a request that would not fit first gives up alternatives (down to one), then trims the context it reads
-(the far end of the document, as the prompt builder already does), and says so in the result's notice. Only when
-even one alternative over the bare instruction cannot fit is it refused, with the numbers.
-Memory held by the prefix cache (`engine.prefix_cache`) is given back before any of that: the session drops the
-cached prefixes and plans again when a request does not fit as asked.
+need (KV cache for its context, one denoising step for its candidate rows, the prefill) varies with the number
+of alternatives the writer asked for and the length of the document. Rather than failing halfway with an
+out-of-memory error, a request that would not fit first gives up alternatives (down to one), then trims the
+context it reads (the far end of the document, as the prompt builder already does), and says so in the
+result's notice. Only when even one alternative over the bare instruction cannot fit is it refused, with the
+numbers. Memory held by the prefix cache (`engine.prefix_cache`) is given back before any of that: the session
+drops the cached prefixes and plans again when a request does not fit as asked.
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ def plan_request(
 
     `prompt_tokens` is the prompt as built, `new_tokens` the generated positions (whole canvases) the KV cache
     must hold, `min_prompt_tokens` the prompt without any surrounding context (cannot be trimmed). `need(rows,
-    context)` defaults to `request_bytes`. `min_prompt_tokens` may be a function: it is asked only when the context
-    must shrink (counting it renders the template once more). Raises `OutOfMemoryError` when one row over the
-    bare prompt cannot fit.
+    context)` defaults to `request_bytes`. `min_prompt_tokens` may be a function: it is asked only when the
+    context must shrink (counting it renders the template once more). Raises `OutOfMemoryError` when one row
+    over the bare prompt cannot fit.
     """
     need = need or (lambda r, ctx: request_bytes(config, r, ctx))
     wanted = need(rows, prompt_tokens + new_tokens)

@@ -1,10 +1,11 @@
-"""Rows of ids -> the alternatives a writer sees: their spans at a step, the finished candidates, the distinct ones.
+"""Rows of ids -> the alternatives a writer sees: their spans at a step, the finished candidates, the distinct
+ones.
 
 One place decides what an alternative is, so the ghost text of a step, the finished result and the list the
-writer cycles through agree: an infill row's suggestion is its middle up to its first stop id (the pinned ending
-is the writer's own text), a draft or rewrite is cut to the tokens asked for, and an alternative that came out
-empty or repeats another is not offered unless nothing else is left. Pure Python over lists (no torch), so
-whoever holds rows of ids (the session, the tools, a front end) can use it.
+writer cycles through agree: an infill row's suggestion is its middle up to its first stop id (the pinned
+ending is the writer's own text), a draft or rewrite is cut to the tokens asked for, and an alternative that
+came out empty or repeats another is not offered unless nothing else is left. Pure Python over lists (no
+torch), so whoever holds rows of ids (the session, the tools, a front end) can use it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def distinct_nonempty(
     items: Sequence[T], text_of: Callable[[T], str] | None = None, wanted: int | None = None
 ) -> list[T]:
     """Alternatives worth cycling through, in order: an item whose text is empty (a row that ended at once) or
-    repeats an earlier one is dropped, unless nothing else is left; at most `wanted` (at least one) when given.
+    repeats an earlier one is dropped, unless nothing else is left; at most `wanted` (at least one) when
+    given.
 
     `text_of` reads an item's text (default: its `text` attribute: a `Candidate` or a `CandidateView`)."""
     read = text_of or (lambda item: item.text)  # type: ignore[attr-defined]
@@ -42,9 +44,9 @@ def distinct_nonempty(
 def middle_of(
     text: TokenText, ids: list[int], conf: list[float], middle: int
 ) -> tuple[list[int], list[float]]:
-    """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early: what
-    follows an end-of-turn is not part of it); control spans are left out whole by `TokenText.spans` (dropping
-    the marker ids here would leave a span's inner text in the suggestion)."""
+    """An infill row's suggestion: its middle slots up to the first stop id (a row may end its middle early:
+    what follows an end-of-turn is not part of it); control spans are left out whole by `TokenText.spans`
+    (dropping the marker ids here would leave a span's inner text in the suggestion)."""
     ended = len(text.visible_ids(ids[:middle]))
     return ids[:ended], conf[:ended]
 

@@ -1,14 +1,14 @@
 """A warm-started canvas: denoising that starts from text the writer (or an earlier suggestion) already has.
 
-The reference sampler (`DiffusionGemmaGenerationMixin.generate()`) starts every canvas from uniform random tokens
-and runs the whole temperature schedule. A diffusion model does not need to: its denoiser reads any canvas. A
-`WarmCanvas` says, per canvas position,
+The reference sampler (`DiffusionGemmaGenerationMixin.generate()`) starts every canvas from uniform random
+tokens and runs the whole temperature schedule. A diffusion model does not need to: its denoiser reads any
+canvas. A `WarmCanvas` says, per canvas position,
 
 - **pinned**: the position holds a known token that is never sampled, accepted, re-noised nor counted by the
-  stopping rule, exactly like infill's ending (`engine.infill`); it is merged into the loop's frozen mask, so the
-  model's self-conditioning there is a one-hot belief in the pinned token. A pinned token comes back byte for
-  byte. So that it cannot be cut off, end-of-text and padding are banned at every free position *before* the
-  last pinned one (otherwise the model could end the text in front of a pinned word and EOS padding would
+  stopping rule, exactly like infill's ending (`engine.infill`); it is merged into the loop's frozen mask, so
+  the model's self-conditioning there is a one-hot belief in the pinned token. A pinned token comes back byte
+  for byte. So that it cannot be cut off, end-of-text and padding are banned at every free position *before*
+  the last pinned one (otherwise the model could end the text in front of a pinned word and EOS padding would
   erase it);
 - **noised**: the position starts as uniform noise, like every position of a cold canvas;
 - **kept** (neither): the position starts as its given token and is exempt from re-noising: it holds its token
@@ -16,29 +16,30 @@ and runs the whole temperature schedule. A diffusion model does not need to: its
   that follows it). The model sees it clean at every step and may revise it; the final text is the argmax
   canvas, as always.
 
-The **noise share** `s` (0..1) is the fraction of the unpinned positions that start as noise, chosen uniformly at
-random (from the request's seed, on a generator of its own: the sampler's generators draw exactly what they draw
-for a cold canvas). The temperature schedule starts at the matching point: of the `N` steps whose temperatures
-run from `t_max` down to `t_min`, only the last `ceil(s * N)` run (at least one), so a light edit runs few,
-cool steps and `s = 1` runs the full schedule from a canvas that is all noise but for the pins. "Rewrite
-strength" in the editor is this noise share. With `s = 1` and no pins a warm canvas is a cold one: the loop makes
-the same draws and returns the same tokens as `generate()` (checked by the tests).
+The **noise share** `s` (0..1) is the fraction of the unpinned positions that start as noise, chosen uniformly
+at random (from the request's seed, on a generator of its own: the sampler's generators draw exactly what they
+draw for a cold canvas). The temperature schedule starts at the matching point: of the `N` steps whose
+temperatures run from `t_max` down to `t_min`, only the last `ceil(s * N)` run (at least one), so a light edit
+runs few, cool steps and `s = 1` runs the full schedule from a canvas that is all noise but for the pins.
+"Rewrite strength" in the editor is this noise share. With `s = 1` and no pins a warm canvas is a cold one:
+the loop makes the same draws and returns the same tokens as `generate()` (checked by the tests).
 
 Layout: the given text is tokenized, followed by one end-of-text token and padding to the end of its last
 canvas; the tokens after the text are positions like any other (noised or kept), so a warm rewrite can grow or
 shrink only by what the model writes in noised positions and by moving its end-of-text; a light edit therefore
 changes length little. With `WarmStart.pin_end` the end-of-text and the padding after it are pinned too: the
-text keeps its token count and ends exactly where it ended (a re-roll in place whose last word is kept; without
-it a noised tail after a pinned last word let the model write on past it, e.g. "sein.ies. eyes up his…").
-Pins are character ranges of the text; each maximal pinned run is tokenized on its own (checked to decode back
-to exactly its characters), so pinned tokens never straddle a pin's edge.
+text keeps its token count and ends exactly where it ended (a re-roll in place whose last word is kept;
+without it a noised tail after a pinned last word let the model write on past it, e.g. "sein.ies. eyes up
+his…"). Pins are character ranges of the text; each maximal pinned run is tokenized on its own (checked to
+decode back to exactly its characters), so pinned tokens never straddle a pin's edge.
 
 Infill (`infill_plan`): the canvas text is the middle; its token count fixes the middle length (no length
-search), its pins are pinned inside the middle, and infill's pinned ending stays where `engine.infill` puts it.
+search), its pins are pinned inside the middle, and infill's pinned ending stays where `engine.infill` puts
+it.
 
 Limits: every row of a batch (the K alternatives) shares the canvas text and pins but draws its own noised
-positions (seed, seed+1, ...). The warm canvas covers as many whole canvases as the text needs; blocks after it
-start cold. An infill middle must fit in its one canvas with at least one token of the ending.
+positions (seed, seed+1, ...). The warm canvas covers as many whole canvases as the text needs; blocks after
+it start cold. An infill middle must fit in its one canvas with at least one token of the ending.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ class BlockPlan:
     stop_ids: torch.Tensor  # long [S]
     start_step: int  # the schedule runs cur_step = start_step .. 1
     has_pins: bool = False  # decided on the host, so the loop never reads a device tensor for it
-    # Bans that keep pinned words whole: (rows, cols, ids) right after a pinned word (tokens that would continue
-    # it) and right before one (tokens that end in a letter or digit and would run into it)
+    # Bans that keep pinned words whole: (rows, cols, ids) right after a pinned word (tokens that would
+    # continue it) and right before one (tokens that end in a letter or digit and would run into it)
     glue: tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], ...] = ()
 
     def merge_frozen(
@@ -88,12 +89,13 @@ class BlockPlan:
         return fmask | self.pinned, torch.where(self.pinned, self.ids, fids)
 
     def start_canvas(self, canvas: torch.Tensor) -> torch.Tensor:
-        """The first decoder input: kept positions hold their token (noise and pins are already in `canvas`)."""
+        """The first decoder input: kept positions hold their token (noise and pins are already in
+        `canvas`)."""
         return torch.where(self.kept, self.ids, canvas)
 
     def suppress_stops(self, processed: torch.Tensor) -> torch.Tensor:
-        """Ban end-of-text/padding before the last pin (in place on the step's own tempered logits; the indices
-        were found on the host once per canvas, so this adds no synchronisation)."""
+        """Ban end-of-text/padding before the last pin (in place on the step's own tempered logits; the
+        indices were found on the host once per canvas, so this adds no synchronisation)."""
         if self.ban is not None:
             rows, cols = self.ban
             processed[rows[:, None], cols[:, None], self.stop_ids[None, :]] = (
@@ -123,7 +125,8 @@ class WarmCanvas:
     # `tail_from` on are pinned end-of-text/padding (they do not count as a pin the text must reach).
     min_tokens: int = 0
     tail_from: int | None = None
-    # Token positions right after / right before a pinned run that ends / starts a word, with the ids banned there.
+    # Token positions right after / right before a pinned run that ends / starts a word, with the ids banned
+    # there.
     glue_after: tuple[int, ...] = ()
     glue_before: tuple[int, ...] = ()
     after_ids: tuple[int, ...] = ()
@@ -151,8 +154,8 @@ class WarmCanvas:
         pinned = self.pinned[:, sl]  # host tensors: every decision below is made before anything moves
         ban = None
         # No end-of-text before the last pin (the pinned tail of a length window aside), before the last kept
-        # token of the given text (an end in an earlier canvas would silently drop kept text of the later ones),
-        # nor before the length window's minimum. Per row, as each row keeps its own positions.
+        # token of the given text (an end in an earlier canvas would silently drop kept text of the later
+        # ones), nor before the length window's minimum. Per row, as each row keeps its own positions.
         positions = torch.arange(self.ids.shape[1])
         text_pins = self.pinned
         if self.tail_from is not None:
@@ -203,7 +206,8 @@ def segment_ids(
     tokenizer: object, text: str, pins: Sequence[tuple[int, int]], decode: object
 ) -> tuple[list[int], list[bool]]:
     """Token ids of `text` with a pinned flag each: pinned runs are tokenized on their own, so a pin's tokens
-    cover exactly its characters. `decode(ids) -> str` is the display decoder, used to check the round trip."""
+    cover exactly its characters. `decode(ids) -> str` is the display decoder, used to check the round
+    trip."""
     merged = merge_ranges(pins, len(text))
     ids: list[int] = []
     flags: list[bool] = []
@@ -215,7 +219,8 @@ def segment_ids(
             piece_ids = text_ids(tokenizer, piece)  # typed control markers stay text
             if pin and decode(piece_ids) != piece:  # type: ignore[operator]
                 raise CanvasError(
-                    f"The pinned text {piece!r} does not survive tokenization unchanged; pin whole words instead."
+                    f"The pinned text {piece!r} does not survive "
+                    "tokenization unchanged; pin whole words instead."
                 )
             ids.extend(piece_ids)
             flags.extend([pin] * len(piece_ids))
@@ -229,7 +234,8 @@ def merge_ranges(pins: Sequence[tuple[int, int]], length: int) -> list[tuple[int
     for start, end in sorted((int(s), int(e)) for s, e in pins):
         if not 0 <= start < end <= length:
             raise CanvasError(
-                f"The pin {start}..{end} is outside the canvas text (0..{length}); give character ranges inside it."
+                f"The pin {start}..{end} is outside the canvas text "
+                f"(0..{length}); give character ranges inside it."
             )
         if out and start <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], end))
@@ -257,10 +263,10 @@ def plan(
     With a `window` the result's length is held inside it (see `LengthWindow`); without one a warm canvas can
     grow into every noised position after its text, up to whole canvases.
 
-    Pinned words stay whole: right after a pin that ends a word the tokens that would continue it are banned (a
-    re-roll turned a pinned "water" into "watera"), and right before a pin that starts a word the tokens that end
-    in a letter or digit ("andwater"); a pinned run is tokenized on its own, without the space that marks a
-    word start, so only such a ban keeps the model from writing into it."""
+    Pinned words stay whole: right after a pin that ends a word the tokens that would continue it are banned
+    (a re-roll turned a pinned "water" into "watera"), and right before a pin that starts a word the tokens
+    that end in a letter or digit ("andwater"); a pinned run is tokenized on its own, without the space that
+    marks a word start, so only such a ban keeps the model from writing into it."""
     ids, flags = segment_ids(tokenizer, warm.text, warm.pins, decode)
     after, before = _glue_positions(warm.text, warm.pins, flags)
     glue = _Glue(
@@ -271,8 +277,8 @@ def plan(
     )
     if max_tokens is not None and len(ids) + 1 > max_tokens:
         raise CanvasError(
-            f"The text to start from takes {len(ids) + 1} tokens, more than the {max_tokens} this request can "
-            "write; select less text."
+            f"The text to start from takes {len(ids) + 1} tokens, more than the {max_tokens} this request "
+            "can write; select less text."
         )
     text_tokens = len(ids)
     if window is not None and not warm.pin_end:
@@ -330,9 +336,9 @@ _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 def _runs_into_a_word(piece: object, side: int) -> bool:
     """Whether a vocabulary piece, at its first (side 0) or last (side -1) character, would join the word next
-    to it: a letter or digit there, or a byte-fallback piece (<0x61>) whose byte is a letter or digit, a control
-    byte or part of a multi-byte character (the display drops what it cannot show, and the neighbours then meet:
-    "at" + <0xAD> + "people" was shown as "atpeople")."""
+    to it: a letter or digit there, or a byte-fallback piece (<0x61>) whose byte is a letter or digit, a
+    control byte or part of a multi-byte character (the display drops what it cannot show, and the neighbours
+    then meet: "at" + <0xAD> + "people" was shown as "atpeople")."""
     if not isinstance(piece, str) or not piece:
         return False
     byte = _BYTE_PIECE.fullmatch(piece)
@@ -372,7 +378,8 @@ def word_end_ids(tokenizer: Any) -> tuple[int, ...]:
 def _draw_noise(
     pinned: torch.Tensor, share: float, rows: int, seed: int, forced: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Which positions start as noise: `share` of the unpinned ones per row (row r from seed + r), plus `forced`."""
+    """Which positions start as noise: `share` of the unpinned ones per row (row r from seed + r), plus
+    `forced`."""
     noised = torch.zeros_like(pinned)
     free = (~pinned[0]).nonzero().squeeze(1)
     count = round(share * free.numel())
@@ -387,13 +394,14 @@ def _draw_noise(
 
 @dataclass(frozen=True)
 class LengthWindow:
-    """How long a rewrite may come out, in tokens: at least `low` (end-of-text is banned before it) and at most
-    `high` (the positions from `high` on are pinned end-of-text and padding).
+    """How long a rewrite may come out, in tokens: at least `low` (end-of-text is banned before it) and at
+    most `high` (the positions from `high` on are pinned end-of-text and padding).
 
-    Why: a warm canvas at a high strength, or a rewrite from pure noise, re-noises the end-of-text and the padding
-    after the selection, and the model then writes on to the end of its canvas (a 12-word selection came back as
-    55-60 words, a re-roll of 11 words as 56). The window follows the selection and the instruction: "shorter"
-    aims at 0.6x the selection, "longer" at 1.6x, any other at 1x, with room either side."""
+    Why: a warm canvas at a high strength, or a rewrite from pure noise, re-noises the end-of-text and the
+    padding after the selection, and the model then writes on to the end of its canvas (a 12-word selection
+    came back as 55-60 words, a re-roll of 11 words as 56). The window follows the selection and the
+    instruction: "shorter" aims at 0.6x the selection, "longer" at 1.6x, any other at 1x, with room either
+    side."""
 
     low: int
     high: int
@@ -403,7 +411,8 @@ SHORTER, LONGER = 0.6, 1.6
 
 
 def length_factor(instruction: str) -> float:
-    """How long the instruction wants the rewrite, as a share of the selection (Shorter / Longer / the same)."""
+    """How long the instruction wants the rewrite, as a share of the selection (Shorter / Longer / the
+    same)."""
     words = instruction.lower()
     if any(k in words for k in ("shorter", "shorten", "more concise", "condense", "trim")):
         return SHORTER
@@ -443,9 +452,9 @@ def _windowed(
     seed: int,
 ) -> WarmCanvas:
     """The layout of a warm canvas held to `window`: the text (cut at `high` when it is longer: a shorter
-    rewrite), then noise or padding, end-of-text pinned at `high` and padding after it. Where the text must end
-    earlier (shorter) its last quarter before `high` starts as noise so the model can close the sentence; where
-    it must go on (longer) the positions from the text's end to `low` start as noise."""
+    rewrite), then noise or padding, end-of-text pinned at `high` and padding after it. Where the text must
+    end earlier (shorter) its last quarter before `high` starts as noise so the model can close the sentence;
+    where it must go on (longer) the positions from the text's end to `low` start as noise."""
     n = len(ids)
     pinned_at = [i for i, flag in enumerate(flags) if flag]
     high = max(window.high, pinned_at[-1] + 2 if pinned_at else 0)  # a pinned word is never cut off
@@ -484,8 +493,9 @@ def infill_plan(
     stop_ids: Sequence[int],
     seed: int,
 ) -> WarmCanvas:
-    """The warm start of an infill canvas laid out by `engine.infill`: `middle_ids` in the middle slots (pinned
-    where `middle_pins` says), the ending frozen as infill froze it, the noise share over the other free slots."""
+    """The warm start of an infill canvas laid out by `engine.infill`: `middle_ids` in the middle slots
+    (pinned where `middle_pins` says), the ending frozen as infill froze it, the noise share over the other
+    free slots."""
     rows, length = frozen_mask.shape
     n = len(middle_ids)
     ids = frozen_ids.clone()

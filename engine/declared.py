@@ -1,8 +1,8 @@
 """What a checkpoint folder declares about its own sampler, read from its JSON without importing torch.
 
 Why: the help of the command line and the app's Settings show the default number of denoising steps before any
-model is loaded; the default that actually runs is the checkpoint's own `max_denoising_steps` (the demo's 12, the
-reference's 48), so the shown default must be read from the same file, not printed as a constant.
+model is loaded; the default that actually runs is the checkpoint's own `max_denoising_steps` (the demo's 12,
+the reference's 48), so the shown default must be read from the same file, not printed as a constant.
 """
 
 from __future__ import annotations

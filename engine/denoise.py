@@ -149,8 +149,8 @@ def device_code_path() -> Iterator[None]:
         _DEVICE_PATH.reset(token)
 
 
-# Up to this many B x L x V uniforms per step (32 MiB of float64) the CPU loop keeps them and turns into Exp(1)
-# variates only the rows it accepts (see `sample_accepted`); beyond it, it draws in chunks as above.
+# Up to this many B x L x V uniforms per step (32 MiB of float64) the CPU loop keeps them and turns into
+# Exp(1) variates only the rows it accepts (see `sample_accepted`); beyond it, it draws in chunks as above.
 _SELECTIVE_LIMIT = 1 << 22
 
 
@@ -161,8 +161,8 @@ def denoise(
     out-of-memory error, no self-conditioning logits are left waiting in the model's hand-off."""
     from engine.fastpath import sync_free_experts
 
-    # The device code path (every GPU run, and the CPU under `device_code_path`) uses an experts forward without
-    # per-layer host synchronisations; the CPU's host path keeps the per-expert loop, faster there.
+    # The device code path (every GPU run, and the CPU under `device_code_path`) uses an experts forward
+    # without per-layer host synchronisations; the CPU's host path keeps the per-expert loop, faster there.
     restore = None
     if prompt_ids.device.type != "cpu" or _DEVICE_PATH.get() or kernels_for(prompt_ids.device):
         restore = sync_free_experts(model)
@@ -184,8 +184,8 @@ def denoise(
 
 def _handoff_for(model: DiffusionGemmaForBlockDiffusion) -> SelfConditioningHandoff | ChunkedSelfConditioning:
     """The model's self-conditioning hand-off (one pre-hook, registered once): straight into the decoder's
-    self-conditioning block, its softmax in row chunks (`engine.self_conditioning`: no full-size fp32 copy, the
-    same bits); a model without that block gets the body's keyword hand-off."""
+    self-conditioning block, its softmax in row chunks (`engine.self_conditioning`: no full-size fp32 copy,
+    the same bits); a model without that block gets the body's keyword hand-off."""
     handoff = getattr(model, "_letterpress_sc_handoff", None)
     if handoff is None:
         decoder = getattr(getattr(model, "model", None), "decoder", None)
@@ -219,14 +219,15 @@ def _denoise(
     """Generate canvases after `prompt_ids` ([B, P], identical rows for K candidates) until EOS or the limit.
 
     `max_new_tokens` is rounded up to whole canvases, as in the reference. `fast` is an
-    `engine.fastpath.FastPath` (static cache, compiled steps); by default it is used only on CUDA when switched on
-    (`LETTERPRESS_FASTPATH=1`), and the plain eager path, which matches `generate()` token for token, otherwise.
-    On the plain path the prompt is encoded once for all rows, in chunks, resumed from `prefix` (the encoder
-    caches of `document`'s earlier prompts) when given; see `engine.prefix_cache`.
+    `engine.fastpath.FastPath` (static cache, compiled steps); by default it is used only on CUDA when
+    switched on (`LETTERPRESS_FASTPATH=1`), and the plain eager path, which matches `generate()` token for
+    token, otherwise. On the plain path the prompt is encoded once for all rows, in chunks, resumed from
+    `prefix` (the encoder caches of `document`'s earlier prompts) when given; see `engine.prefix_cache`.
 
     The stages, in gpt-fast's manner: `_encode` (the prefill of the prompt, then of each finished canvas),
-    `_new_block` (a canvas's starting noise, pins and warm start), `_canvas_steps` (a generator of the canvas's
-    step states, each made by `_step`), and this loop, which delivers the states, stops and finalises canvases.
+    `_new_block` (a canvas's starting noise, pins and warm start), `_canvas_steps` (a generator of the
+    canvas's step states, each made by `_step`), and this loop, which delivers the states, stops and finalises
+    canvases.
     """
     run = _Run.start(
         model,
@@ -295,8 +296,9 @@ def _denoise(
 
 class _HostPath:
     """The CPU, where every tensor already is host memory: values are read freely (no synchronisation there),
-    the stopping rule runs in plain Python (four fewer kernels per step), the step's tensors are handed over as
-    they are, and small canvases sample only their accepted slots (see `engine.sampling.sample_accepted`)."""
+    the stopping rule runs in plain Python (four fewer kernels per step), the step's tensors are handed over
+    as they are, and small canvases sample only their accepted slots (see
+    `engine.sampling.sample_accepted`)."""
 
     def __init__(self, selective: bool) -> None:
         self.selective = selective
@@ -313,9 +315,10 @@ class _HostPath:
 
 
 class _DevicePath:
-    """A GPU (or the CPU under `device_code_path`): nothing reads a value on the host inside a step; the stopping
-    rule stays a device tensor, and one small device->host copy per step carries the ids (exact in float32 below
-    2**24), the confidences and the stopping flags. No data-dependent shapes: they would synchronise."""
+    """A GPU (or the CPU under `device_code_path`): nothing reads a value on the host inside a step; the
+    stopping rule stays a device tensor, and one small device->host copy per step carries the ids (exact in
+    float32 below 2**24), the confidences and the stopping flags. No data-dependent shapes: they would
+    synchronise."""
 
     selective = False
 
@@ -359,8 +362,8 @@ class _Run:
     timer: ForwardTimer
     out: DenoiseOutput
     started: float
-    # LETTERPRESS_KERNELS=triton: the vocabulary tail in one kernel (engine.kernels.vocab_tail), fed the lm_head's
-    # raw output (the soft cap fused too) on the plain path
+    # LETTERPRESS_KERNELS=triton: the vocabulary tail in one kernel (engine.kernels.vocab_tail), fed the
+    # lm_head's raw output (the soft cap fused too) on the plain path
     tail: bool = False
 
     @classmethod
@@ -513,8 +516,8 @@ def _encode(
     prefix: PrefixCache | None,
     document: str,
 ) -> Any:
-    """The prefill: the prompt first (on the plain path once for the K rows, chunked, reusing a stored prefix),
-    then each finished canvas, into the encoder cache."""
+    """The prefill: the prompt first (on the plain path once for the K rows, chunked, reusing a stored
+    prefix), then each finished canvas, into the encoder cache."""
     model = run.model
     if first and run.fast is None:
         cache, run.out.prefill = prefill_prompt(model, new_ids, prefix=prefix, document=document)
@@ -668,9 +671,9 @@ def _forward(run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positi
 def _fused_step(
     run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positions
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """The forward and `_sample` with the kernels on: the body, the lm_head's raw logits, then one kernel for the
-    soft cap, temperature, entropy, argmax, confidence, sample and the bf16 hand-off (engine.kernels.vocab_tail);
-    (next canvas, argmax, entropy, confidence, accepted, hand-off)."""
+    """The forward and `_sample` with the kernels on: the body, the lm_head's raw logits, then one kernel for
+    the soft cap, temperature, entropy, argmax, confidence, sample and the bf16 hand-off
+    (engine.kernels.vocab_tail); (next canvas, argmax, entropy, confidence, accepted, hand-off)."""
     run.timer.start()
     forward_kwargs = {
         "decoder_input_ids": canvas.canvas,
@@ -723,10 +726,10 @@ def _fused_tail(
     draw: Any,
     sc_dtype: Any,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(sampled, argmax, entropy, confidence, bf16 hand-off) from `engine.kernels.vocab_tail`: on CUDA with the
-    variates drawn in the kernel (one seed per row from its generator), elsewhere (the interpreter) with the
-    reference's own Exp(1) draws. A warm canvas's stop suppression edits the tempered logits, so there the soft cap
-    and the temperature are applied first, as today, and the kernel divides by 1."""
+    """(sampled, argmax, entropy, confidence, bf16 hand-off) from `engine.kernels.vocab_tail`: on CUDA with
+    the variates drawn in the kernel (one seed per row from its generator), elsewhere (the interpreter) with
+    the reference's own Exp(1) draws. A warm canvas's stop suppression edits the tempered logits, so there the
+    soft cap and the temperature are applied first, as today, and the kernel divides by 1."""
     from engine.kernels.vocab_tail import row_seeds, tail_chunked, tail_philox
 
     if plan is not None:

@@ -4,8 +4,8 @@ Mid-denoising canvases are full of half-formed things: a Korean syllable whose f
 byte-fallback tokens and whose third is still noise, an emoji cut in half. Decoding those with the tokenizer
 shows U+FFFD boxes that flicker. Here every token maps to its bytes once (cached), bytes go through an
 incremental UTF-8 decoder that drops invalid bytes and *holds back an incomplete tail*, and each emitted piece
-keeps the confidence of the tokens that produced it. Words get the lowest confidence of their pieces, so a word
-is only shown as settled when all of it is.
+keeps the confidence of the tokens that produced it. Words get the lowest confidence of their pieces, so a
+word is only shown as settled when all of it is.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ class TokenText:
     def __init__(self, tokenizer: Any, stop_ids: Iterable[int] = ()) -> None:
         self.tokenizer = tokenizer
         self.stop_ids = frozenset(stop_ids)
-        # Named specials, every added token marked special (Gemma 4's turn/channel markers live only there) and the
-        # stop ids: none of them is ever painted or written (see engine.special_tokens).
+        # Named specials, every added token marked special (Gemma 4's turn/channel markers live only there)
+        # and the stop ids: none of them is ever painted or written (see engine.special_tokens).
         self.special_ids = hidden_ids(tokenizer, self.stop_ids)
         # Control text is hidden as whole spans (a thought channel, a tool call), not marker by marker.
         self.grammar = ControlGrammar(tokenizer, self.special_ids)

@@ -1,9 +1,10 @@
-"""Environment switches read with a reason: a value that cannot be used is named, with why and the default used.
+"""Environment switches read with a reason: a value that cannot be used is named, with why and the default
+used.
 
 Why: `LETTERPRESS_PREFIX_CACHE_MB=nan` stopped the model from loading (`int(nan)` deep in the session) and
-`LETTERPRESS_THREADS=99999999999` reached torch as a thread count; an environment variable is typed by hand, so
-a bad one must cost a warning, never the assistant. Each notice is logged once (stderr for the command line, the
-log file for the app) and kept for `notices()` so a caller can show it.
+`LETTERPRESS_THREADS=99999999999` reached torch as a thread count; an environment variable is typed by hand,
+so a bad one must cost a warning, never the assistant. Each notice is logged once (stderr for the command
+line, the log file for the app) and kept for `notices()` so a caller can show it.
 """
 
 from __future__ import annotations

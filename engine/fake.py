@@ -2,15 +2,15 @@
 
 Every request "settles" from noise to a final text over a fixed number of steps, the way a diffusion model's
 canvas does: words appear as random letters with low confidence and lock in one after another. Tests script
-what it should do: the final texts, the number of steps, a delay per step (slowness), a Python busy-loop instead
-of sleeping (to hold the GIL like real Python-heavy inference), an error at step k or at load. Cancellation is
-honoured within one step, because the delay is a wait on the cancel event.
+what it should do: the final texts, the number of steps, a delay per step (slowness), a Python busy-loop
+instead of sleeping (to hold the GIL like real Python-heavy inference), an error at step k or at load.
+Cancellation is honoured within one step, because the delay is a wait on the cancel event.
 
 Warm starts behave like the real engine's (`engine.canvas`): a rewrite at strength S < 1, or a request with a
 `canvas`, starts from the given text; pinned character ranges come back exactly (and are reported as pinned
 spans from the first step on), a share S (the noise share) of the other words is replaced by new words, and
-only the last ceil(S x steps) steps run. Scripted `texts` replace the varied words of a warm start without pins
-(a rewrite at some strength); a warm start with pins always keeps them.
+only the last ceil(S x steps) steps run. Scripted `texts` replace the varied words of a warm start without
+pins (a rewrite at some strength); a warm start with pins always keeps them.
 """
 
 from __future__ import annotations
@@ -101,10 +101,10 @@ class FakeEngine:
     """Scripted stand-in for `engine.session.Session`; every knob is a constructor argument.
 
     `texts`: final texts (one per alternative, cycled) or a function of the request. `steps`: denoising steps.
-    `step_delay`: seconds per step. `busy`: spend the delay in a Python loop (holds the GIL) instead of waiting.
-    `fail_at_step` + `error`: raise `error` when that step starts. `load_error`: raise it from `load`.
-    `hold_at_step`: after reporting that step, wait until `release` is set (or the request is cancelled), so a
-    test can look at a mid-denoising state for as long as it likes.
+    `step_delay`: seconds per step. `busy`: spend the delay in a Python loop (holds the GIL) instead of
+    waiting. `fail_at_step` + `error`: raise `error` when that step starts. `load_error`: raise it from
+    `load`. `hold_at_step`: after reporting that step, wait until `release` is set (or the request is
+    cancelled), so a test can look at a mid-denoising state for as long as it likes.
     """
 
     def __init__(
@@ -322,7 +322,8 @@ def _words(text: str) -> list[str]:
 
 
 def _settle_order(n: int, rng: random.Random) -> list[float]:
-    """For each word, the fraction of the run after which it is settled (0..1); a random order, like the model."""
+    """For each word, the fraction of the run after which it is settled (0..1); a random order, like the
+    model."""
     ranks = list(range(n))
     rng.shuffle(ranks)
     return [(r + 1) / (n + 1) for r in ranks]

@@ -1,24 +1,25 @@
 """The GPU fast path: a static KV cache, the decoder step under `torch.compile(mode="reduce-overhead")` (CUDA
 graphs, as `model.generate()` does with a static cache), and a grouped quantized-experts forward.
 
-The default GPU path uses one piece of it: `sync_free_nf4_experts_forward` (device-side offsets, a grouped GEMM
-over stacks dequantized into one reused buffer), switched on by the denoising loop on its device code path, so a
-decoder step has no per-layer host synchronisation.
+The default GPU path uses one piece of it: `sync_free_nf4_experts_forward` (device-side offsets, a grouped
+GEMM over stacks dequantized into one reused buffer), switched on by the denoising loop on its device code
+path, so a decoder step has no per-layer host synchronisation.
 
-Status of the rest: written without a GPU to measure on, so it is behind a switch and OFF by default. Turn it on with
-`LETTERPRESS_FASTPATH=1` (the engine) or `python -m engine bench --fastpath` (the benchmark); measure it on a GPU
-(`pytest -m gpu tests/engine/test_bench.py`, `python -m engine bench --real-shape --experts grouped`) before making
-it the default. What is checked on the CPU: the grouped experts forward gives the per-expert loop's result, and
-the batched stack dequantization is bit-identical to dequantizing expert by expert.
+Status of the rest: written without a GPU to measure on, so it is behind a switch and OFF by default. Turn it
+on with `LETTERPRESS_FASTPATH=1` (the engine) or `python -m engine bench --fastpath` (the benchmark); measure
+it on a GPU (`pytest -m gpu tests/engine/test_bench.py`,
+`python -m engine bench --real-shape --experts grouped`) before making it the default. What is checked on the
+CPU: the grouped experts forward gives the per-expert loop's result, and the batched stack dequantization is
+bit-identical to dequantizing expert by expert.
 
-Why a grouped experts forward: `nf4_experts_forward` (engine.weights.quantize) walks the hit experts one by one; with a
-256-token canvas nearly all 128 experts of every layer are hit, so each layer issues ~256 4-bit matmuls, and for
-multi-token inputs bitsandbytes' `matmul_4bit` dequantizes the expert to a bf16 temporary and then multiplies: ~1,000
-kernel launches per layer, ~30,000 per forward. Here each stack (gate_up, down) is dequantized in ONE kernel into
-one bf16 buffer and multiplied with ONE grouped GEMM (`torch._grouped_mm`, via transformers' grouped forward):
-about 10 launches per layer, no host synchronisation. It still writes and reads a bf16 copy of the experts (about
-6x the 4-bit bytes), so its floor is ~6x the roofline; a fused 4-bit grouped GEMM (dequantize in registers) is the
-next step, to be chosen by measurement.
+Why a grouped experts forward: `nf4_experts_forward` (engine.weights.quantize) walks the hit experts one by
+one; with a 256-token canvas nearly all 128 experts of every layer are hit, so each layer issues ~256 4-bit
+matmuls, and for multi-token inputs bitsandbytes' `matmul_4bit` dequantizes the expert to a bf16 temporary and
+then multiplies: ~1,000 kernel launches per layer, ~30,000 per forward. Here each stack (gate_up, down) is
+dequantized in ONE kernel into one bf16 buffer and multiplied with ONE grouped GEMM (`torch._grouped_mm`, via
+transformers' grouped forward): about 10 launches per layer, no host synchronisation. It still writes and
+reads a bf16 copy of the experts (about 6x the 4-bit bytes), so its floor is ~6x the roofline; a fused 4-bit
+grouped GEMM (dequantize in registers) is the next step, to be chosen by measurement.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def fastpath_requested() -> bool:
 def dequantize_stack(weight: NF4Weight) -> torch.Tensor:
     """All matrices of an NF4 expert stack as one [count, out, in] tensor in the compute dtype.
 
-    When every expert spans whole nested-scale groups (true for the 26B-A4B: 61,952 and 30,976 blocks of 64, both
-    multiples of 256), the stack is one contiguous NF4 array and dequantizes in two kernels (scales, then codes);
-    otherwise expert by expert. Same values either way.
+    When every expert spans whole nested-scale groups (true for the 26B-A4B: 61,952 and 30,976 blocks of 64,
+    both multiples of 256), the stack is one contiguous NF4 array and dequantizes in two kernels (scales, then
+    codes); otherwise expert by expert. Same values either way.
     """
     count = weight.count
     if count is None:
@@ -101,10 +102,10 @@ _STACK_BUFFERS: dict[tuple[str, str, torch.dtype], torch.Tensor] = {}
 
 
 def reused_stack(weight: NF4Weight, slot: str) -> torch.Tensor:
-    """`dequantize_stack(weight)` written into one buffer per (slot, device, dtype) that every layer reuses (layers
-    run one after another), instead of a new ~1 GB allocation per layer and forward: the fit counts it once
-    (`engine.weights.fit.experts_buffer_bytes`). Expert by expert into the buffer when the stack is not one
-    contiguous NF4 array; in one kernel per stack when it is (the 26B-A4B's are)."""
+    """`dequantize_stack(weight)` written into one buffer per (slot, device, dtype) that every layer reuses
+    (layers run one after another), instead of a new ~1 GB allocation per layer and forward: the fit counts it
+    once (`engine.weights.fit.experts_buffer_bytes`). Expert by expert into the buffer when the stack is not
+    one contiguous NF4 array; in one kernel per stack when it is (the 26B-A4B's are)."""
     if (
         torch.compiler.is_compiling()
     ):  # traced: inference tensors cannot go through AOT autograd; no autograd here
@@ -168,11 +169,11 @@ GROUPED_MM_ENV = (
 def grouped_mm_kind(device: torch.device) -> str:
     """Which grouped GEMM the sync-free experts forward uses on `device`.
 
-    "torch" (`torch.nn.functional.grouped_mm`): the CPU, and CUDA compute capability 9.x/10.x, where PyTorch has
-    device-side kernels. "triton" (`engine.kernels.grouped_gemm`): CUDA 8.x (RTX 3090/4090, A100...), where
-    PyTorch's op copies the offsets to the host and runs one GEMM per expert (~61 syncs per decoder step).
-    `LETTERPRESS_GROUPED_MM=torch|triton` overrides the choice (the CPU tests force "triton" to run the 8.x path
-    under Triton's interpreter).
+    "torch" (`torch.nn.functional.grouped_mm`): the CPU, and CUDA compute capability 9.x/10.x, where PyTorch
+    has device-side kernels. "triton" (`engine.kernels.grouped_gemm`): CUDA 8.x (RTX 3090/4090, A100...),
+    where PyTorch's op copies the offsets to the host and runs one GEMM per expert (~61 syncs per decoder
+    step). `LETTERPRESS_GROUPED_MM=torch|triton` overrides the choice (the CPU tests force "triton" to run the
+    8.x path under Triton's interpreter).
     """
     forced = os.environ.get(GROUPED_MM_ENV, "auto").lower()
     if forced in ("torch", "triton"):
@@ -185,11 +186,11 @@ def grouped_mm_kind(device: torch.device) -> str:
 def sync_free_nf4_experts_forward(
     self: NF4Experts, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
-    """The GPU default experts forward: tokens sorted by expert, offsets computed on the device (histc + cumsum),
-    one grouped GEMM per stack over the dequantized stack in a reused buffer. No count ever reaches the host, so
-    a decoder step keeps the loop's one synchronisation (the per-expert loop read `bincount().tolist()` in every
-    MoE layer: ~30 syncs per step). On compute capability 8.x the grouped GEMM is our Triton kernel, whose group
-    offsets stay on the device (see `grouped_mm_kind`)."""
+    """The GPU default experts forward: tokens sorted by expert, offsets computed on the device (histc +
+    cumsum), one grouped GEMM per stack over the dequantized stack in a reused buffer. No count ever reaches
+    the host, so a decoder step keeps the loop's one synchronisation (the per-expert loop read
+    `bincount().tolist()` in every MoE layer: ~30 syncs per step). On compute capability 8.x the grouped GEMM
+    is our Triton kernel, whose group offsets stay on the device (see `grouped_mm_kind`)."""
     from transformers.integrations.moe import grouped_mm_experts_forward
 
     gate_up = reused_stack(self.gate_up_proj, "gate_up")
@@ -205,9 +206,10 @@ def sync_free_nf4_experts_forward(
 def device_offsets_experts_forward(
     experts: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
-    """transformers' grouped experts forward (same steps, same order) with the Triton grouped GEMM: every op is
-    one that runs without a host synchronisation on CUDA (sort, histc with fixed bounds, cumsum, gathers, index
-    writes, the kernel launch); `tests/engine/test_syncs.py` lists the ops and fails on any that would sync."""
+    """transformers' grouped experts forward (same steps, same order) with the Triton grouped GEMM: every op
+    is one that runs without a host synchronisation on CUDA (sort, histc with fixed bounds, cumsum, gathers,
+    index writes, the kernel launch); `tests/engine/test_syncs.py` lists the ops and fails on any that would
+    sync."""
     from engine.kernels.grouped_gemm import grouped_mm_nt
 
     device = hidden_states.device
@@ -234,8 +236,8 @@ def device_offsets_experts_forward(
 
 def sync_free_experts(model: DiffusionGemmaForBlockDiffusion) -> str | None:
     """Switch `model`'s experts to a forward without host synchronisations; returns the implementation it had
-    (to restore), or None when nothing changed. NF4 experts get `sync_free_nf4_experts_forward`, full-precision
-    ones transformers' own grouped GEMM forward."""
+    (to restore), or None when nothing changed. NF4 experts get `sync_free_nf4_experts_forward`,
+    full-precision ones transformers' own grouped GEMM forward."""
     text = getattr(model.config, "text_config", model.config)
     current = getattr(text, "_experts_implementation", None)
     if not any(type(m).__name__.endswith("TextExperts") for m in model.modules()):
@@ -261,7 +263,8 @@ TRITON_IMPLEMENTATION = "letterpress_nf4_triton"
 
 
 def _triton_experts(model: nn.Module) -> bool:
-    """`LETTERPRESS_KERNELS=triton` and the model's NF4 experts can run the fused kernel (engine.kernels.nf4_moe)."""
+    """`LETTERPRESS_KERNELS=triton` and the model's NF4 experts can run the fused kernel
+    (engine.kernels.nf4_moe)."""
     from engine.kernels import kernels_for
 
     device = next((b.device for b in model.buffers() if not b.is_meta), torch.device("cpu"))
@@ -324,8 +327,8 @@ class FastPath:
     """What the denoising loop swaps in on CUDA: a static cache and compiled encoder/decoder calls.
 
     Mirrors `DiffusionGemmaGenerationMixin._compile_functions`: the first (prefill) encoder call runs eagerly
-    (its length varies), later encoder calls and every decoder step run compiled with CUDA graphs; the compiled
-    functions are kept on the model so later requests reuse them.
+    (its length varies), later encoder calls and every decoder step run compiled with CUDA graphs; the
+    compiled functions are kept on the model so later requests reuse them.
     """
 
     def __init__(
@@ -347,8 +350,8 @@ class FastPath:
         )
 
     def cache(self, batch: int, max_length: int) -> Any:
-        """A static cache big enough for the prompt and every canvas of this request (reused across requests when
-        the batch matches and it is big enough, as `generate()` does)."""
+        """A static cache big enough for the prompt and every canvas of this request (reused across requests
+        when the batch matches and it is big enough, as `generate()` does)."""
         from transformers import StaticCache
 
         config = self.model.config.get_text_config(decoder=True)

@@ -2,19 +2,19 @@
 
 Design: the prompt is the text before the gap (see `engine.prompts`). The first canvas is laid out as
 `[middle slots (n) | tokens of `after` | free slots]`. The `after` tokens are frozen: written into the decoder
-input at every step and never sampled, accepted or re-noised, so the model reads the ending bidirectionally while
-it denoises the middle, and the ending comes back byte for byte (the returned text is `before + middle + after`
-with the writer's own `after` string, never a re-decoding of it). Slots after the pinned ending stay free: the
-engine cannot know whether `after` is the true end of the document, so it does not pin an end-of-text there,
-and whatever the model writes in them is discarded.
+input at every step and never sampled, accepted or re-noised, so the model reads the ending bidirectionally
+while it denoises the middle, and the ending comes back byte for byte (the returned text is
+`before + middle + after` with the writer's own `after` string, never a re-decoding of it). Slots after the
+pinned ending stay free: the engine cannot know whether `after` is the true end of the document, so it does
+not pin an end-of-text there, and whatever the model writes in them is discarded.
 
 Length: `n` is either given or searched. The search runs several lengths as one batch (one row each, each its
 own seed) and ranks rows by the mean confidence of their middle tokens; shorter middles can end early because
 special tokens inside the middle are dropped from the text.
 
 Limits: the middle must fit in one canvas together with at least the start of `after` (n <= canvas - 1);
-only the first `canvas - n` tokens of `after` are pinned (the rest still follows in the document, unseen by the
-model); a middle longer than one canvas is not supported: select a shorter gap or use draft.
+only the first `canvas - n` tokens of `after` are pinned (the rest still follows in the document, unseen by
+the model); a middle longer than one canvas is not supported: select a shorter gap or use draft.
 """
 
 from __future__ import annotations

@@ -1,22 +1,26 @@
-"""The memory-lean denoising step: every full-vocabulary array is freed, reused or chunked as soon as it is consumed.
+"""The memory-lean denoising step: every full-vocabulary array is freed, reused or chunked as soon as it is
+consumed.
 
-One step works on B x L x V cells (3 candidates x 256 canvas x 262,144 vocabulary = 201 million). The plain way
-(`generate()`'s) keeps the logits, the processed logits, their fp32 softmax, the Exp(1) draws, the entropy's two
-temporaries and the self-conditioning copy alive at once: ~26 bytes per cell, 5.3 GB at three candidates. Here:
+One step works on B x L x V cells (3 candidates x 256 canvas x 262,144 vocabulary = 201 million). The plain
+way (`generate()`'s) keeps the logits, the processed logits, their fp32 softmax, the Exp(1) draws, the
+entropy's two temporaries and the self-conditioning copy alive at once: ~26 bytes per cell, 5.3 GB at three
+candidates. Here:
 
-* the self-conditioning logits are handed to the decoder through `engine.sampling.SelfConditioningHandoff`, so no frame of ours
-  (or of `DiffusionGemmaForBlockDiffusion.forward`) keeps them alive once the decoder body has read them: they are
-  gone before the lm_head and the soft cap allocate the new logits;
+* the self-conditioning logits are handed to the decoder through `engine.sampling.SelfConditioningHandoff`, so
+  no frame of ours (or of `DiffusionGemmaForBlockDiffusion.forward`) keeps them alive once the decoder body
+  has read them: they are gone before the lm_head and the soft cap allocate the new logits;
 * the temperature is applied in place on the forward's own fp32 logits (the same division, so the same bits);
 * argmax, entropy, softmax, confidence and the one-sample multinomial run over row chunks of at most
-  `CHUNK_CELLS` cells, drawing each chunk's Exp(1) variates from the row's own generator in the reference's order;
-* the rows that already stopped are not rewritten with their previous logits (the reference does it only to feed
-  values that are never used again: a finished row's canvas, argmax and confidence are held, its stopping flag stays
-  set, and rows never see each other), so no extra full-size `where` and no second entropy pass;
+  `CHUNK_CELLS` cells, drawing each chunk's Exp(1) variates from the row's own generator in the reference's
+  order;
+* the rows that already stopped are not rewritten with their previous logits (the reference does it only to
+  feed values that are never used again: a finished row's canvas, argmax and confidence are held, its stopping
+  flag stays set, and rows never see each other), so no extra full-size `where` and no second entropy pass;
 * an infill's pinned self-conditioning is written in place at the frozen slots instead of a second full array
   (`engine.sampling.pin_in_place`).
 
-Measured with `engine.tools.step_memory` (peak of live tensor bytes through a denoising run, real vocabulary, tiny body).
+Measured with `engine.tools.step_memory` (peak of live tensor bytes through a denoising run, real vocabulary,
+tiny body).
 """
 
 from __future__ import annotations
@@ -51,11 +55,12 @@ def sample_chunked(
     A row marked `held` (its stopping rule fired; the loop keeps its canvas) draws no variates: its generator
     stays where the single run with its seed leaves it, so its next canvas starts from the same noise.
 
-    Row b's Exp(1) variates come from `gens[b]` (or `gens[0]` for every row when there is one generator), chunk
-    after chunk in row order: on the CPU that is, value for value, the single `exponential_` call the reference
-    makes; on a GPU the draws are as random but not the reference's exact stream. `draw(shape, generator, device)`
-    makes the variates (`engine.sampling.exponential_draws`). `argmax` has the frozen ids at frozen slots, and the
-    confidence is the probability of the shown token (the largest probability, or the pinned token's).
+    Row b's Exp(1) variates come from `gens[b]` (or `gens[0]` for every row when there is one generator),
+    chunk after chunk in row order: on the CPU that is, value for value, the single `exponential_` call the
+    reference makes; on a GPU the draws are as random but not the reference's exact stream.
+    `draw(shape, generator, device)` makes the variates (`engine.sampling.exponential_draws`). `argmax` has
+    the frozen ids at frozen slots, and the confidence is the probability of the shown token (the largest
+    probability, or the pinned token's).
     """
     batch, length, vocab = processed.shape
     device = processed.device

@@ -2,14 +2,14 @@
 
 A plan fixes everything a request's run depends on: the sampler settings and seed, the prompt ids (the chat
 template rendered once, trimmed to the token budget), how many batch rows run (candidates, or an infill's
-lengths), an infill's frozen slots, the warm canvas of a light rewrite or a re-roll, how many tokens are written,
-the memory budget and the notices the writer is shown. `engine.session.Session` executes plans; nothing in the
-run goes back to planning.
+lengths), an infill's frozen slots, the warm canvas of a light rewrite or a re-roll, how many tokens are
+written, the memory budget and the notices the writer is shown. `engine.session.Session` executes plans;
+nothing in the run goes back to planning.
 
 The chat template is rendered once for a request that fits: the prompt without its surrounding context (the
-floor the memory budget may trim to, and a rewrite's room on a short-context model) is rendered only when it is
-needed. The memory is planned once; a second time only when the request does not fit as asked and the prefix
-cache gives its memory back first (`engine.budget`).
+floor the memory budget may trim to, and a rewrite's room on a short-context model) is rendered only when it
+is needed. The memory is planned once; a second time only when the request does not fit as asked and the
+prefix cache gives its memory back first (`engine.budget`).
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ class Plan:
         return getattr(self.request, "document", "")
 
     def prompt_ids(self, device: torch.device | str) -> torch.Tensor:
-        """[rows, P]: the one prompt row, expanded (a view, no copy) to the batch; the prefill sees the stride-0
-        rows and encodes the prompt once for all of them (`engine.prefix_cache.prefill_prompt`)."""
+        """[rows, P]: the one prompt row, expanded (a view, no copy) to the batch; the prefill sees the
+        stride-0 rows and encodes the prompt once for all of them (`engine.prefix_cache.prefill_prompt`)."""
         one = torch.tensor([self.prompt.ids], dtype=torch.long, device=device)
         return one.expand(self.rows, -1)
 
@@ -173,8 +173,8 @@ def _prompt_and_length(
     """The prompt and the tokens to write, sharing the context: on a short-context model a rewrite gives the
     selection room first and the rewrite what is left (whole canvases).
 
-    The room is measured only when the prompt does not fit untrimmed beside the full rewrite: when it does, the
-    bare prompt (shorter still) leaves at least as much room, and the rewrite keeps its full length."""
+    The room is measured only when the prompt does not fit untrimmed beside the full rewrite: when it does,
+    the bare prompt (shorter still) leaves at least as much room, and the rewrite keeps its full length."""
     canvas = model.canvas_length
 
     def written(tokens: int) -> int:  # the warm canvases must all be written
@@ -200,7 +200,8 @@ def _prompt_and_length(
         if isinstance(request, RewriteRequest):
             raise PromptTooLongError(
                 "The selection is too long for the model to rewrite at once (it can read about "
-                f"{model.context_length // 3:,} tokens of it). Select a shorter passage, a few paragraphs at a time."
+                f"{model.context_length // 3:,} tokens of it). Select "
+                "a shorter passage, a few paragraphs at a time."
             )
         raise PromptTooLongError(
             f"Asking for {max_new:,} new tokens leaves no room for the text before it; ask for fewer "
@@ -220,8 +221,9 @@ def _fit_memory(
     """Budget the request against the device's free memory now (see `engine.budget`): fewer rows, then less
     context, rather than an out-of-memory error halfway.
 
-    Cached prefixes are a convenience, the writer's alternatives and context are not: when the request does not
-    fit as asked and the prefix cache holds memory, the cache is dropped first and the request planned again."""
+    Cached prefixes are a convenience, the writer's alternatives and context are not: when the request does
+    not fit as asked and the prefix cache holds memory, the cache is dropped first and the request planned
+    again."""
 
     def plan_now() -> request_budget.RequestPlan:
         return request_budget.plan_request(

@@ -1,32 +1,37 @@
-"""Prefill once, in chunks, and reuse the encoder KV cache of earlier prompts (prompt caching for the encoder).
+"""Prefill once, in chunks, and reuse the encoder KV cache of earlier prompts (prompt caching for the
+encoder).
 
-The encoder that builds the KV cache over a request's prompt is causal: the keys and values at position i depend
-on tokens 0..i only. So the cache built for one request is valid for the next request's identical leading tokens,
-and only the rest needs encoding. This module does three things, all on the plain (`DynamicCache`) path:
+The encoder that builds the KV cache over a request's prompt is causal: the keys and values at position i
+depend on tokens 0..i only. So the cache built for one request is valid for the next request's identical
+leading tokens, and only the rest needs encoding. This module does three things, all on the plain
+(`DynamicCache`) path:
 
 - **Prefill once**: the prompt is encoded with batch 1 and the cache is *expanded* (a view, no copy) to the K
   candidate rows, instead of encoding the same prompt K times.
-- **Chunked prefill**: the prompt is encoded `chunk` tokens at a time, at chunk boundaries fixed at multiples of
-  `chunk` from position 0, so the activations and the encoder masks stay bounded (`chunk` x (window + chunk) for
-  sliding layers, `chunk` x prompt for global ones) however long the document is. A prompt of at most `chunk`
-  tokens is one encoder call with the very arguments `generate()` uses, so equivalence with it is unchanged.
+- **Chunked prefill**: the prompt is encoded `chunk` tokens at a time, at chunk boundaries fixed at multiples
+  of `chunk` from position 0, so the activations and the encoder masks stay bounded (`chunk` x (window +
+  chunk) for sliding layers, `chunk` x prompt for global ones) however long the document is. A prompt of at
+  most `chunk` tokens is one encoder call with the very arguments `generate()` uses, so equivalence with it is
+  unchanged.
 - **Prefix reuse**: `PrefixCache` keeps the caches of the last prompts per document (a small LRU bounded in
-  bytes). A new request finds the longest common token prefix with them and resumes encoding from the last chunk
-  boundary inside it, so an edit near the cursor costs re-encoding from (the chunk boundary before) the edit on.
+  bytes). A new request finds the longest common token prefix with them and resumes encoding from the last
+  chunk boundary inside it, so an edit near the cursor costs re-encoding from (the chunk boundary before) the
+  edit on.
 
 Exactness, by construction. Floating-point results depend on the shapes an operation runs with (a matmul or an
 attention over 300 keys does not round like one over 700). A reused cache is therefore never stitched at an
-arbitrary position: encoding always resumes at a chunk boundary, so every chunk of the request runs with exactly
-the shapes and inputs a fresh chunked prefill of the same prompt runs with, and the cache is bit for bit the fresh
-one (a test compares every layer's tensors and the generated tokens). The one other resume point is the whole
-prompt itself, when a request repeats the stored prompt exactly: its end state *is* a fresh prefill's end state.
+arbitrary position: encoding always resumes at a chunk boundary, so every chunk of the request runs with
+exactly the shapes and inputs a fresh chunked prefill of the same prompt runs with, and the cache is bit for
+bit the fresh one (a test compares every layer's tensors and the generated tokens). The one other resume point
+is the whole prompt itself, when a request repeats the stored prompt exactly: its end state *is* a fresh
+prefill's end state.
 
-Sliding-window layers. A `DynamicSlidingWindowLayer` keeps only the last `window - 1` positions, so a cache taken
-at position n cannot be cut back to an earlier position p: the keys before n - window + 1 are gone. Each entry
-therefore keeps, for the sliding layers, the keys and values of the last `tail + window - 1` positions (recorded
-while encoding), which makes every chunk boundary in the last `tail` tokens a valid resume point; global layers
-are kept whole (they are the working cache itself, shared, not copied). An edit further back than `tail` tokens
-re-encodes the prompt from the start (still exact, just not faster).
+Sliding-window layers. A `DynamicSlidingWindowLayer` keeps only the last `window - 1` positions, so a cache
+taken at position n cannot be cut back to an earlier position p: the keys before n - window + 1 are gone. Each
+entry therefore keeps, for the sliding layers, the keys and values of the last `tail + window - 1` positions
+(recorded while encoding), which makes every chunk boundary in the last `tail` tokens a valid resume point;
+global layers are kept whole (they are the working cache itself, shared, not copied). An edit further back
+than `tail` tokens re-encodes the prompt from the start (still exact, just not faster).
 """
 
 from __future__ import annotations
@@ -83,8 +88,8 @@ class PrefixEntry:
 
 
 class _RecordingSlidingLayer(DynamicSlidingWindowLayer):
-    """A sliding-window cache layer that behaves exactly like its parent and, while `record` is a list, also keeps
-    every key/value chunk it is given (the parent drops all but the last `window - 1` positions)."""
+    """A sliding-window cache layer that behaves exactly like its parent and, while `record` is a list, also
+    keeps every key/value chunk it is given (the parent drops all but the last `window - 1` positions)."""
 
     def __init__(self, sliding_window: int) -> None:
         super().__init__(sliding_window=sliding_window)
@@ -137,8 +142,8 @@ def lcp(a: torch.Tensor, b: torch.Tensor) -> int:
 class PrefixCache:
     """A small LRU of encoder caches, bounded by `max_bytes` in total and `per_document` entries per document.
 
-    Thread-safe for the one-engine-thread use it has (a lock guards the table); `clear()` frees everything (model
-    unload, out of memory).
+    Thread-safe for the one-engine-thread use it has (a lock guards the table); `clear()` frees everything
+    (model unload, out of memory).
     """
 
     def __init__(
@@ -159,7 +164,7 @@ class PrefixCache:
         self._next = 0
         self._lock = threading.Lock()
 
-    # -- the table ----------------------------------------------------------------------------------------------
+    # -- the table -------------------------------------------------------------------------------------------
 
     @property
     def nbytes(self) -> int:
@@ -177,7 +182,8 @@ class PrefixCache:
             self._entries.clear()
 
     def best(self, tokens: torch.Tensor, document: str = "") -> tuple[int | None, int]:
-        """The stored entry with the longest common prefix with `tokens` (this document's first, on ties), and it."""
+        """The stored entry with the longest common prefix with `tokens` (this document's first, on ties), and
+        it."""
         best_key, best_len = None, 0
         for key, entry in self._entries.items():
             n = lcp(entry.tokens, tokens)
@@ -199,11 +205,11 @@ class PrefixCache:
             while self.nbytes > self.max_bytes and len(self._entries) > 1:
                 self._entries.popitem(last=False)
 
-    # -- prefill ------------------------------------------------------------------------------------------------
+    # -- prefill ---------------------------------------------------------------------------------------------
 
     def resume_point(self, entry: PrefixEntry, common: int, length: int) -> int:
-        """Where encoding may resume from `entry` for a prompt of `length` tokens sharing `common` leading ones:
-        the whole prompt on an exact repeat, else the last chunk boundary within the common part whose
+        """Where encoding may resume from `entry` for a prompt of `length` tokens sharing `common` leading
+        ones: the whole prompt on an exact repeat, else the last chunk boundary within the common part whose
         sliding-window state the entry still holds (0 when none)."""
         if common == length == entry.length:
             return length
@@ -217,7 +223,8 @@ class PrefixCache:
     def prefill(
         self, model: Any, ids: torch.Tensor, *, document: str = ""
     ) -> tuple[DynamicCache, PrefillStats]:
-        """The encoder cache of `ids` ([1, P]), resumed from the best stored entry, and stored for next time."""
+        """The encoder cache of `ids` ([1, P]), resumed from the best stored entry, and stored for next
+        time."""
         tokens = ids[0].detach().to("cpu")
         key, common = self.best(tokens, document)
         entry = self._entries.get(key) if key is not None else None
@@ -288,7 +295,8 @@ def _window_of(cache: DynamicCache) -> int:
 
 
 def _restore(cache: DynamicCache, entry: PrefixEntry, at: int) -> None:
-    """Make `cache` hold exactly what a fresh chunked prefill holds after `at` tokens of the entry's prompt."""
+    """Make `cache` hold exactly what a fresh chunked prefill holds after `at` tokens of the entry's
+    prompt."""
     for i, layer in enumerate(_dyn_layers(cache)):
         if isinstance(layer, DynamicSlidingWindowLayer):
             keys, values = entry.sliding[i]
@@ -347,8 +355,9 @@ def encode_chunked(
 
 
 def expand_cache(cache: DynamicCache, batch: int) -> DynamicCache:
-    """Share a batch-1 cache across `batch` rows: every layer's keys and values become expanded views (no copy);
-    the first write (the next block's encode, or the decoder's concatenation) materialises them per row."""
+    """Share a batch-1 cache across `batch` rows: every layer's keys and values become expanded views (no
+    copy); the first write (the next block's encode, or the decoder's concatenation) materialises them per
+    row."""
     if batch == 1:
         return cache
     for layer in _dyn_layers(cache):
@@ -367,9 +376,10 @@ def prefill_prompt(
     document: str = "",
     chunk: int = PREFILL_CHUNK,
 ) -> tuple[DynamicCache, PrefillStats]:
-    """The encoder cache for `prompt_ids` ([B, P]). Identical rows (K candidates of one prompt) are encoded once,
-    with batch 1, and shared; rows that differ are encoded together as before. Rows that are one row expanded
-    (stride 0, as `engine.plan.Plan.prompt_ids` hands them) are identical by construction: no comparison."""
+    """The encoder cache for `prompt_ids` ([B, P]). Identical rows (K candidates of one prompt) are encoded
+    once, with batch 1, and shared; rows that differ are encoded together as before. Rows that are one row
+    expanded (stride 0, as `engine.plan.Plan.prompt_ids` hands them) are identical by construction: no
+    comparison."""
     rows = prompt_ids.shape[0]
     same = rows == 1 or prompt_ids.stride(0) == 0 or bool((prompt_ids == prompt_ids[:1]).all())
     if not same:

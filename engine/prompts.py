@@ -5,17 +5,17 @@ Each task is one user turn; the model's turn is what the canvas denoises:
 - rewrite: the instruction + the selected text (and, when there is any, the surrounding text as context);
            the model turn is the rewritten passage.
 - infill:  "Fill in the gap." + the text before the gap; the model turn is the missing middle *followed by the
-           text after the gap*, which the engine pins into the canvas as frozen tokens (see `engine.infill`), so
-           the model reads the ending bidirectionally instead of from the prompt.
+           text after the gap*, which the engine pins into the canvas as frozen tokens (see `engine.infill`),
+           so the model reads the ending bidirectionally instead of from the prompt.
 
 The writer's document brief (style, audience, names, facts), when there is one, opens every message: it is the
 most stable part of a document's prompts, so prefix reuse (`engine.prefix_cache`) keeps it encoded.
 
 The whole document is sent; what does not fit the token budget is trimmed far from the region first: `after`
-loses its end, `before` loses the text between the document's beginning (kept, up to `HEAD_TOKENS`) and the text
-nearest the cursor. The cut falls on a fixed character grid, so while the writer types at the cursor successive
-prompts keep the same leading text (and reuse its encoder cache) until the cut moves on by a grid step. Never the
-selection, the instruction or the brief; the trim is reported as a notice.
+loses its end, `before` loses the text between the document's beginning (kept, up to `HEAD_TOKENS`) and the
+text nearest the cursor. The cut falls on a fixed character grid, so while the writer types at the cursor
+successive prompts keep the same leading text (and reuse its encoder cache) until the cut moves on by a grid
+step. Never the selection, the instruction or the brief; the trim is reported as a notice.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ _CONTENT_SLOT = "\ue000letterpress-message\ue000"  # a private-use marker no tem
 def chat_ids(tokenizer: Any, message: str) -> list[int]:
     """Token ids of one user turn followed by the opening of the model's turn.
 
-    The message is the writer's text: a `<turn|>` or `<|channel>` typed in the document must stay characters, not
-    end the turn. When the message holds no added token's string the template is tokenized whole (the ids every
-    earlier version produced); otherwise the template is rendered around a slot and the message goes in as text
-    (`engine.special_tokens.text_ids`).
+    The message is the writer's text: a `<turn|>` or `<|channel>` typed in the document must stay characters,
+    not end the turn. When the message holds no added token's string the template is tokenized whole (the ids
+    every earlier version produced); otherwise the template is rendered around a slot and the message goes in
+    as text (`engine.special_tokens.text_ids`).
     """
     if not any(m in message for m in added_token_texts(tokenizer) if len(m) > 1):
         encoded = tokenizer.apply_chat_template(
@@ -244,8 +244,8 @@ def _tokens(tokenizer: Any, text: str) -> tuple[list[int], list[tuple[int, int]]
 
 
 def _trim_before(tokenizer: Any, before: str, keep: int, room: int) -> tuple[str, int, int]:
-    """`before` cut to about `keep` tokens: the document's beginning, a mark, then the text nearest the cursor.
-    Returns the text, and how many characters of the beginning and of the near part it kept."""
+    """`before` cut to about `keep` tokens: the document's beginning, a mark, then the text nearest the
+    cursor. Returns the text, and how many characters of the beginning and of the near part it kept."""
     if keep <= 0 or not before:
         return "", 0, 0
     head = min(HEAD_TOKENS, keep // 8)

@@ -1,8 +1,8 @@
 """Where the shipped resources (stylesheets, icons, presets, the demo model) live: the one place that knows.
 
-The checked-out tree keeps them in `resources/` next to `engine/` and `app/`; a PyInstaller bundle unpacks them
-under `sys._MEIPASS`. The engine needs the demo model path too and must never import the app, so the answer lives
-here and the app asks the engine.
+The checked-out tree keeps them in `resources/` next to `engine/` and `app/`; a PyInstaller bundle unpacks
+them under `sys._MEIPASS`. The engine needs the demo model path too and must never import the app, so the
+answer lives here and the app asks the engine.
 """
 
 from __future__ import annotations

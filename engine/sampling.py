@@ -1,8 +1,8 @@
-"""The per-step sampling kernels of the denoising loop: temperature, entropy, draws, acceptance, renoising, the
-stopping rule and the self-conditioning hand-off.
+"""The per-step sampling kernels of the denoising loop: temperature, entropy, draws, acceptance, renoising,
+the stopping rule and the self-conditioning hand-off.
 
-Each kernel reproduces the reference sampler (`DiffusionGemmaGenerationMixin.generate()`) bit for bit: the same
-random draws from the same generators in the same order, the same float ops. They hold no loop state (the
+Each kernel reproduces the reference sampler (`DiffusionGemmaGenerationMixin.generate()`) bit for bit: the
+same random draws from the same generators in the same order, the same float ops. They hold no loop state (the
 stopping rule's short history aside) and import nothing of the engine's but its settings, so the loop
 (`engine.denoise`) and the memory-lean sampler (`engine.lean_step`) both build on them without importing each
 other.
@@ -38,8 +38,9 @@ def noise_ids(
 ) -> torch.Tensor:
     """Uniform random token ids [B, L], row b from `gens[b]` (or every row from the one generator).
 
-    Rows marked `held` (their stopping rule fired; the loop keeps their canvas) draw nothing and get zeros, so a
-    row's generator advances exactly as in the single run with its seed, whatever the slower rows still do."""
+    Rows marked `held` (their stopping rule fired; the loop keeps their canvas) draw nothing and get zeros, so
+    a row's generator advances exactly as in the single run with its seed, whatever the slower rows still
+    do."""
     if len(gens) == 1:
         return torch.randint(0, vocab, shape, device=device, generator=gens[0])
     rows = [
@@ -57,14 +58,15 @@ _EXP_CHUNK = 1 << 20
 def exponential_draws(
     shape: tuple[int, int], generator: torch.Generator, device: torch.device
 ) -> torch.Tensor:
-    """`torch.empty(shape).exponential_(1, generator=generator)`, value for value, about 2.5x faster on the CPU.
+    """`torch.empty(shape).exponential_(1, generator=generator)`, value for value, about 2.5x faster on the
+    CPU.
 
     On the CPU, torch draws each Exp(1) variate serially: a 53-bit uniform u from the Mersenne Twister, then
     `-log1p(-u)` in double precision, rounded to float32. Here the same uniforms come from `uniform_` on a
-    float64 tensor (the same generator calls, in the same order) and the logarithm is vectorised; the result is
-    bit-identical (checked on 60 million draws, and by `tests/engine/test_bench.py` against `exponential_` itself,
-    so a torch change that broke it would fail a test, not change a writer's text). In chunks, so the float64
-    temporary stays small. On a GPU the stock kernel is already fast and is used as is.
+    float64 tensor (the same generator calls, in the same order) and the logarithm is vectorised; the result
+    is bit-identical (checked on 60 million draws, and by `tests/engine/test_bench.py` against `exponential_`
+    itself, so a torch change that broke it would fail a test, not change a writer's text). In chunks, so the
+    float64 temporary stays small. On a GPU the stock kernel is already fast and is used as is.
     """
     if device.type != "cpu":
         return torch.empty(shape, dtype=torch.float32, device=device).exponential_(1, generator=generator)
@@ -110,10 +112,11 @@ def sample_accepted(
     """`renoise(sample_with(probs, Exp(uniforms)), accepted, noise)` (see `engine.tools.reference_sampling`),
     computing the samples of accepted slots only.
 
-    A sample survives only where it is accepted, usually a few slots of a canvas, and each slot's sample depends
-    on its own row of probabilities and variates alone; so the logarithm (the dearest part of a draw after the
-    Mersenne Twister), the division and the argmax run over those rows instead of all of them. The uniforms are
-    still drawn for every row: the generator must advance exactly as the reference's does. `noise` is overwritten.
+    A sample survives only where it is accepted, usually a few slots of a canvas, and each slot's sample
+    depends on its own row of probabilities and variates alone; so the logarithm (the dearest part of a draw
+    after the Mersenne Twister), the division and the argmax run over those rows instead of all of them. The
+    uniforms are still drawn for every row: the generator must advance exactly as the reference's does.
+    `noise` is overwritten.
     """
     vocab = probs.shape[-1]
     slots = accepted.view(-1).nonzero().squeeze(1)
@@ -125,9 +128,9 @@ def sample_accepted(
 def token_entropy(logits: torch.Tensor) -> torch.Tensor:
     """`Categorical(logits=...).entropy()`, bit for bit, with fewer kernels and allocations.
 
-    Categorical clamps the normalised logits at the dtype's minimum only to turn -inf into a finite number; the
-    decoder's logits are soft-capped (tanh x 30, then divided by a temperature >= t_min > 0), so they are always
-    finite and the clamp is the identity. The product is taken in place: the same elementwise multiply.
+    Categorical clamps the normalised logits at the dtype's minimum only to turn -inf into a finite number;
+    the decoder's logits are soft-capped (tanh x 30, then divided by a temperature >= t_min > 0), so they are
+    always finite and the clamp is the identity. The product is taken in place: the same elementwise multiply.
     """
     normalized = logits - _finite_logsumexp(logits)
     probs = torch.softmax(normalized, dim=-1)
@@ -135,8 +138,9 @@ def token_entropy(logits: torch.Tensor) -> torch.Tensor:
 
 
 def _finite_logsumexp(logits: torch.Tensor) -> torch.Tensor:
-    """`logits.logsumexp(-1, keepdim=True)` for finite logits: ATen's own kernels in ATen's order (amax, subtract,
-    exp, sum, log, add the max back), without the step that zeroes an infinite max, which cannot occur here."""
+    """`logits.logsumexp(-1, keepdim=True)` for finite logits: ATen's own kernels in ATen's order (amax,
+    subtract, exp, sum, log, add the max back), without the step that zeroes an infinite max, which cannot
+    occur here."""
     maxes = torch.amax(logits, dim=-1, keepdim=True)
     return (logits - maxes).exp_().sum(-1, keepdim=True).log_().add_(maxes)
 
@@ -176,9 +180,9 @@ class StableConfident:
     """The reference stopping rule (argmax canvas stable for `threshold` steps and mean entropy below
     `confidence`), computed over free slots only.
 
-    `__call__` answers with a device tensor (no synchronisation); `rows_done` answers in plain Python for tensors
-    that already live in host memory, with the same comparisons (the mean is the same float32 kernel, compared
-    with the float32 threshold as torch compares it) but three kernels instead of seven.
+    `__call__` answers with a device tensor (no synchronisation); `rows_done` answers in plain Python for
+    tensors that already live in host memory, with the same comparisons (the mean is the same float32 kernel,
+    compared with the float32 threshold as torch compares it) but three kernels instead of seven.
     """
 
     def __init__(self, threshold: int, confidence: float) -> None:
@@ -193,8 +197,8 @@ class StableConfident:
         if self.threshold == 0:
             stable = torch.ones(argmax.shape[0], dtype=torch.bool, device=argmax.device)
         else:
-            # The reference keeps a rolled [threshold, B, L] tensor; a list of the same canvases gives the same
-            # answer without the roll and the copy (two fewer kernels per step).
+            # The reference keeps a rolled [threshold, B, L] tensor; a list of the same canvases gives the
+            # same answer without the roll and the copy (two fewer kernels per step).
             if not self.history:
                 self.history = [torch.full_like(argmax, -1)] * self.threshold
             stable = (self.history[0] == argmax).all(dim=-1)
@@ -236,9 +240,10 @@ class StableConfident:
 class SelfConditioningHandoff:
     """Passes the previous step's logits to the decoder body without any Python frame holding them afterwards.
 
-    A forward pre-hook on `model.model` (the encoder-decoder body) puts the tensor into its keyword arguments and
-    forgets it; `DiffusionGemmaForBlockDiffusion.forward` is called with `self_conditioning_logits=None`, so when the
-    body returns, the last reference is gone and the memory is free before the lm_head's logits are allocated.
+    A forward pre-hook on `model.model` (the encoder-decoder body) puts the tensor into its keyword arguments
+    and forgets it; `DiffusionGemmaForBlockDiffusion.forward` is called with `self_conditioning_logits=None`,
+    so when the body returns, the last reference is gone and the memory is free before the lm_head's logits
+    are allocated.
     """
 
     def __init__(self, body: torch.nn.Module) -> None:
@@ -265,8 +270,8 @@ class SelfConditioningHandoff:
 def pin_in_place(processed: torch.Tensor, fmask: torch.Tensor, fids: torch.Tensor) -> torch.Tensor:
     """`torch.where(fmask[..., None], one_hot_belief(fids), processed)` written into `processed` itself.
 
-    The frozen slots' self-conditioning is a one-hot belief in the known token (`finfo.min / 2` everywhere, 0 at the
-    token), written at the frozen slots without a second B x L x V array.
+    The frozen slots' self-conditioning is a one-hot belief in the known token (`finfo.min / 2` everywhere, 0
+    at the token), written at the frozen slots without a second B x L x V array.
     """
     index = fids.unsqueeze(-1)
     keep = processed.gather(-1, index)  # the free slots' own value at their `fids` column, put back below

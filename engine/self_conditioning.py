@@ -1,15 +1,16 @@
-"""The decoder's self-conditioning input computed in row chunks: no full-size fp32 copy of the previous logits.
+"""The decoder's self-conditioning input computed in row chunks: no full-size fp32 copy of the previous
+logits.
 
-transformers computes `softmax(logits, dtype=float32).to(bf16) @ embed` over the whole [B, L, V] array: with bf16
-logits the fp32 softmax (4 bytes per canvas x vocabulary cell) and the fp32 copy of its input that the kernel makes
-(4 more) sit beside the logits themselves (2): 10 bytes per cell, the step's high-water mark as the process sees it
-(a dispatch-mode tracker under `inference_mode` sees only the softmax's output: 8).
+transformers computes `softmax(logits, dtype=float32).to(bf16) @ embed` over the whole [B, L, V] array: with
+bf16 logits the fp32 softmax (4 bytes per canvas x vocabulary cell) and the fp32 copy of its input that the
+kernel makes (4 more) sit beside the logits themselves (2): 10 bytes per cell, the step's high-water mark as
+the process sees it (a dispatch-mode tracker under `inference_mode` sees only the softmax's output: 8).
 
 Here the decoder is called without `self_conditioning_logits` (it then passes zeros to its self-conditioning
 block), and a forward pre-hook on that block replaces the zeros by the same soft embeddings, computed with the
-softmax in chunks of rows into one bf16 array; the logits are dropped before the matmul. Softmax is per row and the
-matmul sees the identical bf16 array, so the result is bit-identical to transformers'; the peak of this moment is
-the logits + the bf16 probabilities + one chunk: about 4 bytes per cell.
+softmax in chunks of rows into one bf16 array; the logits are dropped before the matmul. Softmax is per row
+and the matmul sees the identical bf16 array, so the result is bit-identical to transformers'; the peak of
+this moment is the logits + the bf16 probabilities + one chunk: about 4 bytes per cell.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ CHUNK_ROWS = 32  # canvas rows per softmax chunk: 32 x 262,144 cells, 64 MB of f
 def soft_embeddings(
     held: list[torch.Tensor], embed: Any, dtype: torch.dtype, chunk_rows: int = CHUNK_ROWS
 ) -> torch.Tensor:
-    """`matmul(logits.softmax(-1, dtype=float32).to(embed.weight.dtype), embed.weight) * embed.embed_scale.to(dtype)`
-    with the softmax computed `chunk_rows` rows at a time. The logits are taken out of `held` (a one-item list),
-    so with no other reference they are freed before the matmul."""
+    """`matmul(logits.softmax(-1, dtype=float32).to(embed.weight.dtype), embed.weight) *
+    embed.embed_scale.to(dtype)` with the softmax computed `chunk_rows` rows at a time. The logits are taken
+    out of `held` (a one-item list), so with no other reference they are freed before the matmul."""
     logits = held.pop()
     weight = embed.weight
     shape = logits.shape

@@ -60,8 +60,8 @@ log = logging.getLogger(__name__)
 
 def _release_tensors(model: torch.nn.Module) -> None:
     """Drop every parameter and buffer of a model that is being replaced, so its memory is freed at once by
-    reference counting instead of waiting for a full cyclic collection (the modules form cycles). The empty module
-    shells that remain are small; the collector takes them whenever it runs."""
+    reference counting instead of waiting for a full cyclic collection (the modules form cycles). The empty
+    module shells that remain are small; the collector takes them whenever it runs."""
     for module in model.modules():
         module._parameters.clear()
         module._buffers.clear()
@@ -87,7 +87,8 @@ class Session:
         self._eos: list[int] = []
         self._pad = 0
         self.last_output: DenoiseOutput | None = None  # for benchmarks and tests
-        # Encoder caches of the last prompts per document (prefix reuse); made at load, freed at unload and OOM.
+        # Encoder caches of the last prompts per document (prefix reuse); made at load, freed at unload and
+        # OOM.
         self.prefix_cache: PrefixCache | None = None
         self.last_plan: request_budget.RequestPlan | None = None  # the memory plan of the latest request
         self.last_request_plan: Plan | None = None  # the whole plan of the latest request (`engine.plan`)
@@ -152,9 +153,9 @@ class Session:
         on_progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
-        # The model in use stays loaded until the new one has loaded completely, so a folder that fails its check
-        # or its load never takes away a working model. Only when the new one needs the memory the old one holds
-        # is the old one released first, and then loaded again if the new one fails after all.
+        # The model in use stays loaded until the new one has loaded completely, so a folder that fails its
+        # check or its load never takes away a working model. Only when the new one needs the memory the old
+        # one holds is the old one released first, and then loaded again if the new one fails after all.
         held: list[LoadProgress] = []  # "ready" waits until the warm-up below is done
 
         def relay(progress: LoadProgress) -> None:
@@ -240,8 +241,8 @@ class Session:
         return True
 
     def _warm_up(self, loaded: LoadedModel) -> None:
-        """One tiny request through the whole path (chat template, first forward's allocations, lazy imports), so
-        the writer's first suggestion is as fast as every later one. A failure here is only logged."""
+        """One tiny request through the whole path (chat template, first forward's allocations, lazy imports),
+        so the writer's first suggestion is as fast as every later one. A failure here is only logged."""
         request = DraftRequest(
             before="Hello.", max_new_tokens=1, settings=DenoiseSettings(max_steps=1, seed=0)
         )
@@ -278,8 +279,8 @@ class Session:
                 self.prefix_cache.clear()
             self._free_memory()
             raise OutOfMemoryError(
-                "The GPU ran out of memory for this request. Try fewer alternatives, a shorter selection, or close "
-                "other programs using the GPU; the model stays loaded."
+                "The GPU ran out of memory for this request. Try fewer alternatives, a shorter selection, or "
+                "close other programs using the GPU; the model stays loaded."
             ) from exc
         except (MemoryError, RuntimeError) as exc:
             if not is_host_out_of_memory(exc):
@@ -357,7 +358,8 @@ class Session:
         cancel: threading.Event | None,
         start: float,
     ) -> Result:
-        """Run a plan: the denoising loop over its rows, each step relayed as a `StepEvent`, then the result."""
+        """Run a plan: the denoising loop over its rows, each step relayed as a `StepEvent`, then the
+        result."""
         relay = _StepRelay(self, plan, on_step, start) if on_step is not None else None
         out = denoise(
             loaded.model,
@@ -444,7 +446,8 @@ class _StepRelay:
             self._done = [done + tuple(self._last_ids[r].tolist()) for r, done in enumerate(self._done)]
         self._last_ids = state.argmax
         canvas = int(state.argmax.shape[1])
-        # Rows are picked out of the step's tensors only when a view is looked at (most steps are not painted).
+        # Rows are picked out of the step's tensors only when a view is looked at (most steps are not
+        # painted).
         views = tuple(
             CandidateView(
                 make=partial(
@@ -476,7 +479,8 @@ class _StepRelay:
 
 
 def prefix_cache_bytes() -> int:
-    """The prefix cache's memory bound: `LETTERPRESS_PREFIX_CACHE_MB` (0 turns reuse off), 1 GiB by default."""
+    """The prefix cache's memory bound: `LETTERPRESS_PREFIX_CACHE_MB` (0 turns reuse off), 1 GiB by
+    default."""
     from engine.env import env_float
 
     mb = env_float("LETTERPRESS_PREFIX_CACHE_MB", 1024.0, low=0.0, high=1024.0 * 1024, meaning="1024 MB")

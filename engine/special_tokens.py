@@ -1,10 +1,11 @@
 """Which token ids are never shown nor written into a document, and which end a suggestion.
 
-From the tokenizer itself, not from how a particular checkpoint's config happens to name things: in transformers 5,
-`all_special_ids` covers only the named tokens (`bos`, `eos`, `pad`, `unk`, ...) and `extra_special_tokens`, while a
-Gemma 4 tokenizer declares its turn and channel markers (`<|turn>`, `<turn|>`, `<|channel>`, ...) only in
-`added_tokens_decoder`, marked special. So the hidden set is the union of all three, plus the generation config's
-EOS ids and the pad id; the stop set (where a draft or an infill middle ends) is the EOS ids and the pad id.
+From the tokenizer itself, not from how a particular checkpoint's config happens to name things: in
+transformers 5, `all_special_ids` covers only the named tokens (`bos`, `eos`, `pad`, `unk`, ...) and
+`extra_special_tokens`, while a Gemma 4 tokenizer declares its turn and channel markers (`<|turn>`, `<turn|>`,
+`<|channel>`, ...) only in `added_tokens_decoder`, marked special. So the hidden set is the union of all
+three, plus the generation config's EOS ids and the pad id; the stop set (where a draft or an infill middle
+ends) is the EOS ids and the pad id.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 
 def hidden_ids(tokenizer: Any, extra: Iterable[int] = ()) -> frozenset[int]:
-    """Every id that must never reach the editor: named and extra special tokens, every added token marked special,
-    and `extra` (the EOS ids and pad id of the generation config)."""
+    """Every id that must never reach the editor: named and extra special tokens, every added token marked
+    special, and `extra` (the EOS ids and pad id of the generation config)."""
     ids = {int(i) for i in getattr(tokenizer, "all_special_ids", ()) or ()}
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
     for token_id, token in decoder.items():
@@ -44,12 +45,13 @@ def cut_at_stop(ids: Sequence[int], stops: frozenset[int]) -> list[int]:
     return out
 
 
-# --- Gemma 4's control grammar -------------------------------------------------------------------------------
-# Gemma 4 writes control text as *spans*: `<|channel>thought\n…<channel|>`, `<|tool_call>call:f{…}<tool_call|>`,
-# `<|tool_response>…<tool_response|>`, `<|tool>…<tool|>`, `<|image>…<image|>`, `<|audio>…<audio|>`, a new turn
-# `<|turn>user\n…<turn|>`. Hiding only the marker tokens leaves "thought\n…" or "call:search{…}" in the draft, so the
-# whole span goes. Single control ids (`<|image|>`, `<|audio|>`, `<|video|>`, `<|"|>`, `<|think|>`, `<unusedN>`) are
-# recognised by their text too: the Gemma 4 processor adds `<|video|>` at run time without the special flag.
+# --- Gemma 4's control grammar ------------------------------------------------------------------------------
+# Gemma 4 writes control text as *spans*: `<|channel>thought\n…<channel|>`,
+# `<|tool_call>call:f{…}<tool_call|>`, `<|tool_response>…<tool_response|>`, `<|tool>…<tool|>`,
+# `<|image>…<image|>`, `<|audio>…<audio|>`, a new turn `<|turn>user\n…<turn|>`. Hiding only the marker tokens
+# leaves "thought\n…" or "call:search{…}" in the draft, so the whole span goes. Single control ids
+# (`<|image|>`, `<|audio|>`, `<|video|>`, `<|"|>`, `<|think|>`, `<unusedN>`) are recognised by their text too:
+# the Gemma 4 processor adds `<|video|>` at run time without the special flag.
 _OPENER = re.compile(r"^<\|([A-Za-z_][A-Za-z0-9_]*)>$")
 _CLOSER = re.compile(r"^<([A-Za-z_][A-Za-z0-9_]*)\|>$")
 _SINGLE = re.compile(r"^(<\|[^<>\s]*\|>|<unused[0-9]+>|<mask>|\[multimodal\])$")
@@ -58,8 +60,8 @@ OPEN, CLOSE, SINGLE = "open", "close", "single"
 
 
 class ControlGrammar:
-    """Classifies ids as span openers, closers or single control ids (by their token text, cached), and finds the
-    positions of a canvas that are control text."""
+    """Classifies ids as span openers, closers or single control ids (by their token text, cached), and finds
+    the positions of a canvas that are control text."""
 
     def __init__(self, tokenizer: Any, hidden: Iterable[int] = ()) -> None:
         self.tokenizer = tokenizer
@@ -86,15 +88,17 @@ class ControlGrammar:
         return found
 
     def control_ids(self) -> frozenset[int]:
-        """Every id of the vocabulary that is control text (for the prompt's check that typed text stays text)."""
+        """Every id of the vocabulary that is control text (for the prompt's check that typed text stays
+        text)."""
         size = len(self.tokenizer)
         return frozenset(i for i in range(size) if self.kind(i) is not None)
 
     def mask(self, ids: Sequence[int], pinned: Sequence[bool] | None = None) -> list[bool]:
-        """True where `ids[i]` is control text: a single control id, or any position of a span from its opener to
-        its closer (both included). An opener without its closer (the model is mid-span, or the span is cut by a
-        stop) hides up to the next pinned token or the end; a closer without an opener hides the free text before
-        it (its opener was the last thing before the canvas). Pinned tokens are the writer's and never hidden."""
+        """True where `ids[i]` is control text: a single control id, or any position of a span from its opener
+        to its closer (both included). An opener without its closer (the model is mid-span, or the span is cut
+        by a stop) hides up to the next pinned token or the end; a closer without an opener hides the free
+        text before it (its opener was the last thing before the canvas). Pinned tokens are the writer's and
+        never hidden."""
         flags = pinned if pinned is not None else ()
         out = [False] * len(ids)
         open_name: str | None = None
@@ -129,11 +133,13 @@ def added_token_texts(tokenizer: Any) -> list[str]:
 
 
 def text_ids(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of the writer's `text` in which a typed `<turn|>`, `<|channel>`, `<|video|>`… stays characters.
+    """Token ids of the writer's `text` in which a typed `<turn|>`, `<|channel>`, `<|video|>`… stays
+    characters.
 
-    A tokenizer matches added tokens before anything else, so a document holding "<turn|>" would end the user's
-    turn in the prompt. Text without any added token's string is tokenized as usual (identical ids); otherwise it is
-    cut right after the "<" of every such string and the pieces are tokenized apart, so no piece can match it.
+    A tokenizer matches added tokens before anything else, so a document holding "<turn|>" would end the
+    user's turn in the prompt. Text without any added token's string is tokenized as usual (identical ids);
+    otherwise it is cut right after the "<" of every such string and the pieces are tokenized apart, so no
+    piece can match it.
     """
     plain = list(tokenizer(text, add_special_tokens=False)["input_ids"])
     markers = [m for m in added_token_texts(tokenizer) if len(m) > 1 and m in text]

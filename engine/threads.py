@@ -1,19 +1,22 @@
-"""The CPU thread policy: how many threads torch may compute with, so a draft never collapses on a busy machine.
+"""The CPU thread policy: how many threads torch may compute with, so a draft never collapses on a busy
+machine.
 
-Why: torch starts one OpenMP thread per core and, by default, OpenMP threads spin while they wait for each other.
-On a writer's laptop the cores are shared with a browser and more; a spinning thread that has lost its core holds
-every other thread of the parallel region at the barrier, and a draft that takes 0.3 s alone takes 10-100 s.
-The policy therefore
+Why: torch starts one OpenMP thread per core and, by default, OpenMP threads spin while they wait for each
+other. On a writer's laptop the cores are shared with a browser and more; a spinning thread that has lost its
+core holds every other thread of the parallel region at the barrier, and a draft that takes 0.3 s alone takes
+10-100 s. The policy therefore
 
 * tells OpenMP to sleep instead of spin while it waits (`OMP_WAIT_POLICY=PASSIVE`; it must be in the
   environment before torch, and with it the OpenMP runtime, is first imported: `prepare_openmp()`),
 * picks the intra-op thread count from the model's size (a small model's matrices are too small to share out:
   the fork/join costs more than it saves) and from the cores that are actually free now (measured from
-  `/proc/stat`, less this process's own use), within the cores this process may run on (affinity, cgroup quota),
+  `/proc/stat`, less this process's own use), within the cores this process may run on (affinity, cgroup
+  quota),
 * never uses more compute threads than cores beside the UI thread when a UI is running (`reserve_ui_core`).
 
-`LETTERPRESS_THREADS=N` forces N (benchmarks, people who know better); an explicit `OMP_NUM_THREADS` is a ceiling.
-Imports no torch at module level, so the app and the CLI can call `prepare_openmp()` before torch loads.
+`LETTERPRESS_THREADS=N` forces N (benchmarks, people who know better); an explicit `OMP_NUM_THREADS` is a
+ceiling. Imports no torch at module level, so the app and the CLI can call `prepare_openmp()` before torch
+loads.
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ _ui_reserved = False
 
 
 def prepare_openmp() -> bool:
-    """Make OpenMP wait passively (sleep, not spin). Returns False when torch was already imported, in which case
-    the runtime has read its settings and this comes too late for this process (the thread count still helps)."""
+    """Make OpenMP wait passively (sleep, not spin). Returns False when torch was already imported, in which
+    case the runtime has read its settings and this comes too late for this process (the thread count still
+    helps)."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault(
         "KMP_BLOCKTIME", "0"
@@ -52,11 +56,12 @@ def prepare_openmp() -> bool:
 def preload_torch_libraries() -> list[str]:
     """Map torch's native libraries into the process without holding the GIL, before `import torch`.
 
-    Why: `import torch` dlopens libtorch_cpu (hundreds of MB, thousands of static initializers) inside the import
-    machinery, which holds the GIL throughout: 200-500 ms in which the UI thread cannot run a line of Python (a
-    frozen window). Calling the C library's `dlopen` through ctypes releases the GIL for the call, so the same work
-    happens while the UI keeps running; the later `import torch` finds the libraries loaded. Only libraries that
-    do not call into Python are preloaded. Returns the ones loaded (empty where this does not apply)."""
+    Why: `import torch` dlopens libtorch_cpu (hundreds of MB, thousands of static initializers) inside the
+    import machinery, which holds the GIL throughout: 200-500 ms in which the UI thread cannot run a line of
+    Python (a frozen window). Calling the C library's `dlopen` through ctypes releases the GIL for the call,
+    so the same work happens while the UI keeps running; the later `import torch` finds the libraries loaded.
+    Only libraries that do not call into Python are preloaded. Returns the ones loaded (empty where this does
+    not apply)."""
     if "torch" in sys.modules or not sys.platform.startswith("linux"):
         return []
     import ctypes
@@ -85,12 +90,12 @@ def preload_torch_libraries() -> list[str]:
 def no_collector_pauses() -> Iterator[None]:
     """Keep Python's cyclic garbage collector from pausing every thread while torch and the model load.
 
-    Why: importing torch and transformers creates a few million Python objects; each full collection walks all of
-    them (100-350 ms) with the GIL held, whichever thread triggers it, so the UI froze at random moments of the
-    load. The collector is off for the load (process-wide; reference counting still frees everything acyclic), and
-    afterwards every object that exists is frozen into the permanent generation (`gc.freeze()`): later
-    collections skip the long-lived modules and weights, so the writer never meets one either (a model switch
-    unfreezes them so the old model can be freed)."""
+    Why: importing torch and transformers creates a few million Python objects; each full collection walks all
+    of them (100-350 ms) with the GIL held, whichever thread triggers it, so the UI froze at random moments of
+    the load. The collector is off for the load (process-wide; reference counting still frees everything
+    acyclic), and afterwards every object that exists is frozen into the permanent generation (`gc.freeze()`):
+    later collections skip the long-lived modules and weights, so the writer never meets one either (a model
+    switch unfreezes them so the old model can be freed)."""
     enabled = gc.isenabled()
     gc.disable()
     # A model that is replaced must be collectable again (it holds reference cycles): this costs one full
@@ -178,15 +183,17 @@ def _sample() -> _Sample | None:
 class CpuLoad:
     """How many of the usable cores other programs keep busy, measured between two samples of /proc/stat.
 
-    The window is the time since the previous measurement (the previous request), or a short first sample; this
-    process's own CPU time in the window is subtracted, so the engine's own work never reads as someone else's.
+    The window is the time since the previous measurement (the previous request), or a short first sample;
+    this process's own CPU time in the window is subtracted, so the engine's own work never reads as someone
+    else's.
     """
 
     def __init__(self) -> None:
         self._last: _Sample | None = None
 
     def busy_cores(self) -> float | None:
-        """Cores' worth of CPU other programs used since the last call (None where /proc/stat is unavailable)."""
+        """Cores' worth of CPU other programs used since the last call (None where /proc/stat is
+        unavailable)."""
         first = self._last is None
         if first:
             self._last = _sample()
@@ -249,8 +256,8 @@ MAX_FORCED_THREADS = 1024  # far beyond any core count a writer has; torch refus
 
 
 def _int_env(name: str) -> int:
-    """A thread count from the environment; 0 (the policy decides) when unset or unusable, with a notice naming
-    the reason for an unusable one (engine/env.py)."""
+    """A thread count from the environment; 0 (the policy decides) when unset or unusable, with a notice
+    naming the reason for an unusable one (engine/env.py)."""
     from engine.env import env_int
 
     return env_int(name, 0, low=1, high=MAX_FORCED_THREADS, meaning="the thread policy decides")
@@ -290,8 +297,9 @@ def model_bytes(model: object) -> int:
 
 
 def limit_interop_threads() -> None:
-    """One inter-op thread: Letterpress never runs independent ops in parallel, and each extra pool thread is one
-    more runnable thread on a busy machine. Only possible before torch's first parallel work; later it is a no-op."""
+    """One inter-op thread: Letterpress never runs independent ops in parallel, and each extra pool thread is
+    one more runnable thread on a busy machine. Only possible before torch's first parallel work; later it is
+    a no-op."""
     import torch
 
     try:

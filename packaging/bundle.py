@@ -130,8 +130,9 @@ PY_EXCLUDES = (
     "huggingface_hub.commands",
 )
 
-# The transformers model families Letterpress runs: DiffusionGemma, the Gemma 4 configs/tokenizer it builds on,
-# and the auto classes. Every other `transformers.models.*` (hundreds of families, ~100 MB of source) is excluded.
+# The transformers model families Letterpress runs: DiffusionGemma, the Gemma 4 configs/tokenizer it builds
+# on, and the auto classes. Every other `transformers.models.*` (hundreds of families, ~100 MB of source) is
+# excluded.
 TRANSFORMERS_MODELS_KEPT = ("auto", "diffusion_gemma", "gemma", "gemma4", "encoder_decoder")
 
 # Packages whose submodules are imported lazily (inside functions or through transformers' lazy module), so
@@ -251,7 +252,8 @@ def _forbidden_qt(name: str) -> bool:
 
 
 def audit_bundle(bundle_dir: str | os.PathLike[str]) -> list[str]:
-    """Every reason the built folder must not ship: pickle files, excluded Qt modules, test or header trees."""
+    """Every reason the built folder must not ship: pickle files, excluded Qt modules, test or header
+    trees."""
     root = Path(bundle_dir)
     if not root.is_dir():
         return [f"{root} does not exist"]

@@ -4,9 +4,9 @@ It turns the selection/cursor into an immutable request with a new id, sends it 
 request wins), drops events of requests it no longer cares about, feeds the ghost painter, and applies accepts
 (all, next word, next line) as exactly one undo step each.
 
-The suggestion's region is held by two live `QTextCursor`s, so it moves with edits made elsewhere. An edit that
-touches the region (typing at a draft's anchor, changing the selected text of a rewrite, undoing a partial
-accept) cancels and removes the suggestion; the writer's text is never overwritten.
+The suggestion's region is held by two live `QTextCursor`s, so it moves with edits made elsewhere. An edit
+that touches the region (typing at a draft's anchor, changing the selected text of a rewrite, undoing a
+partial accept) cancels and removes the suggestion; the writer's text is never overwritten.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class Assistant(QObject):
         """Draw `hook(suggestion, content)` over every ghost shown from now on (in the order added)."""
         self.view_hooks.append(hook)
 
-    # -- what the window asks ---------------------------------------------------------------------------------------
+    # -- what the window asks --------------------------------------------------------------------------------
 
     @property
     def state(self) -> GhostState:
@@ -172,7 +172,7 @@ class Assistant(QObject):
                 log.exception("rewrite presets unavailable")
         return dict(REWRITE_PRESETS)
 
-    # -- requests -----------------------------------------------------------------------------------------------------
+    # -- requests --------------------------------------------------------------------------------------------
 
     def draft(self, instruction: str = "") -> int | None:
         """Draft new text at the cursor (after the selection, if there is one)."""
@@ -205,8 +205,8 @@ class Assistant(QObject):
         return self._sug
 
     def rewrite(self, instruction: str, strength: float | None = None) -> int | None:
-        """Rewrite the selection following `instruction` (a preset's text or the writer's own); `strength` (the
-        share re-noised) defaults to what `defaults` remembers for that instruction, else 1.0."""
+        """Rewrite the selection following `instruction` (a preset's text or the writer's own); `strength`
+        (the share re-noised) defaults to what `defaults` remembers for that instruction, else 1.0."""
         cursor = self.editor.textCursor()
         if not cursor.hasSelection() or not _plain(selected_text(cursor)).strip():
             key = self._key("rewrite")
@@ -231,8 +231,8 @@ class Assistant(QObject):
         return self._start(request, "rewrite", s, e, "below", f"Rewriting: {_brief(request.instruction)}…")
 
     def restart(self, request: Request) -> int | None:
-        """Run `request` over the current suggestion's region (re-roll, pins, a new strength), keeping the shown
-        text in place until the first new step lands (no flash of an empty ghost)."""
+        """Run `request` over the current suggestion's region (re-roll, pins, a new strength), keeping the
+        shown text in place until the first new step lands (no flash of an empty ghost)."""
         old = self._sug
         if old is None:
             return None
@@ -269,7 +269,7 @@ class Assistant(QObject):
             f"{what}: {_brief(instruction)}…" if instruction.strip() else f"{what}…",
         )
 
-    # -- accept / dismiss / alternatives ------------------------------------------------------------------------------
+    # -- accept / dismiss / alternatives ---------------------------------------------------------------------
 
     def accept_all(self) -> bool:
         return self._accept("all")
@@ -294,7 +294,7 @@ class Assistant(QObject):
     def previous_alternative(self) -> bool:
         return self._cycle(-1)
 
-    # -- internals: requests ---------------------------------------------------------------------------------------
+    # -- internals: requests ---------------------------------------------------------------------------------
 
     def _start(self, request: Request, kind: Kind, s: int, e: int, layout: Layout, activity: str = "") -> int:
         if self._sug is not None:
@@ -351,8 +351,9 @@ class Assistant(QObject):
         return 128
 
     def _context(self, s: int, e: int) -> tuple[str, str]:
-        """The whole document before and after the region: the engine sizes it in tokens to the model's context
-        (keeping the document's beginning and the text nearest the region) and its notice says what was left out."""
+        """The whole document before and after the region: the engine sizes it in tokens to the model's
+        context (keeping the document's beginning and the text nearest the region) and its notice says what
+        was left out."""
         last = self.editor.document().characterCount() - 1
         return self._text(0, s), self._text(e, last)
 
@@ -366,7 +367,7 @@ class Assistant(QObject):
         last = self.editor.document().characterCount() - 1
         return self._text(max(0, s - PROBE_CHARS), min(last, e + PROBE_CHARS))
 
-    # -- internals: events --------------------------------------------------------------------------------------------
+    # -- internals: events -----------------------------------------------------------------------------------
 
     def _current(self, request_id: int) -> _Suggestion | None:
         sug = self._sug
@@ -399,8 +400,9 @@ class Assistant(QObject):
         sug.running = False
         finals: list[tuple[Span, ...]] = []
         scores: list[float] = []
-        # The engine may return its rows reordered (an infill best first) or fewer (duplicates dropped): match each
-        # candidate to the row the steps showed with the same text, so its words, confidences and pins survive.
+        # The engine may return its rows reordered (an infill best first) or fewer (duplicates dropped): match
+        # each candidate to the row the steps showed with the same text, so its words, confidences and pins
+        # survive.
         rows = {"".join(s.text for s in shown): shown for shown in reversed(sug.alternatives)}
         for cand in result.candidates:
             if not cand.text.strip():
@@ -437,7 +439,7 @@ class Assistant(QObject):
         self._show()
         self.message.emit(message)
 
-    # -- internals: edits ---------------------------------------------------------------------------------------------
+    # -- internals: edits ------------------------------------------------------------------------------------
 
     @Slot(int, int, int)
     def _on_contents_change(self, pos: int, removed: int, added: int) -> None:
@@ -463,8 +465,8 @@ class Assistant(QObject):
         """Accept all, the next word or the next visual line of the visible alternative, as one undo step.
 
         The region (the original of a rewrite or infill, or the draft's anchor) is replaced by the accepted
-        prefix joined to the writer's text (`app.assist.joins`); what is left stays as ghost text right after it. So
-        the document only ever holds the original, or the original's region replaced by a prefix of the
+        prefix joined to the writer's text (`app.assist.joins`); what is left stays as ghost text right after
+        it. So the document only ever holds the original, or the original's region replaced by a prefix of the
         alternative: never both side by side.
         """
         sug = self._sug
@@ -483,7 +485,8 @@ class Assistant(QObject):
         complete = chunk == text
         if not complete and chunk.rstrip(" \t").strip():
             # A visual line ends with the space where it wrapped (the real engine's words keep their trailing
-            # space): that space stays with the ghost, so it never doubles the writer's own space after the region.
+            # space): that space stays with the ghost, so it never doubles the writer's own space after the
+            # region.
             chunk = chunk.rstrip(" \t")
         accepted = sug.accepted + chunk
         s, e = sug.full()
@@ -510,7 +513,8 @@ class Assistant(QObject):
             cursor.endEditBlock()
         finally:
             self._muted = False
-        self.editor.seal_undo_step()  # what the writer types next is its own undo step, not part of this accept
+        # what the writer types next is its own undo step, not part of this accept
+        self.editor.seal_undo_step()
         sug.start.setPosition(s)
         sug.end.setPosition(s + units(new))
         caret = QTextCursor(self.editor.document())
@@ -575,7 +579,7 @@ class Assistant(QObject):
         if publish:
             self._set_state("idle")
 
-    # -- internals: view ----------------------------------------------------------------------------------------------
+    # -- internals: view -------------------------------------------------------------------------------------
 
     def _set_state(self, state: GhostState) -> None:
         changed = state != self._state
@@ -618,8 +622,8 @@ class Assistant(QObject):
 
     def _drawn_spans(self, sug: _Suggestion) -> tuple[Span, ...]:
         """The spans as Tab would insert them at the region's leading edge: an inline ghost right after a word
-        or a full stop gets the joining space Tab adds ("ships." + "rey" is drawn "ships. rey", not glued), and
-        loses a leading space Tab would drop after the writer's own space."""
+        or a full stop gets the joining space Tab adds ("ships." + "rey" is drawn "ships. rey", not glued),
+        and loses a leading space Tab would drop after the writer's own space."""
         spans = sug.spans
         if sug.layout != "inline" or sug.accepted or not spans:
             return spans
@@ -666,9 +670,9 @@ def _offered(rows: list[tuple[Span, ...]], wanted: int) -> list[tuple[Span, ...]
 
 def _next_word(text: str) -> str:
     """The next word of `text` with the whitespace before it: up to the next space in spaced scripts ("night."
-    stays whole), but at a Unicode word boundary inside Chinese or Japanese, which have no spaces (the space rule
-    took the whole suggestion at once); there a word is what Ctrl+Right moves the caret over in the editor, and
-    closing punctuation goes with it."""
+    stays whole), but at a Unicode word boundary inside Chinese or Japanese, which have no spaces (the space
+    rule took the whole suggestion at once); there a word is what Ctrl+Right moves the caret over in the
+    editor, and closing punctuation goes with it."""
     match = _WORD.match(text)
     if match is None:
         return text

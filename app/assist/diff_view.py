@@ -1,10 +1,12 @@
-"""A rewrite as a word-level diff against the original: deleted words struck through, inserted words highlighted.
+"""A rewrite as a word-level diff against the original: deleted words struck through, inserted words
+highlighted.
 
 Today's rewrite view strikes the original in the document and shows the new text in a card below it. The diff
-view keeps that card but fills it with the merge of both texts, word by word (difflib's longest matching blocks
-over whitespace-separated words, compared exactly): words kept are plain, words removed are struck through in
-red, words added are highlighted, so a light rewrite reads as the handful of changes it is. The new words keep
-their confidence shading and pins. It is a view only: Tab still inserts the new text, never the diff.
+view keeps that card but fills it with the merge of both texts, word by word (difflib's longest matching
+blocks over whitespace-separated words, compared exactly): words kept are plain, words removed are struck
+through in red, words added are highlighted, so a light rewrite reads as the handful of changes it is. The new
+words keep their confidence shading and pins. It is a view only: Tab still inserts the new text, never the
+diff.
 """
 
 from __future__ import annotations
@@ -139,7 +141,8 @@ def word_diff_after(original: str, accepted: str, new: tuple[Span, ...]) -> Word
 
 
 def _spaced(spans: list[Span], styles: list[str]) -> list[Span]:
-    """Deleted words separated from their neighbours by one space (whichever side the new words put theirs)."""
+    """Deleted words separated from their neighbours by one space (whichever side the new words put
+    theirs)."""
     out = list(spans)
     for i, style in enumerate(styles):
         if style != "deleted":
@@ -156,8 +159,8 @@ def _spaced(spans: list[Span], styles: list[str]) -> list[Span]:
 def diff_hook(
     enabled: Callable[[], bool], on_diff: Callable[[WordDiff | None], None] | None = None
 ) -> Callable[[Any, GhostContent], GhostContent]:
-    """An `Assistant.view_hooks` entry: rewrites are shown as a diff while `enabled()` says so; `on_diff` hears
-    the diff drawn (or None), so a click on a drawn word can be mapped back to the suggestion's word."""
+    """An `Assistant.view_hooks` entry: rewrites are shown as a diff while `enabled()` says so; `on_diff`
+    hears the diff drawn (or None), so a click on a drawn word can be mapped back to the suggestion's word."""
 
     def hook(sug: Any, content: GhostContent) -> GhostContent:
         if sug.kind != "rewrite" or content.error or not sug.original or not content.spans or not enabled():

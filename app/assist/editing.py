@@ -1,10 +1,10 @@
 """Editing only a diffusion model can do, wired into the main window: rewrite strength, re-roll the uncertain
 words, pin words, a word-level diff of a rewrite, and the alternatives side by side.
 
-One controller per window, installed by `MainWindow` with one line. It adds its own actions (all named, so tests
-and automation find them), menu entries (so the command palette lists them), a toolbar dial, a right-click
-submenu and a dock panel, and talks to the `Assistant` only through its small public surface (the window's
-`request_defaults` for the strength per instruction, `add_view_hook`, `restart`, `show_alternative`,
+One controller per window, installed by `MainWindow` with one line. It adds its own actions (all named, so
+tests and automation find them), menu entries (so the command palette lists them), a toolbar dial, a
+right-click submenu and a dock panel, and talks to the `Assistant` only through its small public surface (the
+window's `request_defaults` for the strength per instruction, `add_view_hook`, `restart`, `show_alternative`,
 `suggestion`). The requests it sends are ordinary engine requests
 with a warm canvas (`engine.api.WarmStart`): pinned words come back exactly because the engine pins them.
 """
@@ -384,7 +384,8 @@ class DiffusionEditing(QObject):
         return self.pins.sync((sug.request_id, sug.index), sug.spans)
 
     def _fresh(self, sug: Any) -> DraftRequest | RewriteRequest | InfillRequest | None:
-        """The suggestion's request, if the document still matches it (nothing accepted, context unchanged)."""
+        """The suggestion's request, if the document still matches it (nothing accepted, context
+        unchanged)."""
         if sug is None or not isinstance(sug.request, (DraftRequest, RewriteRequest, InfillRequest)):
             return None
         request = sug.request
@@ -486,7 +487,8 @@ class DiffusionEditing(QObject):
             self._sync_levels()
 
     def _key(self, name: str, default: str | None = None) -> str:
-        """The key the writer bound to `keys.<name>` ("" for none), so hints never name a key that does nothing."""
+        """The key the writer bound to `keys.<name>` ("" for none), so hints never name a key that does
+        nothing."""
         return str(self._setting(f"keys.{name}", default_key(name) if default is None else default))
 
     def _pinned_hint(self, word: str) -> str:

@@ -1,4 +1,5 @@
-"""The bridge to the engine: one worker thread owns the engine and the model; the UI thread only sends requests.
+"""The bridge to the engine: one worker thread owns the engine and the model; the UI thread only sends
+requests.
 
 Requests go in through a queue as immutable objects. Step events, results, errors and load progress come back
 as Qt signals that are always emitted on the UI thread (the worker emits private signals that are queued to
@@ -83,14 +84,16 @@ _STOP = object()
 
 
 def _no_collector_pauses() -> contextlib.AbstractContextManager[None]:
-    """`engine.threads.no_collector_pauses` (torch-free): the load's million objects never trigger a full GC."""
+    """`engine.threads.no_collector_pauses` (torch-free): the load's million objects never trigger a full
+    GC."""
     from engine.threads import no_collector_pauses
 
     return no_collector_pauses()
 
 
 class EngineHost(QObject):
-    """Owns the engine thread. All public signals arrive on the thread that created the host (the UI thread)."""
+    """Owns the engine thread. All public signals arrive on the thread that created the host (the UI
+    thread)."""
 
     stepped = Signal(object)  # StepEvent
     finished = Signal(object)  # Result
@@ -181,7 +184,8 @@ class EngineHost(QObject):
 
     @property
     def wanted_backend(self) -> str:
-        """ "local" or "server": where the UI last asked requests to go (the engine thread follows in order)."""
+        """ "local" or "server": where the UI last asked requests to go (the engine thread follows in
+        order)."""
         return self._wanted
 
     @property

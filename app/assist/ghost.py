@@ -1,17 +1,17 @@
 """The ghost-text painter: draws a suggestion over the editor without ever touching the document.
 
 Draft and gap infill are drawn inline, starting exactly at the anchor and wrapping like the text; a rewrite
-(or an infill that replaces a selection) dims and strikes through the original and shows the new text in a card
-directly below it. Each word is shaded by the model's confidence, so the writer watches the text settle.
+(or an infill that replaces a selection) dims and strikes through the original and shows the new text in a
+card directly below it. Each word is shaded by the model's confidence, so the writer watches the text settle.
 
 Repaints are throttled to about one per frame: `show` only stores the newest content and arms a 16 ms timer;
 the paint always uses the newest content, so the last step always lands and nothing is cleared between steps
 (no flicker).
 
 Pinned words (kept by the writer or by a re-roll, `Span.pinned`) are drawn solid on a tinted box with an
-underline; a word-level diff (`GhostContent.styles`, see `app.assist.diff_view`) draws deleted words struck through in
-red and inserted words on a green highlight. `hit(point)` says which word of the ghost is under a point, so a
-click can pin it.
+underline; a word-level diff (`GhostContent.styles`, see `app.assist.diff_view`) draws deleted words struck
+through in red and inserted words on a green highlight. `hit(point)` says which word of the ghost is under a
+point, so a click can pin it.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class GhostPainter(QObject):
         self._timer.timeout.connect(self._repaint)
         editor.overlay_painters.append(self.paint)
 
-    # -- content --------------------------------------------------------------------------------------------------
+    # -- content ---------------------------------------------------------------------------------------------
 
     def show(self, content: GhostContent, region: Callable[[], tuple[int, int]]) -> None:
         """Show (or update) the ghost; cheap, so it can be called at every denoising step."""
@@ -140,7 +140,7 @@ class GhostPainter(QObject):
         selection.format = fmt
         self.editor.setExtraSelections([selection])
 
-    # -- colour ------------------------------------------------------------------------------------------------------
+    # -- colour ----------------------------------------------------------------------------------------------
 
     def ghost_background(self) -> QColor:
         """What ghost words are painted on: the editor's base with the accent wash over it."""
@@ -151,7 +151,8 @@ class GhostPainter(QObject):
 
     def alpha_range(self) -> tuple[float, float]:
         """Ink alpha of the least and the most confident word: the floor is the faintest ink that still
-        reaches `MIN_CONTRAST` on this palette's ghost background (computed, so every theme stays readable)."""
+        reaches `MIN_CONTRAST` on this palette's ghost background (computed, so every theme stays
+        readable)."""
         ink = self.editor.palette().color(QPalette.ColorRole.Text)
         key = (ink.rgba(), self.ghost_background().rgba())
         if key not in self._floors:  # once per palette, not per paint
@@ -160,16 +161,18 @@ class GhostPainter(QObject):
         return floor, max(TOP_ALPHA, floor)
 
     def faintest_contrast(self) -> float:
-        """Contrast ratio of a zero-confidence ghost word against its background (what the writer must read)."""
+        """Contrast ratio of a zero-confidence ghost word against its background (what the writer must
+        read)."""
         ink = QColor(self.editor.palette().color(QPalette.ColorRole.Text))
         ink.setAlphaF(self.alpha_range()[0])
         bg = self.ghost_background()
         return contrast(over(ink, ink.alphaF(), bg), bg)
 
-    # -- geometry ----------------------------------------------------------------------------------------------------
+    # -- geometry --------------------------------------------------------------------------------------------
 
     def _geometry(self, content: GhostContent) -> _Geometry:
-        """Where the ghost's first line starts and how wide its lines may run (shared by paint and line accept)."""
+        """Where the ghost's first line starts and how wide its lines may run (shared by paint and line
+        accept)."""
         editor = self.editor
         _start, end = self.region()
         font = QFont(editor.font())
@@ -204,7 +207,7 @@ class GhostPainter(QObject):
                 return end
         return len(text)
 
-    # -- painting ----------------------------------------------------------------------------------------------------
+    # -- painting --------------------------------------------------------------------------------------------
 
     def paint(self, painter: QPainter) -> None:
         content = self.content
@@ -278,7 +281,8 @@ class GhostPainter(QObject):
         if content.badge:
             lx, ly, rx = lines[-1] if lines else (x0, y0, x0)
             bottom = max(bottom, self._paint_badge(painter, content.badge, rx + 8, ly, right, line_h, pal))
-        # Room below the paragraph for what does not fit on the anchor's line: nothing the writer wrote is hidden.
+        # Room below the paragraph for what does not fit on the anchor's line: nothing the writer wrote is
+        # hidden.
         editor.reserve_below(end, bottom - paragraph_bottom + 2 if bottom > paragraph_bottom else 0)
 
     def _paint_badge(

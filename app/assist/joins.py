@@ -1,11 +1,12 @@
-"""How an accepted suggestion meets the writer's text: whitespace at both ends of the region, fixed on our side.
+"""How an accepted suggestion meets the writer's text: whitespace at both ends of the region, fixed on our
+side.
 
-A model's rewrite or infill usually starts with a space (the tokenizer's word boundary), a draft may start with a
-word right after the writer's last word, and a rewrite of a selection that ended a paragraph may come back
-without the paragraph break. `join` decides what the region holds for an accepted prefix of a suggestion, so the
-document reads as if a person had typed it: no doubled spaces, no glued words, no lost paragraph break, no space
-left before a newline. It only ever shapes the suggestion's own text; the writer's characters outside the region
-are never touched (the caller replaces the region and nothing else).
+A model's rewrite or infill usually starts with a space (the tokenizer's word boundary), a draft may start
+with a word right after the writer's last word, and a rewrite of a selection that ended a paragraph may come
+back without the paragraph break. `join` decides what the region holds for an accepted prefix of a suggestion,
+so the document reads as if a person had typed it: no doubled spaces, no glued words, no lost paragraph break,
+no space left before a newline. It only ever shapes the suggestion's own text; the writer's characters outside
+the region are never touched (the caller replaces the region and nothing else).
 
 Pure functions of strings (no Qt), so the rules are tested directly and the window tests check their effect.
 """
@@ -36,7 +37,8 @@ class Joined:
 
 
 def _wordlike(ch: str) -> bool:
-    """A letter or digit of a script that separates words with spaces (not CJK, whose words are not spaced)."""
+    """A letter or digit of a script that separates words with spaces (not CJK, whose words are not
+    spaced)."""
     return bool(ch) and ch.isalnum() and unicodedata.east_asian_width(ch) not in ("W", "F")
 
 
@@ -59,9 +61,10 @@ def join(left: str, text: str, right: str, *, original: str = "", complete: bool
     """The region's text for the accepted `text`, between the writer's `left` and `right` characters.
 
     `left`/`right`: the document's character just before / just after the region ("" at a document edge).
-    `original`: what the region held before (the selection a rewrite or infill replaces; "" for a draft), whose
-    paragraph breaks at either end are kept. `complete`: `text` is the whole suggestion (its end meets `right`);
-    otherwise a ghost still continues after it and only a separator is added so nothing reads glued meanwhile.
+    `original`: what the region held before (the selection a rewrite or infill replaces; "" for a draft),
+    whose paragraph breaks at either end are kept. `complete`: `text` is the whole suggestion (its end meets
+    `right`); otherwise a ghost still continues after it and only a separator is added so nothing reads glued
+    meanwhile.
     """
     o_lead, o_rest = _split_lead(original)
     o_trail = _split_trail(o_rest)[1] if o_rest else ""

@@ -17,8 +17,9 @@ from engine.api import DraftRequest, InfillRequest, Request, RewriteRequest, Spa
 
 
 def pin_ranges(spans: Sequence[Span], indices: Iterable[int]) -> tuple[tuple[int, int], ...]:
-    """Character ranges of `"".join(spans)` to pin for the spans at `indices`: each word with the one space just
-    before it (where the tokenizer puts a word's space), never its trailing whitespace or a line break."""
+    """Character ranges of `"".join(spans)` to pin for the spans at `indices`: each word with the one space
+    just before it (where the tokenizer puts a word's space), never its trailing whitespace or a line
+    break."""
     wanted = set(indices)
     full = "".join(s.text for s in spans)
     ranges: list[tuple[int, int]] = []
@@ -58,7 +59,8 @@ class PinSet:
         self._key: tuple[Hashable, str] | None = None
 
     def sync(self, key: Hashable, spans: Sequence[Span]) -> set[int]:
-        """The pins for `spans` of suggestion `key`; new text starts from the spans the engine reports pinned."""
+        """The pins for `spans` of suggestion `key`; new text starts from the spans the engine reports
+        pinned."""
         text = "".join(s.text for s in spans)
         if self._key != (key, text):
             self._key = (key, text)

@@ -1,7 +1,7 @@
 """The rewrite presets' labels as menus, the strength dial and the palette show them.
 
-Both the window (which builds the preset menu) and diffusion editing (the dial) read them; they live here, below
-both, so neither imports the other.
+Both the window (which builds the preset menu) and diffusion editing (the dial) read them; they live here,
+below both, so neither imports the other.
 """
 
 from __future__ import annotations

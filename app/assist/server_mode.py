@@ -1,10 +1,11 @@
-"""Writing with a server: Model ▸ Use a server… and Model ▸ Use the local model, the status bar's "Server: host ·
-model" (always in view while text goes to a server), and the capability record driving the editing controls.
+"""Writing with a server: Model ▸ Use a server… and Model ▸ Use the local model, the status bar's "Server:
+host · model" (always in view while text goes to a server), and the capability record driving the editing
+controls.
 
 The server's URL and model are settings (`server.url`, `server.model`); its API key lives in the OS keychain
 (`app.platform.keychain`), never in the settings file. Before the first connection the network guard is opened
-for that host and port only (`app.platform.privacy.allow_server`); switching back closes it again. With no server
-configured nothing here touches the network. Plain http:// to another machine warns once per URL.
+for that host and port only (`app.platform.privacy.allow_server`); switching back closes it again. With no
+server configured nothing here touches the network. Plain http:// to another machine warns once per URL.
 """
 
 from __future__ import annotations

@@ -277,7 +277,8 @@ COMMANDS: tuple[Command, ...] = (
         "menuView",
         ("Ctrl+Shift+D",),
         tip=(
-            "Show a rewrite as deleted (struck) and inserted (highlighted) words instead of the new text below"
+            "Show a rewrite as deleted (struck) and inserted "
+            "(highlighted) words instead of the new text below"
         ),
         toolbar="toolbarEditing",
         icon_text="Word diff",
@@ -428,7 +429,8 @@ def by_setting(setting: str) -> Command:
 
 
 def canonical(key: str) -> str:
-    """One spelling per key press ("Shift+Backtab", "Backtab" -> "Shift+Tab"; "Ctrl+Enter" -> "Ctrl+Return")."""
+    """One spelling per key press ("Shift+Backtab", "Backtab" -> "Shift+Tab"; "Ctrl+Enter" ->
+    "Ctrl+Return")."""
     return _CANONICAL.get(key, key)
 
 

@@ -1,4 +1,5 @@
-"""Every user setting in one place: declared with type, default and bounds; stored as TOML; a `changed` signal.
+"""Every user setting in one place: declared with type, default and bounds; stored as TOML; a `changed`
+signal.
 
 The file lives in the platformdirs user config folder (`settings.toml`) and is meant to be read and edited by
 people. A value that is missing, of the wrong type or out of bounds is replaced by its default and reported in
@@ -44,20 +45,21 @@ FILE_NAME = "settings.toml"
 MAX_FILE_BYTES = 4 * 1024**2  # a settings file is a few KB; anything larger is not one
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Folders
 # (they live in app.platform.folders, below the settings, so the log and lock code can use them too)
 
 _default_config_dir = config_dir
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Declarations
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting: its key (`section.name`, which is also where it sits in the TOML file), type and limits."""
+    """One setting: its key (`section.name`, which is also where it sits in the TOML file), type and
+    limits."""
 
     key: str
     type: type
@@ -163,8 +165,8 @@ SETTINGS: tuple[Setting, ...] = (
         "Server model",
         help="The model of the server to use (empty: the first it lists).",
     ),
-    # 0: the model's own steps (its generation_config's max_denoising_steps: the demo's 12, DiffusionGemma's 48);
-    # Settings shows that number instead of a constant that one model does not run.
+    # 0: the model's own steps (its generation_config's max_denoising_steps: the demo's 12, DiffusionGemma's
+    # 48); Settings shows that number instead of a constant that one model does not run.
     Setting(
         "denoise.steps",
         int,
@@ -255,12 +257,13 @@ def defaults() -> dict[str, Any]:
     return {s.key: s.coerce(s.default) for s in SETTINGS}
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The live settings object
 
 
 class Settings(QObject):
-    """The current settings; `set`/`update` validate, save and emit `changed(key, value)` for each changed key."""
+    """The current settings; `set`/`update` validate, save and emit `changed(key, value)` for each changed
+    key."""
 
     changed = Signal(str, object)
 
@@ -313,7 +316,8 @@ class Settings(QObject):
         self.update({key: value})
 
     def update(self, changes: Mapping[str, Any]) -> None:
-        """Change several settings at once (all or nothing), save once, then emit `changed` per changed key."""
+        """Change several settings at once (all or nothing), save once, then emit `changed` per changed
+        key."""
         merged = dict(self._values)
         for key, value in changes.items():
             setting = BY_KEY.get(key)
@@ -362,7 +366,10 @@ class Settings(QObject):
             self.save_failure = ""
             return True
         except OSError as exc:
-            msg = f"Settings could not be saved to {self.path} ({exc.strerror or exc}); they apply until you quit."
+            msg = (
+                f"Settings could not be saved to {self.path} "
+                f"({exc.strerror or exc}); they apply until you quit."
+            )
             log.warning(msg)
             self.problems.append(msg)
             self.save_failure = msg
@@ -442,7 +449,8 @@ class Settings(QObject):
             log.warning("settings: %s", problem)
 
 
-# Keys the app binds for itself: an assistant key may not take one of them (the other command would stop working).
+# Keys the app binds for itself: an assistant key may not take one of them (the other command would stop
+# working).
 RESERVED_KEYS: dict[str, str] = commands.reserved_keys()
 
 
@@ -478,7 +486,8 @@ def key_problem(text: str) -> str:
 
 def key_clash(values: Mapping[str, Any], changed: Iterable[str] = ()) -> str:
     """A sentence naming the first clash between assistant keys, or with a key the app keeps ("" when none).
-    Keys in `changed` (what the writer just set) are checked last, so the sentence names the one they chose."""
+    Keys in `changed` (what the writer just set) are checked last, so the sentence names the one they
+    chose."""
     owner: dict[str, str] = {}
     fresh = set(changed)
     for s in sorted((s for s in SETTINGS if s.kind == "key"), key=lambda s: s.key in fresh):
@@ -567,14 +576,15 @@ def _shown(value: Any) -> str:
     return shorten_words(text, 80)  # ends at a word
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Writing TOML (tomlkit: the standard library only reads it, and a rewrite must keep what the writer typed)
 
 
 def to_toml(values: Mapping[str, Any], existing: str = "") -> str:
     """Settings as a TOML document. With `existing` (the file as it is now) only the values change: the
     writer's comments, layout, unknown keys and unknown [sections] stay as they were. Without it (or when it
-    is not valid TOML), a fresh document, one [section] per group in declaration order, with short comments."""
+    is not valid TOML), a fresh document, one [section] per group in declaration order, with short
+    comments."""
     doc = _parse_keeping(existing) if existing.strip() else None
     if doc is None:
         doc = _fresh_document(values)

@@ -1,14 +1,14 @@
-"""The document brief: a short per-document note (style, audience, names, facts to respect) that every assistant
-request for that document carries in its prompt.
+"""The document brief: a short per-document note (style, audience, names, facts to respect) that every
+assistant request for that document carries in its prompt.
 
 It is edited from `Assist ▸ Document brief…` and never written into the document itself: it lives beside the
-recovery data, in `<data>/briefs/<key>.json`, one file per document, written atomically the moment the dialog is
-accepted. The key is the one recovery uses to tell documents apart: a saved document's path (hashed into a file
-name), or for an untitled document the window's recovery session (the stem of its autosave file), so a brief
-comes back after a restart with the file it belongs to, or with the recovered copy of an untitled document.
-Saving an untitled document under a name carries its brief along; discarding it drops the brief. Saving any
-document under a new name writes that name's brief anew (the document's own, or none), so a file saved over
-one that once had another document's brief never gets that brief back after a restart.
+recovery data, in `<data>/briefs/<key>.json`, one file per document, written atomically the moment the dialog
+is accepted. The key is the one recovery uses to tell documents apart: a saved document's path (hashed into a
+file name), or for an untitled document the window's recovery session (the stem of its autosave file), so a
+brief comes back after a restart with the file it belongs to, or with the recovered copy of an untitled
+document. Saving an untitled document under a name carries its brief along; discarding it drops the brief.
+Saving any document under a new name writes that name's brief anew (the document's own, or none), so a file
+saved over one that once had another document's brief never gets that brief back after a restart.
 
 The loaded model limits a brief (`ModelInfo.brief_chars`: a quarter of what it reads beside a request; the
 demo reads 512 tokens, where a 1,500-character brief left no room for the text and every request failed). The
@@ -138,7 +138,8 @@ class BriefStore:
             return salvaged
 
     def save(self, key: str, text: str, path: str | None = None) -> bool:
-        """Write (or, for an empty brief, remove) the brief; False when the disk refused (the caller says so)."""
+        """Write (or, for an empty brief, remove) the brief; False when the disk refused (the caller says
+        so)."""
         if not text.strip():
             self.remove(key)
             return True
@@ -195,7 +196,8 @@ def _salvage(raw: bytes) -> str:
 
 
 def session_alive(recovery_folder: Path, session: str) -> bool:
-    """The recovery session's lock is held (app.documents.recovery): true wherever its PID is not visible or reused."""
+    """The recovery session's lock is held (app.documents.recovery): true wherever its PID is not visible or
+    reused."""
     return is_locked(recovery_folder / f"{session}.lock")
 
 
@@ -214,7 +216,8 @@ def _alive(pid: int) -> bool:
 
 
 class BriefController(QObject):
-    """The current document's brief: follows the document controller (open, new, save as, discard, restore)."""
+    """The current document's brief: follows the document controller (open, new, save as, discard,
+    restore)."""
 
     changed = Signal(str)  # the brief text
     limitChanged = Signal()  # the loaded model changed how much of a brief it reads
@@ -237,7 +240,7 @@ class BriefController(QObject):
         if documents is not None:
             self.connect_document(documents)
 
-    # -- what the assistant and the dialog use ----------------------------------------------------------------
+    # -- what the assistant and the dialog use ---------------------------------------------------------------
 
     @property
     def text(self) -> str:
@@ -290,7 +293,7 @@ class BriefController(QObject):
             self.saved_brief.emit()
         return ok
 
-    # -- following the document ---------------------------------------------------------------------------------
+    # -- following the document ------------------------------------------------------------------------------
 
     def connect_document(self, documents: QObject) -> None:
         documents.saved.connect(self._on_saved)  # type: ignore[attr-defined]
@@ -353,8 +356,8 @@ class BriefDialog(QDialog):
         self.setWindowTitle("Document brief")
         layout = QVBoxLayout(self)
         intro = QLabel(
-            "A note the assistant reads with every request for this document: style, audience, names, facts to "
-            "respect. It is kept beside the document, not written into it."
+            "A note the assistant reads with every request for this document: style, audience, names, facts "
+            "to respect. It is kept beside the document, not written into it."
         )
         intro.setWordWrap(True)
         layout.addWidget(intro)

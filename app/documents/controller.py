@@ -8,9 +8,10 @@ unsaved work is closed. Dialog calls are attributes (`ask_unsaved`, `choose_open
 instead of clicking modal boxes.
 
 What a save and an open guard against, and where it lives: exact bytes and per-line endings
-(`app.documents.line_endings`), links and file modes (`write_text_file`, `app.platform.atomic`), changes made on disk by other
-programs (`app.documents.external_change`), one file, one editor (`app.documents.one_editor`, `app.platform.locks`), temporary files of an
-interrupted save (`save_journal`, kept by `app.documents.recovery`).
+(`app.documents.line_endings`), links and file modes (`write_text_file`, `app.platform.atomic`), changes made
+on disk by other programs (`app.documents.external_change`), one file, one editor (`app.documents.one_editor`,
+`app.platform.locks`), temporary files of an interrupted save (`save_journal`, kept by
+`app.documents.recovery`).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class DocumentError(Exception):
         self.message = message
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Reading and writing
 
 
@@ -88,8 +89,8 @@ class TextFile:
     """A document's text (newlines always "\\n") plus what is needed to write it back the way it was.
 
     `encoding` is a Python codec name; "utf-16-le/-be" and "utf-32-le/-be" files always carry their byte-order
-    mark, "utf-8-sig" is UTF-8 with one. `newline` is the dominant line ending (new lines get it); `raw` is the
-    text exactly as decoded from disk, so `encode_text` can give every untouched line its own ending back.
+    mark, "utf-8-sig" is UTF-8 with one. `newline` is the dominant line ending (new lines get it); `raw` is
+    the text exactly as decoded from disk, so `encode_text` can give every untouched line its own ending back.
     """
 
     text: str
@@ -122,7 +123,8 @@ def decode_text(data: bytes, name: str = "This file") -> TextFile:
     if encoding is None:
         if _looks_binary(data):
             raise DocumentError(
-                f"{name} is not a text file (it contains binary data). Letterpress opens .txt and .md documents."
+                f"{name} is not a text file (it contains binary "
+                "data). Letterpress opens .txt and .md documents."
             )
         encoding = "utf-8"
     elif encoding in _EXPLICIT_BOM:
@@ -132,8 +134,8 @@ def decode_text(data: bytes, name: str = "This file") -> TextFile:
     except UnicodeDecodeError as exc:
         raise DocumentError(
             f"{name} is not valid {encoding.upper().removesuffix('-SIG')} text (byte {exc.start} cannot be "
-            "read). It is probably in an older encoding such as Windows-1252 or Shift-JIS: open it in another "
-            "editor, save it as UTF-8 and open it again."
+            "read). It is probably in an older encoding such as Windows-1252 or Shift-JIS: open it in "
+            "another editor, save it as UTF-8 and open it again."
         ) from exc
     _, endings = split_lines(raw)
     return TextFile(normalise(raw), encoding, dominant(endings), raw)
@@ -210,7 +212,8 @@ def read_text_file(path: str | Path) -> TextFile:
 
 
 def encode_text(doc: TextFile) -> bytes:
-    """The bytes for `doc`: its own endings per line (see `app.documents.line_endings`), its encoding, its BOM."""
+    """The bytes for `doc`: its own endings per line (see `app.documents.line_endings`), its encoding, its
+    BOM."""
     text = restore_endings(doc.text, doc.raw, doc.newline)
     try:
         return _EXPLICIT_BOM.get(doc.encoding, b"") + text.encode(doc.encoding)
@@ -236,7 +239,8 @@ def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None
     Links are respected: a symbolic link is written through (the target is replaced atomically, next to the
     target, and the link stays a link); a file with several hard links is rewritten in place after a verified
     backup, so every name sees the new text. A new file gets the umask's default mode, an existing one keeps
-    its own. `on_temp` is told about every temporary file first (crash clean-up, see `app.documents.recovery`).
+    its own. `on_temp` is told about every temporary file first (crash clean-up, see
+    `app.documents.recovery`).
     """
     p = Path(path)
     real = Path(os.path.realpath(p))
@@ -321,12 +325,13 @@ def editor_text(editor: QPlainTextEdit) -> str:
     return real_text(editor.document())
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Recent files
 
 
 class RecentFiles:
-    """The most recently opened or saved documents, newest first, in a small JSON file (written atomically)."""
+    """The most recently opened or saved documents, newest first, in a small JSON file (written
+    atomically)."""
 
     def __init__(self, path: Path, limit: int = 10) -> None:
         self.path = path
@@ -359,7 +364,7 @@ class RecentFiles:
             log.warning("recent files list not saved: %s", exc.strerror or exc)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The File menu
 
 
@@ -430,7 +435,8 @@ class DocumentController(QObject):
         self.save_journal: SaveJournal | None = None  # the recovery manager: notes temp files of each save
         self.keep_copy: Callable[[str, str | None], Path] | None = None  # recovery copy before a reload
         self.ask_already_open: Callable[[str, str], OpenChoice] = self._ask_already_open_box
-        # A change made on disk by another program (app.documents.external_change): asked, compared, never overwritten.
+        # A change made on disk by another program (app.documents.external_change): asked, compared, never
+        # overwritten.
         self.ask_external_change: Callable[[str, bool], Resolution] = self._ask_external_change_box
         self.show_compare: Callable[[str, str, str], Resolution] = self._compare_dialog
         self._disk: DiskState | None = None
@@ -693,9 +699,9 @@ class DocumentController(QObject):
         return True
 
     def _unedited_text(self) -> str:
-        """The text to save. Qt's document cannot hold everything a file can (U+FDD0/U+FDD1 become line breaks,
-        a leading U+FEFF is dropped), so while the writer has not changed what the editor showed, the text as
-        read from disk is saved, keeping the file byte for byte."""
+        """The text to save. Qt's document cannot hold everything a file can (U+FDD0/U+FDD1 become line
+        breaks, a leading U+FEFF is dropped), so while the writer has not changed what the editor showed, the
+        text as read from disk is saved, keeping the file byte for byte."""
         text = self.text()
         if self.raw is not None and self._loaded is not None and text == self._loaded:
             return normalise(self.raw)
@@ -707,7 +713,8 @@ class DocumentController(QObject):
         self.editor.setPlainText(text)  # also clears the undo history: undo never crosses documents
         add_breaks(self.editor.document())  # over-long lines shown in ~4 K blocks (the text is unchanged)
         self.editor.document().setModified(False)
-        # What Qt made of the file's text (it can differ: see `_unedited_text`); None when `text` is not the file's.
+        # What Qt made of the file's text (it can differ: see `_unedited_text`); None when `text` is not the
+        # file's.
         self._loaded = self.text() if raw is not None and text == normalise(raw) else None
         self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
         note_document(path)  # the log hides its name from now on
@@ -719,7 +726,7 @@ class DocumentController(QObject):
         self.pathChanged.emit(str(path) if path else "")
         self._update_title()
 
-    # -- changes made on disk by others ------------------------------------------------------------------------
+    # -- changes made on disk by others ----------------------------------------------------------------------
 
     def reload(self) -> bool:
         """Read the document again from disk. Unsaved edits go to a recovery copy first (offered at the next
@@ -914,7 +921,8 @@ class DocumentController(QObject):
         self.window.activateWindow()
 
     def _close_guard(self) -> bool:
-        """The window's close guard: ask about unsaved work; once the window really closed, let the lock go."""
+        """The window's close guard: ask about unsaved work; once the window really closed, let the lock
+        go."""
         if not self.maybe_save():
             return False
         QTimer.singleShot(0, self._release_if_closed)
@@ -978,7 +986,8 @@ class DocumentController(QObject):
         answer = QMessageBox.question(
             self.window,
             "Replace file?",
-            f"“{target.name}” already exists in {target.parent}.\nDo you want to replace it with this document?",
+            f"“{target.name}” already exists in {target.parent}.\nDo "
+            "you want to replace it with this document?",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
             QMessageBox.StandardButton.Cancel,
         )

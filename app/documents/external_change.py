@@ -1,7 +1,7 @@
 """Noticing that another program changed or deleted the open document (sync clients, git, a second editor).
 
-`DiskState` is what we last knew of the file (size, modification time, SHA-256 of the bytes), taken when it was
-opened or saved. `compare` says whether the file is still that one; it is run right before every save and
+`DiskState` is what we last knew of the file (size, modification time, SHA-256 of the bytes), taken when it
+was opened or saved. `compare` says whether the file is still that one; it is run right before every save and
 whenever `ExternalChangeWatcher` (a `QFileSystemWatcher` on the file and its folder, so an atomic replace by
 another program is seen too) reports something. A touch that leaves the bytes alone is not a change.
 `diff_text` and `CompareDialog` show the writer what differs before they choose.
@@ -62,10 +62,10 @@ def disk_state(path: Path) -> DiskState | None:
 
 
 def compare(path: Path, known: DiskState | None, *, quick: bool = False) -> tuple[Verdict, DiskState | None]:
-    """Is the file at `path` still the one we know? ("same" also when only its time changed.) `quick` trusts an
-    unchanged size and modification time without reading the file (the watcher, which fires for any change in
-    the folder); the check before a save always compares the content hash. "unreadable": the file is there but
-    cannot be read now (its permissions changed, or something that is no file took its place)."""
+    """Is the file at `path` still the one we know? ("same" also when only its time changed.) `quick` trusts
+    an unchanged size and modification time without reading the file (the watcher, which fires for any change
+    in the folder); the check before a save always compares the content hash. "unreadable": the file is there
+    but cannot be read now (its permissions changed, or something that is no file took its place)."""
     if quick and known is not None:
         try:
             st = os.stat(path)
@@ -142,8 +142,9 @@ class ExternalChangeWatcher(QObject):
             return
         for p in (self.path, self.path.parent):
             if p.exists() and str(p) not in self._watcher.files() + self._watcher.directories():
-                # The system watcher may refuse it (a name that is not valid UTF-8 cannot cross into Qt, or the
-                # watch limit is reached): then look at it every POLL_MS instead, so a change is still noticed.
+                # The system watcher may refuse it (a name that is not valid UTF-8 cannot cross into Qt, or
+                # the watch limit is reached): then look at it every POLL_MS instead, so a change is still
+                # noticed.
                 refused = not self._watcher.addPath(str(p))
                 if refused and p == self.path:
                     self._poll.start()

@@ -79,9 +79,9 @@ def _match_range(
     source: list[int | None],
     depth: int = 0,
 ) -> None:
-    """Patience-style matching: common head and tail, then lines that occur once on both sides as anchors (their
-    longest increasing run), recursing into the gaps; small gaps go to difflib. Near-linear, so edits scattered
-    over a whole long document (replace all) still leave every untouched line its ending."""
+    """Patience-style matching: common head and tail, then lines that occur once on both sides as anchors
+    (their longest increasing run), recursing into the gaps; small gaps go to difflib. Near-linear, so edits
+    scattered over a whole long document (replace all) still leave every untouched line its ending."""
     while a0 < a1 and b0 < b1 and old[a0] == new[b0]:
         source[b0] = a0
         a0, b0 = a0 + 1, b0 + 1
@@ -114,8 +114,8 @@ def _match_range(
 def _unique_anchors(
     old: list[str], new: list[str], a0: int, a1: int, b0: int, b1: int
 ) -> list[tuple[int, int]]:
-    """Pairs (i, j) of lines that occur exactly once in old[a0:a1] and in new[b0:b1], longest run increasing in
-    both (patience sorting, O(k log k))."""
+    """Pairs (i, j) of lines that occur exactly once in old[a0:a1] and in new[b0:b1], longest run increasing
+    in both (patience sorting, O(k log k))."""
     count_a = Counter(old[a0:a1])
     count_b = Counter(new[b0:b1])
     where_b = {new[j]: j for j in range(b0, b1) if count_b[new[j]] == 1}

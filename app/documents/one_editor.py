@@ -1,10 +1,10 @@
 """One file, one editor: a document open for editing in one Letterpress window is locked against the others.
 
-Each `EditorClaim` (one per window's document controller) holds the document lock (`app.platform.locks`, beside the
-recovery data in `locks/`) of the file it edits. Another window, in this process or another one, that opens
-the same file finds the lock taken and is told who has it; it can switch to that window (through
-`app.documents.window_switch` across processes) or open the file read-only. A crash frees the lock (the kernel drops
-it), so a stale lock never blocks a file: no PID is ever trusted.
+Each `EditorClaim` (one per window's document controller) holds the document lock (`app.platform.locks`,
+beside the recovery data in `locks/`) of the file it edits. Another window, in this process or another one,
+that opens the same file finds the lock taken and is told who has it; it can switch to that window (through
+`app.documents.window_switch` across processes) or open the file read-only. A crash frees the lock (the kernel
+drops it), so a stale lock never blocks a file: no PID is ever trusted.
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ class EditorClaim:
     problem = ""  # why the last `try_claim` could not lock at all ("" when it could): said, never silent
 
     def try_claim(self, path: Path) -> FileLock | Elsewhere | None:
-        """A new lock on `path` (not yet adopted), `Elsewhere` when another editor has it, or None when locking
-        is impossible here (the folder cannot be written); the caller then goes on without a lock."""
+        """A new lock on `path` (not yet adopted), `Elsewhere` when another editor has it, or None when
+        locking is impossible here (the folder cannot be written); the caller then goes on without a lock."""
         if self.holds(path):
             assert self.lock is not None
             return self.lock

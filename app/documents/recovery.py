@@ -10,21 +10,22 @@ Layout of the recovery folder (`app.config.settings.recovery_dir()`), all writte
   this works in PID namespaces (containers, sandboxes) and after a reboot, where a PID says nothing. A copy
   without a lock file (kept copies, older versions) is a leftover too.
 - `<session>.saving.json`  the temporary files a save of that session is writing right now ({"temps":
-  [{"temp", "target"}]}); at the next start, leftovers of a session whose lock is free are removed, or offered as
-  recovery when they hold text the document on disk does not. Temps no journal knows (`.<name>.<8>.lptmp` or
-  `.lpbackup` beside a document, older than two minutes) are handled the same way when that document is
+  [{"temp", "target"}]}); at the next start, leftovers of a session whose lock is free are removed, or offered
+  as recovery when they hold text the document on disk does not. Temps no journal knows (`.<name>.<8>.lptmp`
+  or `.lpbackup` beside a document, older than two minutes) are handled the same way when that document is
   opened;
   the `.tmp`/`.backup` names older versions used (and other programs use too) are only removed when they hold
   exactly the document's bytes, otherwise their text is offered and the file is left where it is.
 - `locks/<hash>.lock`  one file, one editor: see `app.platform.locks.document_lock_path`.
 
-Anything else a module adds beside a session's files must be named `<session>.<something>` and removed with it.
-At the next start, copies of dead sessions are offered: the window restores each one, showing which document it
-belongs to and when it was autosaved.
+Anything else a module adds beside a session's files must be named `<session>.<something>` and removed with
+it. At the next start, copies of dead sessions are offered: the window restores each one, showing which
+document it belongs to and when it was autosaved.
 
 Snapshots are taken on the UI thread (a string copy) and written on one background thread, in order, so a
-large document never stalls typing; writes are atomic, so a kill in the middle leaves the previous copy. A write
-that fails is reported through `statusChanged` until one succeeds again (the window shows it in its status bar).
+large document never stalls typing; writes are atomic, so a kill in the middle leaves the previous copy. A
+write that fails is reported through `statusChanged` until one succeeds again (the window shows it in its
+status bar).
 """
 
 from __future__ import annotations
@@ -636,7 +637,7 @@ class RecoveryManager(QObject):
         self._pool.shutdown(wait=True)
         self.lock.release()
 
-    # -- the save journal --------------------------------------------------------------------------------------
+    # -- the save journal ------------------------------------------------------------------------------------
 
     def note_temp(self, temp: Path, target: Path) -> None:
         """A save is about to write `temp` for `target`: recorded (synchronously) before any byte goes in."""

@@ -1,8 +1,9 @@
 """Bring the window that edits a document to the front, even when it belongs to another Letterpress process.
 
-Each process listens on one local socket (`QLocalServer`, a Unix socket or a Windows named pipe, private to the
-user); its name is written into the document lock (see `app.platform.locks`). A second process that finds the document
-locked connects, sends the document's real path, and the holder raises that window and answers "ok".
+Each process listens on one local socket (`QLocalServer`, a Unix socket or a Windows named pipe, private to
+the user); its name is written into the document lock (see `app.platform.locks`). A second process that finds
+the document locked connects, sends the document's real path, and the holder raises that window and answers
+"ok".
 """
 
 from __future__ import annotations

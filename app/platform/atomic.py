@@ -1,8 +1,9 @@
 """Atomic file writes: a crash, a full disk or a vanished folder never leaves a half-written file behind.
 
-The data goes to a temporary file in the same folder (so the final rename stays on one file system), is flushed
-and fsynced, and only then renamed over the target. If anything fails the temporary file is removed and the
-original file is exactly as it was. Pure Python, no Qt, so settings, documents and recovery all share it.
+The data goes to a temporary file in the same folder (so the final rename stays on one file system), is
+flushed and fsynced, and only then renamed over the target. If anything fails the temporary file is removed
+and the original file is exactly as it was. Pure Python, no Qt, so settings, documents and recovery all share
+it.
 
 A rename gives the target a new inode, which would split a file with several hard links from its other names;
 `write_in_place_with_backup` is the path for those: a verified backup copy first, then an in-place rewrite.
@@ -71,8 +72,8 @@ def atomic_write_bytes(
 ) -> None:
     """Replace `path` with `data` all at once; raises OSError (original untouched) when that is impossible.
 
-    An existing file keeps its permission bits and, where allowed, its owner and group (`keep_mode`); a new one
-    gets `new_mode` (None: 0600, right for private files such as recovery copies; documents pass
+    An existing file keeps its permission bits and, where allowed, its owner and group (`keep_mode`); a new
+    one gets `new_mode` (None: 0600, right for private files such as recovery copies; documents pass
     `default_file_mode()`).
     """
     target = Path(path)
@@ -96,8 +97,9 @@ def atomic_write_bytes(
             fh.flush()
             os.fsync(fh.fileno())
         if owner is not None and hasattr(os, "chown"):
-            # The replacement is a new file: give it the old owner and group back where we may (root, or a group
-            # we belong to), so a save never hands someone's file to us; chmod after, as chown clears setuid bits.
+            # The replacement is a new file: give it the old owner and group back where we may (root, or a
+            # group we belong to), so a save never hands someone's file to us; chmod after, as chown clears
+            # setuid bits.
             with contextlib.suppress(OSError):
                 os.chown(tmp, *owner)
         if mode is not None:
@@ -120,8 +122,8 @@ class BackupKept(OSError):
 
 def write_in_place_with_backup(path: str | Path, data: bytes, *, on_temp: TempHook | None = None) -> None:
     """Rewrite `path` in place (same inode, so every hard link sees the new text) after a backup copy that is
-    read back and compared. If the rewrite fails the old bytes are written back and the backup removed; if even
-    that fails, `BackupKept` says where the old version is."""
+    read back and compared. If the rewrite fails the old bytes are written back and the backup removed; if
+    even that fails, `BackupKept` says where the old version is."""
     target = Path(path)
     original = target.read_bytes()
     try:

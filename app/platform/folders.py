@@ -1,4 +1,5 @@
-"""The user's folders: settings, data (recovery, recent files), logs; each overridable by an environment variable.
+"""The user's folders: settings, data (recovery, recent files), logs; each overridable by an environment
+variable.
 
 Below the settings so the log setup (privacy) and the locks can find their folders without importing the
 settings; `app.config.settings` re-exports these names for its existing users.

@@ -33,7 +33,8 @@ def load_key(url: str) -> str | None:
 
 
 def save_key(url: str, key: str) -> str:
-    """Store (or, for an empty key, forget) the key of `url`; returns "" or a sentence saying why it could not."""
+    """Store (or, for an empty key, forget) the key of `url`; returns "" or a sentence saying why it could
+    not."""
     try:
         import keyring
 

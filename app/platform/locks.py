@@ -46,7 +46,8 @@ class FileLock:
         return self._fd is not None
 
     def acquire(self, info: dict[str, Any] | None = None) -> bool:
-        """Take the lock (creating the file); writes `info` into it. Raises OSError if the folder is unusable."""
+        """Take the lock (creating the file); writes `info` into it. Raises OSError if the folder is
+        unusable."""
         if self._fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -54,8 +54,8 @@ def _is_local(host: Any) -> bool:
         return False
 
 
-# The one server the writer chose (Model ▸ Use a server…): its host name and the (address, port) pairs it resolves
-# to. Empty unless a server is in use, so without one nothing but loopback is ever reached.
+# The one server the writer chose (Model ▸ Use a server…): its host name and the (address, port) pairs it
+# resolves to. Empty unless a server is in use, so without one nothing but loopback is ever reached.
 _allowed_names: set[str] = set()
 _allowed_addresses: set[tuple[str, int]] = set()
 
@@ -105,14 +105,15 @@ _guard_installed = False
 
 def install_network_guard() -> None:
     """Refuse every non-loopback connect and DNS lookup in this process (audit hooks cannot be removed, so the
-    app's entry point calls this, not library code or tests). Loopback stays open: asyncio needs it on Windows."""
+    app's entry point calls this, not library code or tests). Loopback stays open: asyncio needs it on
+    Windows."""
     global _guard_installed
     if not _guard_installed:
         sys.addaudithook(_audit)
         _guard_installed = True
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Logging
 
 

@@ -1,11 +1,12 @@
-"""Can Qt open a window here? Checked before `QApplication` exists, because Qt answers a missing library by aborting.
+"""Can Qt open a window here? Checked before `QApplication` exists, because Qt answers a missing library by
+aborting.
 
-When the platform plugin (xcb on a Linux desktop, or whatever `QT_QPA_PLATFORM` names) cannot load, Qt prints a
-misleading hint (it names libxcb-cursor0 even when that is installed) and the process dies with SIGABRT (exit
-134). This module reads the plugin's own dependencies with `ldd` (they are the truth, not a list we guessed),
-names the missing shared libraries, maps them to the Debian/Ubuntu and Fedora packages that ship them, and
-returns a message with the install commands; `python -m app` prints it and exits with `EXIT_QT_PLATFORM`.
-Never imports QtGui or QtWidgets (loading them is what must not happen yet).
+When the platform plugin (xcb on a Linux desktop, or whatever `QT_QPA_PLATFORM` names) cannot load, Qt prints
+a misleading hint (it names libxcb-cursor0 even when that is installed) and the process dies with SIGABRT
+(exit 134). This module reads the plugin's own dependencies with `ldd` (they are the truth, not a list we
+guessed), names the missing shared libraries, maps them to the Debian/Ubuntu and Fedora packages that ship
+them, and returns a message with the install commands; `python -m app` prints it and exits with
+`EXIT_QT_PLATFORM`. Never imports QtGui or QtWidgets (loading them is what must not happen yet).
 """
 
 from __future__ import annotations
@@ -78,12 +79,14 @@ class PlatformProblem:
         if not self.missing:
             return self.reason
         lines = [
-            f'Letterpress cannot open a window: Qt\'s "{self.platform}" platform plugin ({self.plugin}) needs system '
+            f'Letterpress cannot open a window: Qt\'s "{self.platform}" '
+            f"platform plugin ({self.plugin}) needs system "
             f"libraries that are not installed: {', '.join(self.missing)}.",
             "Install them, then start Letterpress again:",
             f"  Debian/Ubuntu:  sudo apt install {' '.join(self.debian)}",
             f"  Fedora:         sudo dnf install {' '.join(self.fedora)}",
-            "(Qt's own hint about libxcb-cursor0 can be misleading; the list above is read from the plugin with ldd.)",
+            "(Qt's own hint about libxcb-cursor0 can be misleading; "
+            "the list above is read from the plugin with ldd.)",
         ]
         return "\n".join(lines)
 
@@ -108,7 +111,8 @@ def _debian_name(soname: str) -> str:
 
 
 def current_platform(environ: Mapping[str, str] | None = None) -> str:
-    """The platform plugin Qt will pick: `QT_QPA_PLATFORM` (first choice, without options), else the desktop's."""
+    """The platform plugin Qt will pick: `QT_QPA_PLATFORM` (first choice, without options), else the
+    desktop's."""
     env = os.environ if environ is None else environ
     requested = env.get("QT_QPA_PLATFORM", "").strip()
     if requested:
@@ -153,8 +157,8 @@ def missing_libraries(library: Path, *, ldd_output: str | None = None) -> tuple[
 def x_display_reachable(display: str) -> bool:
     """Whether an X client can connect to `display` (Qt aborts with exit 134 when it cannot).
 
-    Asks libxcb itself (the library the xcb plugin connects with, so TCP, sockets and authorization count the same);
-    when libxcb cannot be loaded here the answer is True and Qt is left to report."""
+    Asks libxcb itself (the library the xcb plugin connects with, so TCP, sockets and authorization count the
+    same); when libxcb cannot be loaded here the answer is True and Qt is left to report."""
     import ctypes
     import ctypes.util
 
@@ -195,23 +199,24 @@ def platform_problem(environ: dict[str, str] | None = None) -> PlatformProblem |
         return PlatformProblem(
             platform,
             plugin,
-            reason="Letterpress cannot open a window: no X display (DISPLAY is not set). Start it from your desktop "
-            "session, or run without a screen: QT_QPA_PLATFORM=offscreen python -m app --self-test",
+            reason="Letterpress cannot open a window: no X display (DISPLAY is not set). Start it from your "
+            "desktop session, or run without a screen: QT_QPA_PLATFORM=offscreen python -m app --self-test",
         )
     if platform == "xcb" and not x_display_reachable(env["DISPLAY"]):
         return PlatformProblem(
             platform,
             plugin,
-            reason=f"Letterpress cannot open a window: the X display {env['DISPLAY']!r} (DISPLAY) does not answer. "
-            "Is the X server running, and may this user use it (XAUTHORITY)? Start Letterpress from your desktop "
-            "session, or run without a screen: QT_QPA_PLATFORM=offscreen python -m app --self-test",
+            reason=f"Letterpress cannot open a window: the X display {env['DISPLAY']!r} (DISPLAY) does not "
+            "answer. Is the X server running, and may this user use it (XAUTHORITY)? Start Letterpress from "
+            "your desktop session, or run without a screen: "
+            "QT_QPA_PLATFORM=offscreen python -m app --self-test",
         )
     if platform == "wayland" and not env.get("WAYLAND_DISPLAY"):
         return PlatformProblem(
             platform,
             plugin,
-            reason="Letterpress cannot open a window: no Wayland display (WAYLAND_DISPLAY is not set). Start it "
-            "from your desktop session, or use QT_QPA_PLATFORM=xcb.",
+            reason="Letterpress cannot open a window: no Wayland display (WAYLAND_DISPLAY is not set). Start "
+            "it from your desktop session, or use QT_QPA_PLATFORM=xcb.",
         )
     return None
 

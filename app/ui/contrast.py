@@ -1,8 +1,8 @@
 """WCAG contrast between colours, and the faintest ghost ink that stays readable on a given background.
 
 Ghost words are shaded by the model's confidence (faint = unsure). Shading by a fixed alpha made the faintest
-words unreadable in the dark theme (about 1.6:1); the floor is computed from the palette instead, so every theme
-keeps the faintest word at `MIN_CONTRAST` or better against what it is painted on.
+words unreadable in the dark theme (about 1.6:1); the floor is computed from the palette instead, so every
+theme keeps the faintest word at `MIN_CONTRAST` or better against what it is painted on.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def over(ink: QColor, alpha: float, background: QColor) -> QColor:
 
 
 def min_alpha(ink: QColor, background: QColor, ratio: float = MIN_CONTRAST) -> float:
-    """The smallest alpha at which `ink` over `background` reaches `ratio` (1.0 when even opaque ink cannot)."""
+    """The smallest alpha at which `ink` over `background` reaches `ratio` (1.0 when even opaque ink
+    cannot)."""
     if contrast(ink, background) < ratio:
         return 1.0
     lo, hi = 0.0, 1.0

@@ -1,11 +1,12 @@
-"""Honest labelling of the built-in demo model: the words in one place, and the status-bar banner that shows them.
+"""Honest labelling of the built-in demo model: the words in one place, and the status-bar banner that shows
+them.
 
 Why: the demo is the only model a new user can run at once, and its text is clumsy by design (a few million
 parameters). Unlabelled, a writer concludes the product is broken; labelled, they see what it is for (how
 suggestions settle, the strength dial, pins, the diff) and are one click from a real model or a server.
 
-`demo_wording()` is the one source of these words: the status-bar banner here, the first-run hint and the model
-manager's "Built-in demo" entry all take their text from it. `is_demo_model(path)` says whether a loaded
+`demo_wording()` is the one source of these words: the status-bar banner here, the first-run hint and the
+model manager's "Built-in demo" entry all take their text from it. `is_demo_model(path)` says whether a loaded
 folder is the shipped demo (`engine.resources.demo_model_dir`).
 """
 
@@ -68,8 +69,8 @@ def is_demo_model(path: str | Path | None) -> bool:
 class DemoBanner(QWidget):
     """The status bar's demo label (objectName `demoBanner`) with one-click ways to something real.
 
-    `loadRealModel` / `useServer` are emitted by the two buttons; the window connects them to its model manager
-    and server actions (the server button is hidden when the app has no server action)."""
+    `loadRealModel` / `useServer` are emitted by the two buttons; the window connects them to its model
+    manager and server actions (the server button is hidden when the app has no server action)."""
 
     loadRealModel = Signal()
     useServer = Signal()

@@ -99,7 +99,7 @@ class Editor(QPlainTextEdit):
         self._count_timer.timeout.connect(self._recount)
         self.textChanged.connect(self._schedule_count)
 
-    # -- hooks ---------------------------------------------------------------------------------------------------
+    # -- hooks -----------------------------------------------------------------------------------------------
 
     def rect_for_position(self, position: int) -> QRect:
         """The cursor rectangle (viewport coordinates) of a document position."""
@@ -134,7 +134,7 @@ class Editor(QPlainTextEdit):
             finally:
                 painter.end()
 
-    # -- undo / redo -------------------------------------------------------------------------------------------
+    # -- undo / redo -----------------------------------------------------------------------------------------
 
     def undo(self) -> None:
         """Undo, leaving the caret at the end of the restored text (Qt leaves it where the edit block's cursor
@@ -168,10 +168,10 @@ class Editor(QPlainTextEdit):
     def seal_undo_step(self) -> None:
         """Make the next text the writer types or pastes its own undo step.
 
-        Qt merges a typed insertion into the previous edit block when it continues that block's last insertion,
-        so after a programmatic edit (an accepted suggestion) "type a letter, Ctrl+Z" would take back the letter
-        and the whole edit with it. Wrapping that first input in its own edit block stops the merge; the
-        characters typed after it still group with it as usual."""
+        Qt merges a typed insertion into the previous edit block when it continues that block's last
+        insertion, so after a programmatic edit (an accepted suggestion) "type a letter, Ctrl+Z" would take
+        back the letter and the whole edit with it. Wrapping that first input in its own edit block stops the
+        merge; the characters typed after it still group with it as usual."""
         self._sealed = True
 
     def _input_step(self, deliver: Callable[[], None]) -> None:
@@ -233,7 +233,8 @@ class Editor(QPlainTextEdit):
         self.ensureCursorVisible()
 
     def createStandardContextMenu(self, position: QPoint | None = None) -> QMenu:  # noqa: N802 - Qt's name
-        """The standard menu, with its Undo/Redo going through undo()/redo() (the caret lands as with the keys)."""
+        """The standard menu, with its Undo/Redo going through undo()/redo() (the caret lands as with the
+        keys)."""
         menu = (
             super().createStandardContextMenu()
             if position is None
@@ -247,8 +248,8 @@ class Editor(QPlainTextEdit):
         return menu
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
-        # The text control's own Ctrl+Z/Ctrl+Shift+Z bypass undo()/redo(); route them through, so the caret lands
-        # where the writer expects whichever way undo is asked for.
+        # The text control's own Ctrl+Z/Ctrl+Shift+Z bypass undo()/redo(); route them through, so the caret
+        # lands where the writer expects whichever way undo is asked for.
         if e.matches(QKeySequence.StandardKey.Undo):
             if self.isUndoRedoEnabled() and not self.isReadOnly():
                 self.undo()
@@ -300,9 +301,9 @@ class Editor(QPlainTextEdit):
         return True
 
     def _disabled_assistant_key(self, e: QKeyEvent) -> QAction | None:
-        """The disabled priority action bound to this Alt/Ctrl key, if any. Without it Qt types the letter (Alt+R
-        typed "r" into the document when there was no suggestion to re-roll). Plain keys (Tab, letters a writer
-        bound) and AltGr characters (no Alt/Ctrl modifier on X11) still type as usual."""
+        """The disabled priority action bound to this Alt/Ctrl key, if any. Without it Qt types the letter
+        (Alt+R typed "r" into the document when there was no suggestion to re-roll). Plain keys (Tab, letters
+        a writer bound) and AltGr characters (no Alt/Ctrl modifier on X11) still type as usual."""
         mods = e.modifiers()
         if not mods & (Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier):
             return None
@@ -317,7 +318,8 @@ class Editor(QPlainTextEdit):
         return None
 
     def event(self, e: QEvent) -> bool:
-        # Text widgets claim Tab, Ctrl+Right etc. before shortcuts run; let enabled priority actions have them.
+        # Text widgets claim Tab, Ctrl+Right etc. before shortcuts run; let enabled priority actions have
+        # them.
         if e.type() == QEvent.Type.ShortcutOverride and isinstance(e, QKeyEvent):
             pressed = QKeySequence(e.keyCombination())
             for action in self.priority_actions:
@@ -328,7 +330,7 @@ class Editor(QPlainTextEdit):
                     return True
         return super().event(e)
 
-    # -- words -----------------------------------------------------------------------------------------------------
+    # -- words -----------------------------------------------------------------------------------------------
 
     @property
     def word_count(self) -> int:
@@ -346,7 +348,7 @@ class Editor(QPlainTextEdit):
             self._words = words
             self.wordCountChanged.emit(words)
 
-    # -- zoom ------------------------------------------------------------------------------------------------------
+    # -- zoom ------------------------------------------------------------------------------------------------
 
     @property
     def zoom(self) -> int:
@@ -379,7 +381,7 @@ class Editor(QPlainTextEdit):
             return
         super().wheelEvent(e)
 
-    # -- find / replace ----------------------------------------------------------------------------------------------
+    # -- find / replace --------------------------------------------------------------------------------------
 
     @staticmethod
     def _flags(
@@ -463,7 +465,8 @@ class Editor(QPlainTextEdit):
     def replace_selection(
         self, text: str, replacement: str, *, case_sensitive: bool = False, whole_word: bool = False
     ) -> bool:
-        """Replace the selected match (if the selection is one) and find the next; one undo step per replace."""
+        """Replace the selected match (if the selection is one) and find the next; one undo step per
+        replace."""
         cursor = self.textCursor()
         if self._is_match(cursor, text, case_sensitive=case_sensitive, whole_word=whole_word):
             breaks.insert_plain(cursor, replacement)

@@ -1,9 +1,9 @@
 """Help: a searchable sheet of every command and its keys, built from the window's own actions, and a short
 first-run hint shown once.
 
-Why from the actions: the keys a writer can press are the ones bound on the window's QActions (defaults, or what
-the writer rebound in Settings); a hand-written table drifts from them. The hint names the keys the same way.
-Other modules add lines to the hint with `add_hint_line` (the demo model's own wording, for instance).
+Why from the actions: the keys a writer can press are the ones bound on the window's QActions (defaults, or
+what the writer rebound in Settings); a hand-written table drifts from them. The hint names the keys the same
+way. Other modules add lines to the hint with `add_hint_line` (the demo model's own wording, for instance).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def add_hint_line(line: Callable[[], str]) -> None:
 
 
 def redo_keys() -> list[QKeySequence]:
-    """Redo as each platform's writers expect: Ctrl+Y and Ctrl+Shift+Z on Linux and Windows (Qt's Linux default
-    is Ctrl+Shift+Z only), Cmd+Shift+Z on macOS."""
+    """Redo as each platform's writers expect: Ctrl+Y and Ctrl+Shift+Z on Linux and Windows (Qt's Linux
+    default is Ctrl+Shift+Z only), Cmd+Shift+Z on macOS."""
     if sys.platform == "darwin":
         return QKeySequence.keyBindings(QKeySequence.StandardKey.Redo)
     return [QKeySequence("Ctrl+Y"), QKeySequence("Ctrl+Shift+Z")]
@@ -76,9 +76,10 @@ def hint_text(window: QWidget) -> str:
 
     lines = [
         (
-            f"Write a few words, then press {key('actionDraft', 'Ctrl+Return')} for a draft; select text and press "
-            f"{key('actionRewrite', 'Ctrl+R')} to rewrite it. {key('actionAcceptSuggestion', 'Tab')} accepts, "
-            f"{key('actionDismissSuggestion', 'Esc')} dismisses. Help ▸ Keyboard shortcuts lists every key."
+            f"Write a few words, then press {key('actionDraft', 'Ctrl+Return')} for a draft; select text and "
+            f"press {key('actionRewrite', 'Ctrl+R')} to rewrite it. {key('actionAcceptSuggestion', 'Tab')} "
+            f"accepts, {key('actionDismissSuggestion', 'Esc')} "
+            "dismisses. Help ▸ Keyboard shortcuts lists every key."
         ),
     ]
     lines.extend(text for line in _extra_lines if (text := line().strip()))

@@ -1,8 +1,8 @@
 """The assistant's keys follow the `keys.*` settings: each binding goes to its window action, at once.
 
-The settings refuse a binding that clashes with another (see `app.config.settings.key_clash`), so here every key is
-applied as it is, plus the second spelling Qt may deliver for the same press (Shift+Tab arrives as Backtab,
-the keypad's Enter beside Return).
+The settings refuse a binding that clashes with another (see `app.config.settings.key_clash`), so here every
+key is applied as it is, plus the second spelling Qt may deliver for the same press (Shift+Tab arrives as
+Backtab, the keypad's Enter beside Return).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Words and a percentage for a model load's progress (the status bar and the model manager show the same).
 
-A phase with a measurable share (reading or quantizing the weights: bytes done of the total) shows its percent;
-one without (starting the engine, preparing the checkpoint, moving buffers to the GPU, warming up) shows
-"Preparing…" with what is happening, and the bar turns into a busy indicator instead of sitting at 0%.
+A phase with a measurable share (reading or quantizing the weights: bytes done of the total) shows its
+percent; one without (starting the engine, preparing the checkpoint, moving buffers to the GPU, warming up)
+shows "Preparing…" with what is happening, and the bar turns into a busy indicator instead of sitting at 0%.
 """
 
 from __future__ import annotations
@@ -41,7 +41,10 @@ def describe(progress: LoadProgress) -> str:
     if share is None:
         return f"Preparing… {phase(progress)}"
     if progress.bytes_total:
-        return f"Loading model: {phase(progress)} {share}% ({_size(progress.bytes_done)} of {_size(progress.bytes_total)})"
+        return (
+            f"Loading model: {phase(progress)} {share}% "
+            f"({_size(progress.bytes_done)} of {_size(progress.bytes_total)})"
+        )
     return f"Loading model: {phase(progress)} {share}%"
 
 

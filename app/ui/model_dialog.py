@@ -1,10 +1,11 @@
-"""The model manager: choose a checkpoint, see whether it is complete and whether it fits, load it, or learn why not.
+"""The model manager: choose a checkpoint, see whether it is complete and whether it fits, load it, or learn
+why not.
 
 A folder can be typed, browsed to, or picked from DiffusionGemma checkpoints found in the Hugging Face cache
 (`HF_HUB_CACHE`, `HF_HOME/hub`, `~/.cache/huggingface/hub`; hub layout `models--org--name/snapshots/<rev>/`).
-Checking a folder (validation by `engine.weights.loader`, the memory estimate by `engine.weights.fit`) runs on a worker thread:
-those modules may import torch, which the UI thread never waits for. Loading goes through the window's engine
-host, whose signals drive the progress bar; Cancel stops the load between tensors.
+Checking a folder (validation by `engine.weights.loader`, the memory estimate by `engine.weights.fit`) runs on
+a worker thread: those modules may import torch, which the UI thread never waits for. Loading goes through the
+window's engine host, whose signals drive the progress bar; Cancel stops the load between tensors.
 """
 
 from __future__ import annotations
@@ -56,11 +57,15 @@ FIXES: dict[str, str] = {
     "model_not_found": f"Not downloaded yet? {DOWNLOAD_HINT}",
     "not_a_model_folder": f"Not downloaded yet? {DOWNLOAD_HINT}",
     "model_incomplete": f"Finish or repeat the download (it resumes): {DOWNLOAD_HINT}",
-    "model_damaged": f"Download the damaged file again (the download resumes and replaces it): {DOWNLOAD_HINT}",
+    "model_damaged": (
+        f"Download the damaged file again (the download resumes and replaces it): {DOWNLOAD_HINT}"
+    ),
     "model_unreadable": "Fix the folder's permissions (or choose a copy you own), then check it again.",
-    "unsupported_model": f"Letterpress runs DiffusionGemma checkpoints in safetensors format, such as {MODEL_ID}.",
-    "out_of_memory": "Choose 4-bit (nf4) quantization, close other programs that use the GPU, or load on the CPU "
-    "(much slower).",
+    "unsupported_model": (
+        f"Letterpress runs DiffusionGemma checkpoints in safetensors format, such as {MODEL_ID}."
+    ),
+    "out_of_memory": "Choose 4-bit (nf4) quantization, close other programs that use the GPU, or load on the "
+    "CPU (much slower).",
     "wont_fit": "Choose 4-bit (nf4) quantization or a device with more memory.",
     "load_cancelled": "Press Load to start again.",
 }
@@ -131,7 +136,7 @@ VERDICT_TEXT = {"fits": "Fits", "tight": "Tight", "wont_fit": "Won't fit", "unkn
 VERDICT_COLOR = {"fits": "#1e7b34", "tight": "#a15c00", "wont_fit": "#b3261e", "unknown": "#555555"}
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Finding checkpoints
 
 
@@ -167,8 +172,8 @@ def hf_cache_dirs() -> list[Path]:
 
 
 def find_cached_checkpoints(cache_dirs: list[Path] | None = None) -> list[CachedModel]:
-    """DiffusionGemma snapshots in the hub cache (only config.json is read, capped, never a pipe or device: this
-    runs on the UI thread; nothing is downloaded)."""
+    """DiffusionGemma snapshots in the hub cache (only config.json is read, capped, never a pipe or device:
+    this runs on the UI thread; nothing is downloaded)."""
     from engine.weights.validate import read_capped, read_json
 
     found: list[CachedModel] = []
@@ -197,7 +202,7 @@ def find_cached_checkpoints(cache_dirs: list[Path] | None = None) -> list[Cached
     return found
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Checking a folder (worker thread)
 
 
@@ -262,8 +267,8 @@ FIT_PRECISIONS: tuple[Precision, ...] = ("nf4", "nf4-mixed", "bf16", "fp32")
 
 
 def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str]:
-    """`engine.weights.fit`'s estimate for each precision against the free memory of the device ("auto": the first
-    CUDA device if there is one, else the CPU). Returns (rows, device label, note); never raises."""
+    """`engine.weights.fit`'s estimate for each precision against the free memory of the device ("auto": the
+    first CUDA device if there is one, else the CPU). Returns (rows, device label, note); never raises."""
     try:
         from engine.weights import fit
     except ImportError:
@@ -279,7 +284,8 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
         context = fit.DEFAULT_CONTEXT
         if isinstance(positions, int) and not isinstance(positions, bool) and 0 < positions < context:
             context = positions
-        # At the app's default alternatives: what a writer's requests will need (each request is budgeted again).
+        # At the app's default alternatives: what a writer's requests will need (each request is budgeted
+        # again).
         estimates = [
             fit.estimate_for_device(
                 config, p, device, context_tokens=context, candidates=fit.DEFAULT_CANDIDATES
@@ -308,7 +314,7 @@ def estimate_fit(folder: str, device: str) -> tuple[tuple[FitRow, ...], str, str
     return rows, estimates[0].device if estimates else device, ""
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The dialog
 
 

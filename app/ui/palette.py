@@ -1,4 +1,5 @@
-"""The command palette: a line edit over a list of every menu command, filtered as you type (like any editor's).
+"""The command palette: a line edit over a list of every menu command, filtered as you type (like any
+editor's).
 
 Every action of the menu bar is listed by its menu path ("View ▸ Theme ▸ Dark"), with its key; commands that
 cannot run now (no suggestion to accept, no model loading) stay listed but greyed, so the writer learns they
@@ -65,7 +66,8 @@ class Command:
 
 
 def menu_commands(bar: QMenuBar, skip: tuple[QAction, ...] = ()) -> list[Command]:
-    """Every command in the menu bar, by its menu path, in menu order (submenus walked; separators skipped)."""
+    """Every command in the menu bar, by its menu path, in menu order (submenus walked; separators
+    skipped)."""
     found: list[Command] = []
 
     def walk(menu: QMenu, prefix: str) -> None:

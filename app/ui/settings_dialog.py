@@ -55,9 +55,9 @@ BANNER_LINES = 3  # the problem banner's height in lines (kept while it is empty
 
 
 class KeyEdit(QKeySequenceEdit):
-    """One key for an assistant command. Tab and Shift+Tab are keys a writer binds (Tab accepts by default), so a
-    field clicked into records them like any other key; a field reached by Tab, or one that has just recorded
-    its key, lets Tab move on through the dialog as usual."""
+    """One key for an assistant command. Tab and Shift+Tab are keys a writer binds (Tab accepts by default),
+    so a field clicked into records them like any other key; a field reached by Tab, or one that has just
+    recorded its key, lets Tab move on through the dialog as usual."""
 
     _MOVE_ON: ClassVar[list[QKeyCombination]] = [
         QKeyCombination(Qt.Key.Key_Tab),
@@ -176,8 +176,8 @@ class SettingsDialog(QDialog):
         self.problems.setObjectName("settingsProblems")
         self.problems.setStyleSheet("color: #b3261e;")
         layout.addWidget(self.problems)
-        # Every section in one scrolling page; the problems line and the buttons stay outside it, always visible,
-        # so the dialog fits a small (800-pixel-high) screen.
+        # Every section in one scrolling page; the problems line and the buttons stay outside it, always
+        # visible, so the dialog fits a small (800-pixel-high) screen.
         self.scroll_area = QScrollArea(self)
         self.scroll_area.setObjectName("settingsScroll")
         self.scroll_area.setWidgetResizable(True)

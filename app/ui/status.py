@@ -1,4 +1,5 @@
-"""The status bar's message line and the request figures, written so nothing is cut mid-word or rounded to zero.
+"""The status bar's message line and the request figures, written so nothing is cut mid-word or rounded to
+zero.
 
 `QStatusBar.showMessage` paints the text clipped at the first permanent widget, so a long message ended
 mid-word. `MessageBar` keeps the same API (`showMessage`, `clearMessage`, `currentMessage`, `messageChanged`)

@@ -32,8 +32,9 @@ def check_device(*tensors: torch.Tensor) -> None:
 
 
 def dot_in_bf16(device: torch.device) -> bool:
-    """On a GPU the tensor cores multiply bf16 tiles; the interpreter's bf16 dot is wrong (Triton 3.9), so there
-    the same bf16-rounded values are multiplied in fp32, which is exact for the products (8-bit mantissas)."""
+    """On a GPU the tensor cores multiply bf16 tiles; the interpreter's bf16 dot is wrong (Triton 3.9), so
+    there the same bf16-rounded values are multiplied in fp32, which is exact for the products (8-bit
+    mantissas)."""
     return device.type == "cuda"
 
 

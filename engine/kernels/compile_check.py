@@ -1,9 +1,9 @@
-"""Compile every kernel for a GPU architecture without a GPU (Triton's own compiler down to a cubin), so a kernel
-that runs under the interpreter but would not build for a real card fails on the CPU too.
+"""Compile every kernel for a GPU architecture without a GPU (Triton's own compiler down to a cubin), so a
+kernel that runs under the interpreter but would not build for a real card fails on the CPU too.
 
 Run as `python -m engine.kernels.compile_check [CC ...]` (default 89: the RTX 4090), in a process where
-`TRITON_INTERPRET` is unset (the interpreter replaces the kernels by Python functions). Prints one line per kernel
-variant and exits 1 if any failed.
+`TRITON_INTERPRET` is unset (the interpreter replaces the kernels by Python functions). Prints one line per
+kernel variant and exits 1 if any failed.
 """
 
 from __future__ import annotations

@@ -1,16 +1,17 @@
-"""A grouped GEMM whose group sizes stay on the device: the experts' matmul for GPUs of compute capability 8.x.
+"""A grouped GEMM whose group sizes stay on the device: the experts' matmul for GPUs of compute capability
+8.x.
 
 `torch._grouped_mm` has its fast kernels on compute capability 9.x/10.x only; on an RTX 3090/4090 (8.6/8.9) it
-copies `offs` to the host and runs one GEMM per expert, twice per MoE layer: about 61 host synchronisations per
-decoder step on the 26B-A4B instead of 1. This kernel reads the offsets on the device instead.
+copies `offs` to the host and runs one GEMM per expert, twice per MoE layer: about 61 host synchronisations
+per decoder step on the 26B-A4B instead of 1. This kernel reads the offsets on the device instead.
 
 The launch grid is static: rows sorted by expert are cut into tiles of `BLOCK_M` rows that never straddle two
 experts; there are at most ceil(S / BLOCK_M) + E such tiles (S rows, E experts), so the grid has that many
 programs along M, and the (expert, first row) of each is computed on the device (`tile_schedule`, cumsum +
 searchsorted: static shapes, no data-dependent op). Programs past the last tile return at once.
 
-On the CPU the very same kernel body runs under Triton's interpreter (`interpret=True`), which is how the tests
-prove it; CUDA runs it compiled.
+On the CPU the very same kernel body runs under Triton's interpreter (`interpret=True`), which is how the
+tests prove it; CUDA runs it compiled.
 """
 
 from __future__ import annotations
@@ -130,9 +131,10 @@ def _kernel(interpret: bool) -> Any:
 def grouped_mm_nt(x: torch.Tensor, w: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
     """Rows of `x` [S, K] sorted by expert times their expert's `w[e]` [N, K] transposed: [S, N].
 
-    `offsets[e]` is the end row of expert e (cumulative counts, on the device); rows past `offsets[-1]` are zero.
-    CUDA tensors run the compiled kernel; CPU tensors run the same kernel under Triton's interpreter (slow: for
-    tests at small shapes; in float32, as NumPy has no bfloat16, so a bf16 call is computed in fp32 and cast).
+    `offsets[e]` is the end row of expert e (cumulative counts, on the device); rows past `offsets[-1]` are
+    zero. CUDA tensors run the compiled kernel; CPU tensors run the same kernel under Triton's interpreter
+    (slow: for tests at small shapes; in float32, as NumPy has no bfloat16, so a bf16 call is computed in fp32
+    and cast).
     """
     rows, k = x.shape
     experts, n, k_w = w.shape

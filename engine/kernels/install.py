@@ -1,7 +1,8 @@
 """Puts the kernels into a loaded model: the NF4 and int8 linears and the RMSNorms get a forward that runs the
-fused kernel while `LETTERPRESS_KERNELS` applies to the input's device, and their own forward otherwise (so the
-switch can be flipped between requests). The expert stacks switch through transformers' ExpertsInterface instead
-(`engine.fastpath.sync_free_experts`). Done here, not in `engine.weights`, which imports nothing but the api."""
+fused kernel while `LETTERPRESS_KERNELS` applies to the input's device, and their own forward otherwise (so
+the switch can be flipped between requests). The expert stacks switch through transformers' ExpertsInterface
+instead (`engine.fastpath.sync_free_experts`). Done here, not in `engine.weights`, which imports nothing but
+the api."""
 
 from __future__ import annotations
 

@@ -1,14 +1,16 @@
 """The nf4-mixed plan's int8 linears without the fp32 round trip.
 
-Today `Int8Linear.forward` casts the int8 codes to fp32, multiplies by the row scales, casts to bf16 and multiplies:
-21 bytes of traffic per weight for a 1-byte weight. Here the codes are read once and turned into bf16 weights in
-registers (`CB * SCB / 127`, rounded as the reference rounds it), so the layer reads 1 byte per weight.
+Today `Int8Linear.forward` casts the int8 codes to fp32, multiplies by the row scales, casts to bf16 and
+multiplies: 21 bytes of traffic per weight for a 1-byte weight. Here the codes are read once and turned into
+bf16 weights in registers (`CB * SCB / 127`, rounded as the reference rounds it), so the layer reads 1 byte
+per weight.
 
-Route: our own Triton GEMM rather than a package: bitsandbytes' int8 matmul (`int8_linear_matmul`) quantizes the
-activations to int8 too (LLM.int8, outlier decomposition) which changes the numbers the quality figures were
-measured with; torch's `_weight_int8pack_mm` exists for CPU/MPS only; Marlin/vLLM W8A16 kernels need their own CUDA
-torch. This one computes the reference's bf16 weights exactly, so `engine.tools.quant_quality`'s nf4-mixed
-figures hold unchanged. Tolerance as the NF4 linear's (tests/engine/test_kernels_int8.py).
+Route: our own Triton GEMM rather than a package: bitsandbytes' int8 matmul (`int8_linear_matmul`) quantizes
+the activations to int8 too (LLM.int8, outlier decomposition) which changes the numbers the quality figures
+were measured with; torch's `_weight_int8pack_mm` exists for CPU/MPS only; Marlin/vLLM W8A16 kernels need
+their own CUDA torch. This one computes the reference's bf16 weights exactly, so
+`engine.tools.quant_quality`'s nf4-mixed figures hold unchanged. Tolerance as the NF4 linear's
+(tests/engine/test_kernels_int8.py).
 """
 
 from __future__ import annotations

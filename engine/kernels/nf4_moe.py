@@ -7,14 +7,15 @@ Route: NF4 in Triton, the project's own kernel, rather than vLLM's `fused_moe`/M
 * NF4's non-uniform code costs one 16-entry table look-up per weight in registers; the traffic, which is what
   bounds a 256-token canvas step, is the same 4.5 bits per weight as INT4 with group 64 and fp16 scales
   (NF4 with double-quantized scales: 4.127 bits);
-* vLLM and sgl-kernel do not install beside this CPU torch (they pin their own CUDA torch), so CI could not prove
-  them; a Triton kernel runs here under the interpreter.
+* vLLM and sgl-kernel do not install beside this CPU torch (they pin their own CUDA torch), so CI could not
+  prove them; a Triton kernel runs here under the interpreter.
 
 Per expert stack one launch: `align` sorts the (token, k) assignments by expert on the device and pads each
-expert's group to the M tile (vLLM's `moe_align_block_size`, in torch ops that do not synchronise: scatter_add,
-cumsum, argsort, searchsorted; the grid is sized for the worst case and blocks past the end return at once).
-gate_up fuses the activation (act(gate) * up) into its epilogue; down multiplies by the routing weight and writes
-one row per assignment, and the k rows of a token are summed in a fixed order (deterministic, no atomics).
+expert's group to the M tile (vLLM's `moe_align_block_size`, in torch ops that do not synchronise:
+scatter_add, cumsum, argsort, searchsorted; the grid is sized for the worst case and blocks past the end
+return at once). gate_up fuses the activation (act(gate) * up) into its epilogue; down multiplies by the
+routing weight and writes one row per assignment, and the k rows of a token are summed in a fixed order
+(deterministic, no atomics).
 
 `reference_moe` is today's path (dequantize each expert, then matmul): the tests compare the two.
 """
@@ -69,9 +70,9 @@ def triton_next_pow2(n: int) -> int:
 
 
 def align(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sorted_ids, block_expert): assignment ids (token * k + j) grouped by expert, each group padded with -1 to a
-    multiple of `block_m`, and the expert of every M block (`num_experts` past the last group). Sizes depend only on
-    shapes (worst case: every expert's group padded), so nothing is read back to the host."""
+    """(sorted_ids, block_expert): assignment ids (token * k + j) grouped by expert, each group padded with -1
+    to a multiple of `block_m`, and the expert of every M block (`num_experts` past the last group). Sizes
+    depend only on shapes (worst case: every expert's group padded), so nothing is read back to the host."""
     flat = top_k_index.reshape(-1).to(torch.int64)
     n = flat.numel()
     device = flat.device
@@ -201,7 +202,8 @@ def fused_moe(
 
 
 def nf4_linear(x: torch.Tensor, weight: Any) -> torch.Tensor:
-    """x @ W.T for one NF4 matrix (an `NF4Linear`): the MoE kernel with one expert and every row routed to it."""
+    """x @ W.T for one NF4 matrix (an `NF4Linear`): the MoE kernel with one expert and every row routed to
+    it."""
     check_device(x)
     out_f, in_f = weight.shape
     lead = x.shape[:-1]
@@ -273,7 +275,8 @@ def supports(module: Any) -> bool:
 def triton_experts_forward(
     self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
-    """The experts forward registered as `TRITON_IMPLEMENTATION` (transformers' ExpertsInterface signature)."""
+    """The experts forward registered as `TRITON_IMPLEMENTATION` (transformers' ExpertsInterface
+    signature)."""
     act = activation_code(self.act_fn)
     assert act is not None
     return fused_moe(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj, act)

@@ -1,11 +1,13 @@
-"""DiffusionGemma's RMSNorm in one pass: today's module reads and writes the activation ~10 times (`x.float()`,
-square, mean, scale, weight, cast: 40 bytes per element for a bf16 activation); the kernel reads it once and
-writes it once (4 bytes). Eight of them per layer over the hidden size and three over the attention heads make
-the largest share of what remained above the roofline after the 4-bit kernels (engine.tools.traffic).
+"""DiffusionGemma's RMSNorm in one pass: today's module reads and writes the activation ~10 times
+(`x.float()`, square, mean, scale, weight, cast: 40 bytes per element for a bf16 activation); the kernel reads
+it once and writes it once (4 bytes). Eight of them per layer over the hidden size and three over the
+attention heads make the largest share of what remained above the roofline after the 4-bit kernels
+(engine.tools.traffic).
 
-`engine.kernels.install` gives every RMSNorm of a model a forward that uses the kernel while `LETTERPRESS_KERNELS`
-applies to the activation's device and the module's own forward otherwise. Tolerance: fp32 within 1e-6 relative (the mean's summation order and 1/sqrt against pow(-0.5)); bf16 within
-one bf16 rounding step (2**-7 relative).
+`engine.kernels.install` gives every RMSNorm of a model a forward that uses the kernel while
+`LETTERPRESS_KERNELS` applies to the activation's device and the module's own forward otherwise. Tolerance:
+fp32 within 1e-6 relative (the mean's summation order and 1/sqrt against pow(-0.5)); bf16 within one bf16
+rounding step (2**-7 relative).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.
 
 
 def norm_kernel(module: Any) -> Any:
-    """The kernel call standing in for `module.forward` (engine.kernels.install wraps it behind the switch)."""
+    """The kernel call standing in for `module.forward` (engine.kernels.install wraps it behind the
+    switch)."""
 
     def forward(hidden_states: torch.Tensor) -> torch.Tensor:
         if hidden_states.dtype not in (torch.float32, torch.bfloat16):

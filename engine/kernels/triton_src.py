@@ -1,15 +1,18 @@
 """The Triton kernels themselves (imported only when a kernel is first launched; see `engine.kernels`).
 
-Layouts they read are the quantized cache's own (`engine.weights.quantize.NF4Weight`, `Int8Linear`), unchanged:
+Layouts they read are the quantized cache's own (`engine.weights.quantize.NF4Weight`, `Int8Linear`),
+unchanged:
 
 * NF4: a matrix (out, in) flattened row-major, blocks of 64 consecutive weights; two codes per byte, the first
-  weight in the high nibble; a block's scale is `code2[absmax[b]] * absmax2[b // 256] + offset` (QLoRA's double
-  quantization); the weight is `NF4[code] * scale`. Stacks hold `count` such matrices one after another.
+  weight in the high nibble; a block's scale is `code2[absmax[b]] * absmax2[b // 256] + offset` (QLoRA's
+  double quantization); the weight is `NF4[code] * scale`. Stacks hold `count` such matrices one after
+  another.
 * int8: `CB` (out, in) int8 and `SCB` (out,) fp32, the weight is `CB * SCB / 127`.
 
-Where the model computes in bf16, every value the reference rounds to bf16 (a dequantized weight, a GEMM output,
-the activation) is rounded here too, with `round_bf16` (integer ops, the same ties-to-even on a GPU and in the
-interpreter, whose own fp32->bf16 cast truncates), so only the summation order differs from the reference.
+Where the model computes in bf16, every value the reference rounds to bf16 (a dequantized weight, a GEMM
+output, the activation) is rounded here too, with `round_bf16` (integer ops, the same ties-to-even on a GPU
+and in the interpreter, whose own fp32->bf16 cast truncates), so only the summation order differs from the
+reference.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ def round_bf16(x):
 
 @triton.jit
 def tanh(x):
-    # (1 - e) / (1 + e) with e = exp(-2|x|), and its Taylor series below |x| = 0.3 where 1 - e would cancel: within
-    # a few ulps of torch.tanh everywhere (libdevice's tanh does not run in the interpreter)
+    # (1 - e) / (1 + e) with e = exp(-2|x|), and its Taylor series below |x| = 0.3 where 1 - e would cancel:
+    # within a few ulps of torch.tanh everywhere (libdevice's tanh does not run in the interpreter)
     a = tl.abs(x)
     e = tl.exp(-2.0 * a)
     big = (1.0 - e) / (1.0 + e)
@@ -110,8 +113,9 @@ def nf4_gemm_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    """out[sid] = act(A[sid // A_DIV] @ W_e[:N].T) * (A @ W_e[N:2N].T) (GATED) or A[sid // A_DIV] @ W_e.T, times the
-    routing weight of `sid` (HAS_ROUTE), for the padded, expert-sorted assignment ids of one M block."""
+    """out[sid] = act(A[sid // A_DIV] @ W_e[:N].T) * (A @ W_e[N:2N].T) (GATED) or A[sid // A_DIV] @ W_e.T,
+    times the routing weight of `sid` (HAS_ROUTE), for the padded, expert-sorted assignment ids of one M
+    block."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     e = tl.load(block_expert_ptr + pid_m)
@@ -229,7 +233,8 @@ def int8_gemm_kernel(
 
 @triton.jit
 def philox_uniforms_kernel(seed_ptr, out_ptr, V, rows_per_seed, BLOCK_V: tl.constexpr):
-    """The uniforms the vocabulary tail draws in-kernel for row `program_id(0)` (so a test can check its draws)."""
+    """The uniforms the vocabulary tail draws in-kernel for row `program_id(0)` (so a test can check its
+    draws)."""
     row = tl.program_id(0).to(tl.int64)
     seed = tl.load(seed_ptr + row // rows_per_seed)
     for v0 in range(0, V, BLOCK_V):
@@ -262,9 +267,10 @@ def vocab_tail_kernel(
     SC_ROUND: tl.constexpr,
     BLOCK_V: tl.constexpr,
 ):
-    """One row: pass 1 finds the max, argmax, sum of exponentials and entropy (online, rescaled per tile); pass 2
-    makes the probabilities, the confidence, the one-sample multinomial (argmax of p / q, q ~ Exp(1)) and the
-    self-conditioning logits (pinned to a one-hot belief at frozen slots), all without a row-sized temporary."""
+    """One row: pass 1 finds the max, argmax, sum of exponentials and entropy (online, rescaled per tile);
+    pass 2 makes the probabilities, the confidence, the one-sample multinomial (argmax of p / q, q ~ Exp(1))
+    and the self-conditioning logits (pinned to a one-hot belief at frozen slots), all without a row-sized
+    temporary."""
     row = tl.program_id(0).to(tl.int64)
     t = tl.load(temp_ptr).to(tl.float32)
     fid = tl.load(fid_ptr + row)

@@ -1,22 +1,24 @@
 """The fused vocabulary tail of a denoising step: one kernel, two passes over each row of the logits.
 
-Today's path (`engine.lean_step.sample_chunked`, then `pin_in_place` and the bf16 cast of the self-conditioning
-logits) reads and writes the B x L x V fp32 logits ~22 times per step: the temperature division, argmax, the
-entropy's logsumexp and softmax and product, the softmax again, the Exp(1) draws, the division, the argmax of the
-ratio, the pin, the cast. Here one program per row reads the logits twice (pass 1: max, argmax, sum of
-exponentials and the entropy, online; pass 2: probabilities, confidence, the sample and the self-conditioning
-logits) and writes the bf16 hand-off once: 2 reads + 1 half-size write per cell, nothing row-sized in memory.
+Today's path (`engine.lean_step.sample_chunked`, then `pin_in_place` and the bf16 cast of the
+self-conditioning logits) reads and writes the B x L x V fp32 logits ~22 times per step: the temperature
+division, argmax, the entropy's logsumexp and softmax and product, the softmax again, the Exp(1) draws, the
+division, the argmax of the ratio, the pin, the cast. Here one program per row reads the logits twice (pass 1:
+max, argmax, sum of exponentials and the entropy, online; pass 2: probabilities, confidence, the sample and
+the self-conditioning logits) and writes the bf16 hand-off once: 2 reads + 1 half-size write per cell, nothing
+row-sized in memory.
 
-Random numbers: on the CPU path (and in the tests) the kernel reads the Exp(1) variates the reference would use,
-drawn chunk by chunk from each row's generator in the reference's order (`draw`), so the sample is the
-reference's sample. On CUDA it draws them in registers (Philox, `tl.rand(seed, offset)`, q = -log(1 - u)) from one
-seed per row taken from that row's generator: as random, not the stock stream (on a GPU the reference's stream
-was not reproduced before either, see `engine.lean_step`). `philox_uniforms` writes the very uniforms the kernel
-draws, so a test can check the sample against the reference given the same uniform numbers.
+Random numbers: on the CPU path (and in the tests) the kernel reads the Exp(1) variates the reference would
+use, drawn chunk by chunk from each row's generator in the reference's order (`draw`), so the sample is the
+reference's sample. On CUDA it draws them in registers (Philox, `tl.rand(seed, offset)`, q = -log(1 - u)) from
+one seed per row taken from that row's generator: as random, not the stock stream (on a GPU the reference's
+stream was not reproduced before either, see `engine.lean_step`). `philox_uniforms` writes the very uniforms
+the kernel draws, so a test can check the sample against the reference given the same uniform numbers.
 
 Tolerance against the reference, measured by the tests: argmax, the sample and the pinned ids exactly; entropy
 within 2e-5 absolute + 1e-5 relative and confidence within 1e-6 absolute + 1e-5 relative (fp32, only the
-summation order differs); the self-conditioning logits bit-exact (the same division, then ties-to-even to bf16).
+summation order differs); the self-conditioning logits bit-exact (the same division, then ties-to-even to
+bf16).
 """
 
 from __future__ import annotations
@@ -117,9 +119,10 @@ def tail_chunked(
     softcap: float | None = None,
     chunk_rows: int | None = None,
 ) -> TailOut:
-    """(sampled, argmax, entropy, confidence, self-conditioning logits) of `logits` [B, L, V] / temperature, with
-    the Exp(1) variates of each row chunk drawn by `draw` from the row's generator in the reference's order (the
-    same chunks as `engine.lean_step.sample_chunked`): the reference's sample, for CPU runs and tests."""
+    """(sampled, argmax, entropy, confidence, self-conditioning logits) of `logits` [B, L, V] / temperature,
+    with the Exp(1) variates of each row chunk drawn by `draw` from the row's generator in the reference's
+    order (the same chunks as `engine.lean_step.sample_chunked`): the reference's sample, for CPU runs and
+    tests."""
     from engine.lean_step import chunk_rows as default_chunk
 
     check_device(logits)
@@ -168,7 +171,8 @@ def tail_philox(
     sc_dtype: torch.dtype | None,
     softcap: float | None = None,
 ) -> TailOut:
-    """The same outputs with the variates drawn in the kernel from `seeds` [B] (one launch for all B x L rows)."""
+    """The same outputs with the variates drawn in the kernel from `seeds` [B] (one launch for all B x L
+    rows)."""
     check_device(logits)
     batch, length, vocab = logits.shape
     device = logits.device

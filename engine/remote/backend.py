@@ -155,8 +155,8 @@ class RemoteEngine:
             raise
         self._client, self._probe = client, found
         self._tokenizer = ServerTokenizer(client, found.model.id)
-        # The canvas length sizes requests and the vocabulary the noise of a seeded canvas; vLLM says both only
-        # when it refuses a bad seed canvas (cheap: refused at admission, before any model work).
+        # The canvas length sizes requests and the vocabulary the noise of a seeded canvas; vLLM says both
+        # only when it refuses a bad seed canvas (cheap: refused at admission, before any model work).
         self.canvas_length = canvas_xargs.canvas_length_of(client, found.model.id, DEFAULT_CANVAS)
         if found.capabilities.canvas_control:
             self.vocab_size = canvas_xargs.vocab_size_of(client, found.model.id, 256)
@@ -406,9 +406,9 @@ def _confidences(choice: Any) -> list[tuple[str, float]]:
 
 
 def _spans(text: str, confs: list[tuple[str, float]]) -> tuple[Span, ...]:
-    """The text as spans shaded by each token's probability (vLLM's final logprobs). Tokens that are not part of
-    the text (an end-of-turn the server drops from it) are skipped; plain text at full confidence when the server
-    sent no logprobs or its token strings do not add up to the text."""
+    """The text as spans shaded by each token's probability (vLLM's final logprobs). Tokens that are not part
+    of the text (an end-of-turn the server drops from it) are skipped; plain text at full confidence when the
+    server sent no logprobs or its token strings do not add up to the text."""
     spans, pos = [], 0
     for tok, conf in confs:
         if tok and text.startswith(tok, pos):

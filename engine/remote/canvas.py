@@ -1,10 +1,10 @@
 """The canvas-control tier of vLLM's DiffusionGemma `vllm_xargs`, as the remote engine uses it.
 
-vLLM (0.32, `vllm/utils/diffusion.py`) validates: `diffusion_seed_canvas` (exactly one canvas of token ids: the
-first canvas starts from it instead of noise), `diffusion_pinned` (canvas positions held through every step),
-`diffusion_canvas_length` (a narrower canvas), `diffusion_max_steps` (a step cap), `diffusion_read_only` (one
-canvas is the whole output). A build without the tier may ignore unknown xargs silently, so the probe checks
-that a pinned token really comes back, not only that the request was accepted.
+vLLM (0.32, `vllm/utils/diffusion.py`) validates: `diffusion_seed_canvas` (exactly one canvas of token ids:
+the first canvas starts from it instead of noise), `diffusion_pinned` (canvas positions held through every
+step), `diffusion_canvas_length` (a narrower canvas), `diffusion_max_steps` (a step cap),
+`diffusion_read_only` (one canvas is the whole output). A build without the tier may ignore unknown xargs
+silently, so the probe checks that a pinned token really comes back, not only that the request was accepted.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def probe(client: ServerClient, model: str, prompt: list[int]) -> tuple[bool, st
 
 
 def canvas_length_of(client: ServerClient, model: str, default: int) -> int:
-    """The served canvas length, read from vLLM's own refusal of a one-id seed canvas (no other API says it)."""
+    """The served canvas length, read from vLLM's own refusal of a one-id seed canvas (no other API says
+    it)."""
     body = {"model": model, "prompt": [2], "max_tokens": 1, "vllm_xargs": {"diffusion_seed_canvas": [3]}}
     try:
         client.post_json("/v1/completions", body)
@@ -85,8 +86,8 @@ def noise(rng: random.Random, count: int, vocab: int) -> list[int]:
 def infill_canvas(
     after_ids: list[int], middle: int, canvas: int, rng: random.Random, vocab: int
 ) -> tuple[list[int], list[int]]:
-    """[noise × middle | after (pinned) | noise]: the text after the gap held in place while the middle settles
-    (the local engine's layout, `engine.infill`)."""
+    """[noise × middle | after (pinned) | noise]: the text after the gap held in place while the middle
+    settles (the local engine's layout, `engine.infill`)."""
     pinned = min(len(after_ids), canvas - middle)
     ids = noise(rng, middle, vocab) + after_ids[:pinned] + noise(rng, canvas - middle - pinned, vocab)
     return ids, list(range(middle, middle + pinned))
@@ -101,7 +102,8 @@ def warm_canvas(
     vocab: int,
     pad: int,
 ) -> tuple[list[int], list[int]]:
-    """A canvas that starts from existing text: a `share` of the unpinned positions as noise, pinned ones held."""
+    """A canvas that starts from existing text: a `share` of the unpinned positions as noise, pinned ones
+    held."""
     ids = list(text_ids[:canvas]) + [pad] * max(0, canvas - len(text_ids))
     flags = list(pinned_flags[:canvas]) + [False] * max(0, canvas - len(pinned_flags))
     free = [i for i in range(min(len(text_ids), canvas)) if not flags[i]]

@@ -1,5 +1,5 @@
-"""HTTP transport to one server: `httpx` for /health, /version, /tokenize and /v1/models, the official `openai`
-client for /v1/completions; and `translate`, which turns every way a request can fail into a typed
+"""HTTP transport to one server: `httpx` for /health, /version, /tokenize and /v1/models, the official
+`openai` client for /v1/completions; and `translate`, which turns every way a request can fail into a typed
 `engine.api.ServerError` whose message says what happened, where, and what the writer can do.
 
 Nothing here retries on its own (`max_retries=0`): a retry doubles a slow server's wait without the writer
@@ -55,7 +55,8 @@ _KNOWN_FIELDS = (
 
 
 def base_url(url: str) -> str:
-    """The server's root URL: scheme://host:port without a trailing slash or /v1 (both spellings are common)."""
+    """The server's root URL: scheme://host:port without a trailing slash or /v1 (both spellings are
+    common)."""
     url = url.strip().rstrip("/")
     if "://" not in url:
         url = "http://" + url
@@ -189,14 +190,14 @@ def status_error(
     said = f" It said: {message[:300]}" if message else ""
     if status in (401, 403):
         return ServerAuthError(
-            f"The server at {host} refused the API key (HTTP {status}). Check the key in Model ▸ Use a server… "
-            f"(or LETTERPRESS_API_KEY).{said}"
+            f"The server at {host} refused the API key (HTTP {status}). Check the key in Model ▸ Use a "
+            f"server… (or LETTERPRESS_API_KEY).{said}"
         )
     if status == 404 and ("model" in message.lower() or param == "model"):
         which = f" '{model}'" if model else ""
         return ServerModelNotFoundError(
-            f"The server at {host} does not serve the model{which}. Pick one of the models it lists in Model ▸ "
-            f"Use a server….{said}"
+            f"The server at {host} does not serve the model{which}. Pick one of the models it lists in Model "
+            f"▸ Use a server….{said}"
         )
     if status == 404:
         return ServerFailedError(
@@ -209,8 +210,8 @@ def status_error(
         return ServerRejectedError(f"The server at {host} rejected{named} (HTTP {status}).{said}", field)
     if status >= 500:
         return ServerFailedError(
-            f"The server at {host} failed while answering (HTTP {status}); after an engine error vLLM stops, so "
-            f"it may need restarting. Your document was not changed.{said}"
+            f"The server at {host} failed while answering (HTTP {status}); after an engine error vLLM stops, "
+            f"so it may need restarting. Your document was not changed.{said}"
         )
     return ServerFailedError(f"The server at {host} answered HTTP {status}.{said}")
 
@@ -224,7 +225,8 @@ def translate(
     read_timeout: float = READ_TIMEOUT,
     sent: tuple[str, ...] = (),
 ) -> ServerError:
-    """Any failure of a call to the server as a typed error with a sentence; `streaming`: the answer had begun."""
+    """Any failure of a call to the server as a typed error with a sentence; `streaming`: the answer had
+    begun."""
     if isinstance(exc, ServerError):
         return exc
     if isinstance(exc, openai.APIStatusError):
@@ -243,29 +245,31 @@ def translate(
                 f"{CONNECT_TIMEOUT:.0f} s. Check the address and that it is running."
             )
         return ServerTimeoutError(
-            f"The server at {host} sent nothing for {read_timeout:g} s, so the request was given up. It may be "
-            "busy or overloaded; try again, or ask for less. Your document was not changed."
+            f"The server at {host} sent nothing for {read_timeout:g} s, so the request was given up. It may "
+            "be busy or overloaded; try again, or ask for less. Your document was not changed."
         )
     if _is_tls(cause):
         return ServerTLSError(
-            f"A secure (https) connection to {host} failed ({text[:200]}). Check that the server speaks https "
-            "on that port and that its certificate is trusted here, or use http:// for a server on this machine."
+            f"A secure (https) connection to {host} failed ({text[:200]}). Check that the server speaks "
+            "https on that port and that its certificate is trusted "
+            "here, or use http:// for a server on this machine."
         )
     if streaming or _is(cause, "RemoteProtocolError", "ReadError"):
         return ServerDiedError(
-            f"The server at {host} stopped answering in the middle of the request ({text[:160]}). It may have "
-            "crashed or restarted; your document was not changed."
+            f"The server at {host} stopped answering in the middle of the request ({text[:160]}). It may "
+            "have crashed or restarted; your document was not changed."
         )
     if _is(cause, "ConnectError", "NetworkError") or isinstance(cause, (OSError, openai.APIConnectionError)):
         return ServerUnreachableError(
-            f"Letterpress cannot reach a server at {host} ({text[:160]}). Check the address and port, and that "
-            "the server is running."
+            f"Letterpress cannot reach a server at {host} ({text[:160]}). Check the address and port, and "
+            "that the server is running."
         )
     return ServerFailedError(f"The request to {host} failed ({text[:200]}).")
 
 
 def _is(exc: BaseException, *names: str) -> bool:
-    """`exc` is one of httpx's (or httpx2's, which newer openai releases use) exception classes named `names`."""
+    """`exc` is one of httpx's (or httpx2's, which newer openai releases use) exception classes named
+    `names`."""
     return any(
         k.__name__ in names and k.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore")
         for k in type(exc).__mro__

@@ -1,10 +1,10 @@
-"""The tokenizer `engine.prompts` needs, answered by the server's `/tokenize` (vLLM), so a remote prompt is built
-by the same prompt builder as a local one and rendered with the served checkpoint's own chat template.
+"""The tokenizer `engine.prompts` needs, answered by the server's `/tokenize` (vLLM), so a remote prompt is
+built by the same prompt builder as a local one and rendered with the served checkpoint's own chat template.
 
-Only what the prompt builder calls is here: `apply_chat_template` (one user turn plus the opening of the model's
-turn) and `__call__` with offsets (used to trim a document longer than the model reads). vLLM returns token
-strings, not offsets; the offsets are rebuilt from them (SentencePiece-style "▁" spaces and <0xNN> byte pieces),
-which is exact for the Gemma tokenizers and only ever moves a trim point otherwise.
+Only what the prompt builder calls is here: `apply_chat_template` (one user turn plus the opening of the
+model's turn) and `__call__` with offsets (used to trim a document longer than the model reads). vLLM returns
+token strings, not offsets; the offsets are rebuilt from them (SentencePiece-style "▁" spaces and <0xNN> byte
+pieces), which is exact for the Gemma tokenizers and only ever moves a trim point otherwise.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class ServerTokenizer:
 
 
 def offsets_from_pieces(text: str, pieces: list[str]) -> list[tuple[int, int]]:
-    """Character offsets of each token in `text`, from its token strings; clamped to the text, never failing."""
+    """Character offsets of each token in `text`, from its token strings; clamped to the text, never
+    failing."""
     offsets: list[tuple[int, int]] = []
     pos = 0
     pending: list[int] = []  # indices of byte pieces not yet resolved into a character

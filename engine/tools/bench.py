@@ -1,17 +1,17 @@
 """`python -m engine bench`: our engine side by side with `model.generate()`, and the real-shape forward.
 
-Method (see docs/performance.md): one process, one loaded model object, the same requests with the same seeds and
-sampler settings. Every request runs first as a warm-up, then `--repeats` times, alternating which side goes
-first, and we keep each side's median. Our side is `Session.run` with a listener (what the editor gets: display
-decoding and event delivery included); the reference is `model.generate()` on the very prompt ids our session built.
-Both sides run with the same forward recorder (a wrapper around the decoder and encoder forwards) so "model
-forward" and "everything else" are cut at the same place. Host/device synchronisations are counted in a separate,
-untimed pass with a dispatch mode (see `SyncCounter`). `engine_vs_reference` (sum of our medians / sum of the
-reference's) is the last key of `--json`.
+Method (see docs/performance.md): one process, one loaded model object, the same requests with the same seeds
+and sampler settings. Every request runs first as a warm-up, then `--repeats` times, alternating which side
+goes first, and we keep each side's median. Our side is `Session.run` with a listener (what the editor gets:
+display decoding and event delivery included); the reference is `model.generate()` on the very prompt ids our
+session built. Both sides run with the same forward recorder (a wrapper around the decoder and encoder
+forwards) so "model forward" and "everything else" are cut at the same place. Host/device synchronisations are
+counted in a separate, untimed pass with a dispatch mode (see `SyncCounter`). `engine_vs_reference` (sum of
+our medians / sum of the reference's) is the last key of `--json`.
 
-`--real-shape --layers N` builds N decoder layers with the exact 26B-A4B shapes (random weights, NF4 as the app
-stores them), times one 256-token canvas forward after 2K and 8K prefixes, extrapolates to 30 layers and prints
-it next to the device's roofline; see `engine.tools.realbench`.
+`--real-shape --layers N` builds N decoder layers with the exact 26B-A4B shapes (random weights, NF4 as the
+app stores them), times one 256-token canvas forward after 2K and 8K prefixes, extrapolates to 30 layers and
+prints it next to the device's roofline; see `engine.tools.realbench`.
 """
 
 from __future__ import annotations
@@ -98,16 +98,18 @@ def default_cases(canvas: int) -> list[Case]:
     ]
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Measuring instruments
 
 
 class ForwardRecorder:
     """Wraps the model's decoder forward (`model.forward`) and encoder forward as instance attributes, so both
-    samplers are cut the same way. Records (kind, start, end) per call; on CUDA also events for device time."""
+    samplers are cut the same way. Records (kind, start, end) per call; on CUDA also events for device
+    time."""
 
     def __init__(self, model: Any, cuda: bool, enabled: bool = True) -> None:
-        # Disabled under --fastpath: a wrapper on `forward` would be compiled into the CUDA graphs of both sides.
+        # Disabled under --fastpath: a wrapper on `forward` would be compiled into the CUDA graphs of both
+        # sides.
         self.enabled = enabled
         self.model = model
         self.encoder = model.model.encoder
@@ -147,8 +149,8 @@ class ForwardRecorder:
         self.calls = []
 
     def split(self, end: float) -> dict[str, float]:
-        """Per-step wall time (from one decoder forward's start to the next one's, or to the next encoder call /
-        the end of the request) and the decoder forward's share of it."""
+        """Per-step wall time (from one decoder forward's start to the next one's, or to the next encoder call
+        / the end of the request) and the decoder forward's share of it."""
         import torch
 
         if self.cuda:
@@ -168,17 +170,18 @@ class ForwardRecorder:
 
 
 class SyncCounter:
-    """Counts host/device synchronisations in a block: every op that must read a device value back to the host.
+    """Counts host/device synchronisations in a block: every op that must read a device value back to the
+    host.
 
-    A `TorchDispatchMode` sees scalar reads (`.item()`, `bool(t)`, `int(t)`: `_local_scalar_dense`, or `is_nonzero`
-    / `item` whole under inference mode), device->host copies,
+    A `TorchDispatchMode` sees scalar reads (`.item()`, `bool(t)`, `int(t)`: `_local_scalar_dense`, or
+    `is_nonzero` / `item` whole under inference mode), device->host copies,
     and ops whose output size depends on the data (`nonzero`, `masked_select`, `unique`, `bincount`, ...). It
-    cannot see inside a kernel, so `torch.multinomial` is counted as the two `.item()` checks its source performs
-    (`(max < inf) & (min >= 0)` and `sum == 0`). On the CPU, copies of CPU tensors are not ops at all, so our
-    loop's own one-per-step copy is added from its own count (`DenoiseOutput.syncs`), and our loop is counted on
-    its device code path (`engine.denoise.device_code_path`): the host shortcuts it takes on the CPU read tensor
-    values that are no synchronisation there and never run on a GPU. Calls inside the decoder forward are counted
-    apart (the model's own syncs, the same on both sides).
+    cannot see inside a kernel, so `torch.multinomial` is counted as the two `.item()` checks its source
+    performs (`(max < inf) & (min >= 0)` and `sum == 0`). On the CPU, copies of CPU tensors are not ops at
+    all, so our loop's own one-per-step copy is added from its own count (`DenoiseOutput.syncs`), and our loop
+    is counted on its device code path (`engine.denoise.device_code_path`): the host shortcuts it takes on the
+    CPU read tensor values that are no synchronisation there and never run on a GPU. Calls inside the decoder
+    forward are counted apart (the model's own syncs, the same on both sides).
     """
 
     DATA_DEPENDENT = ("nonzero", "masked_select", "unique", "_unique", "bincount", "repeat_interleave")
@@ -246,7 +249,8 @@ class SyncCounter:
 
 @contextmanager
 def _wrapped_forward(module: Any, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
-    """Put `wrap(current forward)` on the instance (nn.Module.__call__ reads `self.forward`); restore on exit."""
+    """Put `wrap(current forward)` on the instance (nn.Module.__call__ reads `self.forward`); restore on
+    exit."""
     previous = module.__dict__.get("forward")
     module.forward = wrap(module.forward)
     try:
@@ -267,7 +271,7 @@ def _device_to_host(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
     return dst is not None and src is not None and src.device.type != "cpu" and dst.device.type == "cpu"
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # One run of each side
 
 
@@ -294,7 +298,8 @@ def _trim(ids: list[int], pad: int) -> list[int]:
 
 
 def run_engine(session: Any, case: Case, settings: DenoiseSettings, recorder: ForwardRecorder) -> Run:
-    """Our side: `Session.run` with a listener that keeps the latest event, as the editor's engine thread does."""
+    """Our side: `Session.run` with a listener that keeps the latest event, as the editor's engine thread
+    does."""
     latest: list[StepEvent] = []
     first = [0.0]
     start = time.perf_counter()
@@ -441,7 +446,7 @@ def _summarise(runs: list[Run], canvas: int) -> dict[str, Any]:
     }
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The side-by-side benchmark
 
 
@@ -457,7 +462,8 @@ def bench_model(
     fastpath: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run every case through both samplers and return the report (see the module docstring for the method)."""
+    """Run every case through both samplers and return the report (see the module docstring for the
+    method)."""
     import torch
     import transformers
 
@@ -553,8 +559,8 @@ def bench_model(
     same = [c for c in report_cases if c["identical_ids"] is not None]
     same_ref = sum(c["reference"]["wall_ms"] for c in same)
     summary = {
-        # draft/rewrite only: the cases where both sides produce the same output (infill does more work than the
-        # unpinned reference); the headline engine_vs_reference below counts every case
+        # draft/rewrite only: the cases where both sides produce the same output (infill does more work than
+        # the unpinned reference); the headline engine_vs_reference below counts every case
         "engine_vs_reference_same_output": round(sum(c["engine"]["wall_ms"] for c in same) / same_ref, 4)
         if same_ref
         else None,
@@ -652,7 +658,7 @@ def _count_ref_syncs(
     return round(outside, 3), round(inside, 3)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Output
 
 
@@ -677,8 +683,8 @@ def _row(c: dict[str, Any]) -> str:
 def format_table(report: dict[str, Any]) -> str:
     lines = [
         f"device {report['device']} ({report['device_name']}), torch {report['torch']}, "
-        f"transformers {report['transformers']}, {report['threads']} thread(s), canvas {report['canvas_length']}, "
-        f"{report['repeats']} repeats (medians)",
+        f"transformers {report['transformers']}, {report['threads']} thread(s), canvas "
+        f"{report['canvas_length']}, {report['repeats']} repeats (medians)",
         HEADER,
     ]
     lines += [_row(c) for c in report["cases"]]
@@ -689,10 +695,10 @@ def format_table(report: dict[str, Any]) -> str:
     else:
         lines.append(
             f"identical ids (draft/rewrite): {same}; draft overhead outside the forward: "
-            f"{s['draft_overhead_share'] * 100:.1f}% (reference {s['draft_reference_overhead_share'] * 100:.1f}%)"
-            f"; of ours, random draws {s['draft_draws_share'] * 100:.1f}%, display + delivery "
-            f"{s['draft_deliver_share'] * 100:.1f}%, excluding the draws "
-            f"{s['draft_overhead_share_excluding_draws'] * 100:.1f}%"
+            f"{s['draft_overhead_share'] * 100:.1f}% (reference "
+            f"{s['draft_reference_overhead_share'] * 100:.1f}%); of ours, random draws "
+            f"{s['draft_draws_share'] * 100:.1f}%, display + delivery {s['draft_deliver_share'] * 100:.1f}%, "
+            f"excluding the draws {s['draft_overhead_share_excluding_draws'] * 100:.1f}%"
         )
     lines.append(f"engine_vs_reference {report['engine_vs_reference']}")
     return "\n".join(lines)
@@ -881,7 +887,8 @@ def main_bench(argv: list[str]) -> int:
                     plot_steps(report, args.plot)
                 except ImportError:
                     print(
-                        "error: --plot draws with Pillow: pip install Pillow (the figures above are complete)",
+                        "error: --plot draws with Pillow: pip install "
+                        "Pillow (the figures above are complete)",
                         file=sys.stderr,
                     )
     except EngineError as exc:
@@ -899,7 +906,8 @@ def main_bench(argv: list[str]) -> int:
 def run_step_memory(
     candidates: list[int], *, vocab: int | None = None, log: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """The step-memory figures (see `engine.tools.step_memory` for the method), draft and infill, per candidate count."""
+    """The step-memory figures (see `engine.tools.step_memory` for the method), draft and infill, per
+    candidate count."""
     import torch
 
     from engine.tools.step_memory import REAL_VOCAB, measure_step_memory, tiny_body_model
@@ -916,8 +924,8 @@ def run_step_memory(
     return {
         "benchmark": "step-memory",
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "method": "peak of live tensor storage bytes (TorchDispatchMode + weakref.finalize) over a 2-step denoising "
-        "run on engine.denoise.device_code_path(), tiny bf16 body, weights excluded",
+        "method": "peak of live tensor storage bytes (TorchDispatchMode + weakref.finalize) over a 2-step "
+        "denoising run on engine.denoise.device_code_path(), tiny bf16 body, weights excluded",
         "torch": torch.__version__,
         "runs": rows,
         "bytes_per_cell_at_3": worst3,

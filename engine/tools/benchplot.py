@@ -13,7 +13,8 @@ GRID = (225, 225, 225)
 
 
 def plot_steps(report: dict[str, Any], path: str | Path, *, width: int = 900, row: int = 44) -> Path:
-    """Horizontal stacked bars: for each case, our step (top) and the reference's (below), forward + overhead."""
+    """Horizontal stacked bars: for each case, our step (top) and the reference's (below), forward +
+    overhead."""
     from PIL import Image, ImageDraw, ImageFont
 
     cases = report["cases"]
@@ -25,8 +26,9 @@ def plot_steps(report: dict[str, Any], path: str | Path, *, width: int = 900, ro
     longest = max((max(c["engine"]["step_ms"], c["reference"]["step_ms"]) for c in cases), default=1.0) or 1.0
     scale = (width - left - right) / longest
     title = (
-        f"Time per denoising step, {report['device']} ({report['device_name']}), canvas {report['canvas_length']},"
-        f" vocab {report['vocab_size']}; engine_vs_reference {report['engine_vs_reference']}"
+        f"Time per denoising step, {report['device']} ({report['device_name']}), canvas "
+        f"{report['canvas_length']}, vocab {report['vocab_size']}; "
+        f"engine_vs_reference {report['engine_vs_reference']}"
     )
     draw.text((10, 10), title, fill=INK, font=font)
     draw.text(

@@ -1,15 +1,17 @@
 """`python -m engine bench --busy`: the same demo-model draft alone and beside a CPU hog on every core.
 
-Why: a writer's laptop is never idle. This measures what the CPU thread policy (`engine.threads`) is for: how much
-slower a draft gets when every core is busy with another program, for the default policy, for torch's own
-default (one spinning OpenMP thread per core, what Letterpress did before the policy) and for 1, 2 and N threads.
+Why: a writer's laptop is never idle. This measures what the CPU thread policy (`engine.threads`) is for: how
+much slower a draft gets when every core is busy with another program, for the default policy, for torch's own
+default (one spinning OpenMP thread per core, what Letterpress did before the policy) and for 1, 2 and N
+threads.
 
 Every configuration runs in a fresh child process (OpenMP reads its wait policy once, when torch loads), which
-alternates a draft on the quiet machine with the same draft beside a hog (one bounded busy-loop process per usable
-core, started before and stopped after each busy draft by the bench itself; each also ends on its own after
-`--hog-limit` seconds, so nothing outlives a killed bench). Alternating keeps a change in the machine's own load
-from landing on one side only. Prints a
-table with the median seconds per draft, quiet and busy, and the ratio busy/quiet; `--json` prints the figures.
+alternates a draft on the quiet machine with the same draft beside a hog (one bounded busy-loop process per
+usable core, started before and stopped after each busy draft by the bench itself; each also ends on its own
+after `--hog-limit` seconds, so nothing outlives a killed bench). Alternating keeps a change in the machine's
+own load from landing on one side only. Prints a
+table with the median seconds per draft, quiet and busy, and the ratio busy/quiet; `--json` prints the
+figures.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 DRAFT_TEXT = "The harbour was quiet in the morning. "
-HOG_CODE = (  # ends after argv[1] seconds, or as soon as the bench that started it is gone (killed, even with -9)
+# ends after argv[1] seconds, or as soon as the bench that started it is gone (killed, even with -9)
+HOG_CODE = (
     "import os, sys, time\n"
     "end = time.monotonic() + float(sys.argv[1])\n"
     "parent = os.getppid()\n"
@@ -35,9 +38,9 @@ HOG_CODE = (  # ends after argv[1] seconds, or as soon as the bench that started
 
 
 def _exit_cleanly_on_termination() -> None:
-    """SIGTERM / SIGHUP end the bench through its `finally`s (hogs stopped, the child process killed) instead of at
-    once: a `kill` of the bench left its child running drafts beside fresh hogs, and a killed child left its hogs
-    spinning for `--hog-limit` (600 s)."""
+    """SIGTERM / SIGHUP end the bench through its `finally`s (hogs stopped, the child process killed) instead
+    of at once: a `kill` of the bench left its child running drafts beside fresh hogs, and a killed child left
+    its hogs spinning for `--hog-limit` (600 s)."""
     import signal
     import threading
 
@@ -225,9 +228,9 @@ def _format_row(row: dict[str, Any]) -> str:
 def format_report(report: dict[str, Any]) -> str:
     used = sorted({r["steps"] for r in report["rows"] if "steps" in r})
     head = (
-        f"demo draft ({report['tokens']} tokens, {report['candidates']} alternatives, {'/'.join(map(str, used))} "
-        f"steps of <= {report['steps']}) on {report['cores']} core(s); hog: one busy loop per core; load "
-        f"after: {report['loadavg_after']}"
+        f"demo draft ({report['tokens']} tokens, {report['candidates']} alternatives, "
+        f"{'/'.join(map(str, used))} steps of <= {report['steps']}) on {report['cores']} core(s); hog: one "
+        f"busy loop per core; load after: {report['loadavg_after']}"
     )
     lines = [head, HEADER]
     lines += [_format_row(r) for r in report["rows"]]

@@ -1,10 +1,12 @@
-"""`python -m engine gpu-check`: the one prepared run on a machine with a GPU, unattended, with a hard time limit.
+"""`python -m engine gpu-check`: the one prepared run on a machine with a GPU, unattended, with a hard time
+limit.
 
 It answers what the CPU tests can only simulate, and writes one JSON report (`report.json`) and a summary
 (`summary.txt`) into `--out`:
 
 * environment: torch/CUDA versions, the device, its compute capability and memory;
-* real-shape layers: a 1-layer checkpoint with the 26B-A4B's exact shapes is written, loaded in NF4 and stepped;
+* real-shape layers: a 1-layer checkpoint with the 26B-A4B's exact shapes is written, loaded in NF4 and
+  stepped;
 * CUDA tests: `pytest -m gpu tests/engine` (bounded by what is left of the time limit);
 * syncs: one draft's decoder steps under `torch.cuda.set_sync_debug_mode("warn")`, syncs counted per step;
 * step memory: `torch.cuda.max_memory_allocated` over a step vs the fit's step term, as bytes per cell;
@@ -16,9 +18,9 @@ Every check is bounded; the run as a whole stops at `--time-limit` seconds (defa
 watchdog writes the report as it stands, marks the run "timed_out" and exits with 124. The report is rewritten
 after every check, so a killed run still leaves the checks that finished.
 
-`--dry-run` runs every check on the CPU with stand-ins (the tiny checkpoint instead of the real-shape one, the CPU
-sync audit instead of CUDA's debug mode, live tensor bytes instead of the CUDA allocator, the meta device and
-`aot_eager` for the compile, the GPU tests only collected): everything but the device is exercised.
+`--dry-run` runs every check on the CPU with stand-ins (the tiny checkpoint instead of the real-shape one, the
+CPU sync audit instead of CUDA's debug mode, live tensor bytes instead of the CUDA allocator, the meta device
+and `aot_eager` for the compile, the GPU tests only collected): everything but the device is exercised.
 """
 
 from __future__ import annotations
@@ -263,8 +265,8 @@ def _syncs(ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _in_kernel() -> bool:
-    """Inside an emulated Triton launch (the interpreter's own host work is not the path's: on a GPU the launch is
-    asynchronous)."""
+    """Inside an emulated Triton launch (the interpreter's own host work is not the path's: on a GPU the
+    launch is asynchronous)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "grouped_mm_nt":
@@ -304,8 +306,8 @@ def _step_memory(ctx: dict[str, Any]) -> dict[str, Any]:
         "fit_bytes_per_cell": STEP_BYTES_PER_CELL_BF16,
         "method": how,
         "ok": True,
-        "line": f"{per_cell:.2f} B per canvas x vocabulary cell (fit counts {STEP_BYTES_PER_CELL_BF16}; at this "
-        f"small vocabulary the body's activations dominate)",
+        "line": f"{per_cell:.2f} B per canvas x vocabulary cell (fit counts {STEP_BYTES_PER_CELL_BF16}; at "
+        "this small vocabulary the body's activations dominate)",
     }
 
 
@@ -442,7 +444,8 @@ NEEDS_MODEL = {"syncs", "step_memory", "fastpath_draft", "roofline"}
 
 
 def run(out: Path, *, dry_run: bool, time_limit: float, only: list[str] | None = None) -> dict[str, Any]:
-    """Run the checks (all, or `only`) and return the report's data; exits the process with 124 at the limit."""
+    """Run the checks (all, or `only`) and return the report's data; exits the process with 124 at the
+    limit."""
     limit = min(float(time_limit), MAX_SECONDS)
     report = Report(out, dry_run, limit)
     deadline = time.monotonic() + limit

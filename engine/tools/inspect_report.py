@@ -1,9 +1,9 @@
 """`python -m engine inspect`: load a checkpoint exactly as the app would and report where the memory goes.
 
-Prints the parameter count by kind (experts, linear, embedding, other), the bytes resident by dtype, the share of
-expert and linear weights stored in 4 bits, the peak host RAM the load added, and the fit estimate for every
-device found. Peak RAM is the process's high-water mark (ru_maxrss, reset first where Linux allows it), minus the
-resident size just before the load, so run it in its own process (as the command line does).
+Prints the parameter count by kind (experts, linear, embedding, other), the bytes resident by dtype, the share
+of expert and linear weights stored in 4 bits, the peak host RAM the load added, and the fit estimate for
+every device found. Peak RAM is the process's high-water mark (ru_maxrss, reset first where Linux allows it),
+minus the resident size just before the load, so run it in its own process (as the command line does).
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class InspectReport:
         mb = 1e6
         out = [
             f"model        {self.model}",
-            f"device       {self.device}   quantization {self.quantization}   loaded in {self.load_seconds:.1f} s",
+            f"device       {self.device}   quantization "
+            f"{self.quantization}   loaded in {self.load_seconds:.1f} s",
             "parameters   "
             + ", ".join(f"{k} {v:,}" for k, v in self.params_by_kind.items())
             + f"  (total {sum(self.params_by_kind.values()):,})",
@@ -61,8 +62,8 @@ class InspectReport:
             f"4-bit        {self.fourbit_fraction:.1%} of expert + linear weights; they take "
             f"{self.quantized_part_bytes / mb:,.1f} MB = {self.quantized_ratio:.3f} x their bf16 size "
             f"({self.quantized_part_bf16_bytes / mb:,.1f} MB)",
-            f"host RAM     peak {self.peak_rss_bytes / mb:,.1f} MB, {self.rss_before_bytes / mb:,.1f} MB before the "
-            f"load: the load added at most {self.peak_load_bytes / mb:,.1f} MB = "
+            f"host RAM     peak {self.peak_rss_bytes / mb:,.1f} MB, {self.rss_before_bytes / mb:,.1f} MB "
+            f"before the load: the load added at most {self.peak_load_bytes / mb:,.1f} MB = "
             f"{self.peak_load_bytes / max(1, self.resident_bytes):.2f} x the resident weights",
         ]
         if self.plan:
@@ -114,7 +115,8 @@ def _peak_since_reset() -> int:
 
 
 def analyse(model: Any) -> tuple[dict[str, int], dict[str, int], int, int, float]:
-    """(params by kind, bytes by dtype, quantized-part bytes, its bf16 size, 4-bit fraction of linear+experts)."""
+    """(params by kind, bytes by dtype, quantized-part bytes, its bf16 size, 4-bit fraction of
+    linear+experts)."""
     from torch import nn
 
     from engine.weights.quantize import Int8Linear, NF4Weight, is_experts, text_stacks
@@ -319,7 +321,8 @@ def run_inspect(model_dir: str, quantization: str, device: str, *, use_cache: bo
 
 
 def main_inspect(argv: list[str]) -> int:
-    """`python -m engine inspect --model DIR [--quantization nf4|none|auto] [--device auto|cpu|cuda] [--json]`."""
+    """`python -m engine inspect --model DIR [--quantization nf4|none|auto] [--device auto|cpu|cuda]
+    [--json]`."""
     from engine.api import EngineError
 
     parser = argparse.ArgumentParser(prog="python -m engine inspect", description=__doc__.split("\n")[0])

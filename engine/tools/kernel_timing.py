@@ -1,17 +1,18 @@
 """GPU timings of the fused kernels against today's path, for the prepared GPU script and `bench --kernels`.
 
 `time_kernels()` returns a dict (JSON-ready). Without a CUDA device (or without Triton) it says so and times
-nothing: {"timed": false, "message": "no CUDA device: kernels not timed"}. With one, on real 26B-A4B shapes and
-random NF4 weights (one layer's expert stacks, 128 experts top-8, a 256 x K token canvas; a 256 x K x 262,144
-vocabulary tail; one dense-MLP-sized NF4 and int8 linear), each side is run `iters` times after a warm-up and
-timed with CUDA events (median). Beside each: the traffic model's bytes for that op (engine.tools.traffic), the
-achieved bandwidth, and the largest difference from today's output (a correctness check on the real device).
+nothing: {"timed": false, "message": "no CUDA device: kernels not timed"}. With one, on real 26B-A4B shapes
+and random NF4 weights (one layer's expert stacks, 128 experts top-8, a 256 x K token canvas; a 256 x K x
+262,144 vocabulary tail; one dense-MLP-sized NF4 and int8 linear), each side is run `iters` times after a
+warm-up and timed with CUDA events (median). Beside each: the traffic model's bytes for that op
+(engine.tools.traffic), the achieved bandwidth, and the largest difference from today's output (a correctness
+check on the real device).
 
 Sides: experts, today's GPU default (`engine.fastpath.sync_free_nf4_experts_forward`: stack dequantized into a
 reused bf16 buffer + grouped GEMM) and bitsandbytes' per-expert loop (`nf4_experts_forward`) against
-`engine.kernels.nf4_moe.fused_moe`; the tail, `sample_chunked` + bf16 cast (after the soft cap the forward does)
-against `tail_philox` on raw bf16 logits; linears, `bitsandbytes.matmul_4bit` and `Int8Linear`'s fp32 round trip
-against `nf4_linear` / `int8_linear`.
+`engine.kernels.nf4_moe.fused_moe`; the tail, `sample_chunked` + bf16 cast (after the soft cap the forward
+does) against `tail_philox` on raw bf16 logits; linears, `bitsandbytes.matmul_4bit` and `Int8Linear`'s fp32
+round trip against `nf4_linear` / `int8_linear`.
 """
 
 from __future__ import annotations
@@ -132,7 +133,9 @@ def _experts(*, alternatives: int, experts: int, iters: int) -> dict[str, Any]:
     }
     stack = experts * 3 * inter * hidden
     return {
-        "shape": f"{experts} experts x ({2 * inter}x{hidden} + {hidden}x{inter}), {tokens} tokens top-{top_k}",
+        "shape": (
+            f"{experts} experts x ({2 * inter}x{hidden} + {hidden}x{inter}), {tokens} tokens top-{top_k}"
+        ),
         "model_bytes": stack * NF4_BPW,
         "sides": sides,
     }

@@ -1,7 +1,7 @@
 """`python -m engine bench --long`: time to the first visible step against document length, with prefix reuse.
 
-For each prefix length (default 1K, 4K and 16K tokens of document before the cursor) the same draft request runs
-three ways through `Session.run`, as the editor runs it (prompt building and tokenization included):
+For each prefix length (default 1K, 4K and 16K tokens of document before the cursor) the same draft request
+runs three ways through `Session.run`, as the editor runs it (prompt building and tokenization included):
 
 - **first**: the prefix cache is empty, so the whole prompt is encoded (in chunks, once for all rows);
 - **repeat**: the same request again at the same place (another alternative, a retry): nothing to encode;
@@ -9,10 +9,10 @@ three ways through `Session.run`, as the editor runs it (prompt building and tok
   prompt is encoded again only from the chunk boundary before the edit.
 
 "Time to first visible step" is from the call to the first step event (what the writer waits for before ghost
-text appears). Each measurement is the median of `--repeats` rounds; the round order is first, repeat, edit with
-the cache cleared before each round. The printed ratios are repeat/first and edit/first (target on the CPU:
-repeat/first <= 0.2 at 16K tokens). Without `--model` a tiny random checkpoint with a 20K-token context is built
-in a temporary folder (the figures are about the encoder's share, not about text quality).
+text appears). Each measurement is the median of `--repeats` rounds; the round order is first, repeat, edit
+with the cache cleared before each round. The printed ratios are repeat/first and edit/first (target on the
+CPU: repeat/first <= 0.2 at 16K tokens). Without `--model` a tiny random checkpoint with a 20K-token context
+is built in a temporary folder (the figures are about the encoder's share, not about text quality).
 """
 
 from __future__ import annotations

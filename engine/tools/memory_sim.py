@@ -1,16 +1,18 @@
 """What the real 26B-A4B needs on a GPU at a context and a candidate count, simulated on the meta device.
 
-The whole 30-layer model with the real config is built on the meta device (NF4 stacks, no storage), the request's
-state is set up as the loop holds it at its largest moment (every row's KV cache at the full context, the request's
-own prefix-cache entry, the incoming self-conditioning logits) and one decoder forward runs on it, on the GPU code
-path (sync-free experts, grouped-query attention). Every storage an op creates is counted from the op that makes it
-until its last tensor dies; the peak, plus the weights and the request's state, is the simulated need. A prefill
-chunk (the encoder over `PREFILL_CHUNK` tokens against the cache) is simulated the same way.
+The whole 30-layer model with the real config is built on the meta device (NF4 stacks, no storage), the
+request's state is set up as the loop holds it at its largest moment (every row's KV cache at the full
+context, the request's own prefix-cache entry, the incoming self-conditioning logits) and one decoder forward
+runs on it, on the GPU code path (sync-free experts, grouped-query attention). Every storage an op creates is
+counted from the op that makes it until its last tensor dies; the peak, plus the weights and the request's
+state, is the simulated need. A prefill chunk (the encoder over `PREFILL_CHUNK` tokens against the cache) is
+simulated the same way.
 
-Stand-in limits: a fused kernel's scratch space (SDPA's memory-efficient kernel, the grouped GEMM) is invisible, so
-SDPA is counted as its output only (what the memory-efficient kernel allocates; the math fallback would also hold
-the attention weights); allocator rounding and the CUDA context are not simulated (the fit's fixed overhead is
-left out of the comparison); the sampling step after the forward is the fit's fixed chunk, not simulated.
+Stand-in limits: a fused kernel's scratch space (SDPA's memory-efficient kernel, the grouped GEMM) is
+invisible, so SDPA is counted as its output only (what the memory-efficient kernel allocates; the math
+fallback would also hold the attention weights); allocator rounding and the CUDA context are not simulated
+(the fit's fixed overhead is left out of the comparison); the sampling step after the forward is the fit's
+fixed chunk, not simulated.
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ def real_meta_model(layers: int = 30, vocab_size: int = 262144) -> Any:
 
         attention.install()
         config = DiffusionGemmaConfig(**real_config_dict(layers, vocab_size))
-        model = build_skeleton_from_config(config, torch.bfloat16, nf4=True).to("meta").eval()  # type: ignore[arg-type]  # transformers types `to` as the unbound function (self = the device)
+        # transformers types `to` as the unbound function (self = the device)
+        model = build_skeleton_from_config(config, torch.bfloat16, nf4=True).to("meta").eval()  # type: ignore[arg-type]
         fastpath.sync_free_experts(model)
         _MODELS[key] = model
     return _MODELS[key]

@@ -3,9 +3,9 @@
 `python -m engine bench --quant-quality [--model DIR]` loads the checkpoint in full precision and in each
 quantized scheme (on the CPU by default) and compares, on the same inputs:
 
-* decoder logits on the same prompts and canvases (real denoising states: the canvas and self-conditioning of a
-  full-precision run at several steps): KL(full || quantized) of the temperature-scaled distributions, mean over
-  positions, and the share of positions whose argmax agrees;
+* decoder logits on the same prompts and canvases (real denoising states: the canvas and self-conditioning of
+  a full-precision run at several steps): KL(full || quantized) of the temperature-scaled distributions, mean
+  over positions, and the share of positions whose argmax agrees;
 * drafts: the same requests with the same seeds through `Session.run`; the denoising steps each needed (the
   entropy-bound sampler stops when stable and confident, so a less confident model needs more steps).
 """
@@ -27,7 +27,8 @@ PROMPTS = [
 
 
 def _states(session: Any, prompt: str, seed: int, steps: int) -> list[tuple[Any, Any, Any, Any]]:
-    """(prompt ids, canvas, self-conditioning logits, temperature step) at every step of a full-precision draft."""
+    """(prompt ids, canvas, self-conditioning logits, temperature step) at every step of a full-precision
+    draft."""
     import torch
 
     from engine import prompts as prompt_mod
@@ -160,8 +161,8 @@ def compare(
 def format_quality(report: dict[str, Any]) -> str:
     full = report["full_precision"]
     lines = [
-        f"quantization quality on {report['model']} ({report['device']}, {report['states']} denoising states, "
-        f"{len(full['steps'])} drafts)",
+        f"quantization quality on {report['model']} ({report['device']}, {report['states']} denoising "
+        f"states, {len(full['steps'])} drafts)",
         f"  full precision: {full['mean_steps']:.2f} steps per draft",
     ]
     for name, r in report["schemes"].items():

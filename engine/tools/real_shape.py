@@ -1,9 +1,9 @@
 """Checkpoints with the exact layer shapes of DiffusionGemma 26B-A4B, but few layers and a small vocabulary.
 
-Memory and speed claims about the 26B-A4B (4-bit resident size, peak RAM while loading, time per layer forward)
-can be measured on one or two of its layers without downloading 50 GB: every layer has the same shapes. Weights
-are random bf16 written tensor by tensor (an expert slice at a time), so building one never holds more than one
-expert matrix in memory.
+Memory and speed claims about the 26B-A4B (4-bit resident size, peak RAM while loading, time per layer
+forward) can be measured on one or two of its layers without downloading 50 GB: every layer has the same
+shapes. Weights are random bf16 written tensor by tensor (an expert slice at a time), so building one never
+holds more than one expert matrix in memory.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-# The text config of google/diffusiongemma-26B-A4B-it (only what differs from the transformers defaults matters).
+# The text config of google/diffusiongemma-26B-A4B-it (only what differs from the transformers defaults
+# matters).
 REAL_TEXT_CONFIG: dict[str, Any] = {
     "hidden_size": 2816,
     "intermediate_size": 2112,
@@ -45,7 +46,8 @@ def layer_types(layers: int) -> list[str]:
 
 
 def real_config_dict(layers: int = 30, vocab_size: int = 262144) -> dict[str, Any]:
-    """A config.json-shaped dict of the real model (default) or of a cut-down one (fewer layers, small vocab)."""
+    """A config.json-shaped dict of the real model (default) or of a cut-down one (fewer layers, small
+    vocab)."""
     from engine.tools.tiny import tiny_vision_config
 
     text = dict(

@@ -1,13 +1,14 @@
 """`python -m engine bench --real-shape --layers N`: how fast is one canvas forward of the 26B-A4B, really?
 
-It builds N decoder layers with the exact 26B-A4B shapes (engine.tools.real_shape's config) straight on the device, with
-random weights stored as the app stores them (NF4 via `NF4Weight.store`, every expert of a stack holding the same
-random codes: the kernels' cost does not depend on the values, and quantizing 256 matrices per layer would dominate
-a short GPU lease). For each prefix length (2K and 8K by default) it encodes the prefix into the KV cache, then
-times one 256-token canvas forward of the decoder (self-conditioning included), layer by layer with CUDA events,
-and extrapolates: 25 sliding-window layers x their time + 5 global layers x theirs + the rest (embedding,
-self-conditioning, lm_head; scaled to the full vocabulary if a smaller one was built). The roofline beside it is
-the full model's bytes read / bandwidth and FLOPs / peak, with the arithmetic printed.
+It builds N decoder layers with the exact 26B-A4B shapes (engine.tools.real_shape's config) straight on the
+device, with random weights stored as the app stores them (NF4 via `NF4Weight.store`, every expert of a stack
+holding the same random codes: the kernels' cost does not depend on the values, and quantizing 256 matrices
+per layer would dominate a short GPU lease). For each prefix length (2K and 8K by default) it encodes the
+prefix into the KV cache, then times one 256-token canvas forward of the decoder (self-conditioning included),
+layer by layer with CUDA events, and extrapolates: 25 sliding-window layers x their time + 5 global layers x
+theirs + the rest (embedding, self-conditioning, lm_head; scaled to the full vocabulary if a smaller one was
+built). The roofline beside it is the full model's bytes read / bandwidth and FLOPs / peak, with the
+arithmetic printed.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ REAL_VOCAB = 262144
 REAL_LAYERS = 30
 CANVAS = 256
 
-# Published specs: HBM/GDDR bandwidth in GB/s and dense bf16 tensor throughput in TFLOP/s (no sparsity). Matched
-# by substring of torch.cuda.get_device_name(), most specific first.
+# Published specs: HBM/GDDR bandwidth in GB/s and dense bf16 tensor throughput in TFLOP/s (no sparsity).
+# Matched by substring of torch.cuda.get_device_name(), most specific first.
 DEVICE_PEAKS: list[tuple[str, float, float]] = [
     ("h200", 4800, 989),
     ("h100 nvl", 3900, 835),
@@ -146,7 +147,8 @@ class _LayerTimer:
 def roofline(
     prefix: int, *, quantize: str, bandwidth_gbs: float | None, peak_tflops: float | None
 ) -> dict[str, Any]:
-    """Bytes read and FLOPs of one canvas forward of the full 26B-A4B after `prefix` tokens, and the time floors."""
+    """Bytes read and FLOPs of one canvas forward of the full 26B-A4B after `prefix` tokens, and the time
+    floors."""
     from engine.tools.real_shape import real_config_dict
     from engine.weights.fit import (
         _layer_groups,
@@ -184,10 +186,10 @@ def roofline(
             f"+ KV cache {kv / 1e9:.3f} GB ({kv_text})",
             f"+ logits traffic {logits / 1e9:.2f} GB (4 x {CANVAS} x {REAL_VOCAB:,} bf16 arrays)",
             f"= {total_bytes / 1e9:.2f} GB read per forward",
-            f"FLOPs: 2 x {CANVAS} tokens x {active / 1e9:.3f} B active weights (linears + {top_k}/{experts_n} of "
-            f"the experts) = {dense_flops / 1e12:.3f} T; + lm_head and self-conditioning 2 x 2 x {CANVAS} x "
-            f"{REAL_VOCAB:,} x {h} = {head_flops / 1e12:.3f} T; + attention over the prefix {attn_flops / 1e12:.3f} T"
-            f" = {flops / 1e12:.3f} TFLOP",
+            f"FLOPs: 2 x {CANVAS} tokens x {active / 1e9:.3f} B active weights (linears + "
+            f"{top_k}/{experts_n} of the experts) = {dense_flops / 1e12:.3f} T; + lm_head and "
+            f"self-conditioning 2 x 2 x {CANVAS} x {REAL_VOCAB:,} x {h} = {head_flops / 1e12:.3f} T; + "
+            f"attention over the prefix {attn_flops / 1e12:.3f} T = {flops / 1e12:.3f} TFLOP",
         ],
     }
     if bandwidth_gbs and peak_tflops:
@@ -202,7 +204,8 @@ def roofline(
         )
         out["arithmetic"].append(
             f"floor = max({total_bytes / 1e9:.2f} GB / {bandwidth_gbs:g} GB/s = {mem_ms:.2f} ms, "
-            f"{flops / 1e12:.3f} TFLOP / {peak_tflops:g} TFLOP/s = {cmp_ms:.2f} ms) = {max(mem_ms, cmp_ms):.2f} ms"
+            f"{flops / 1e12:.3f} TFLOP / {peak_tflops:g} TFLOP/s "
+            f"= {cmp_ms:.2f} ms) = {max(mem_ms, cmp_ms):.2f} ms"
         )
     return out
 
@@ -355,8 +358,8 @@ def run_real_shape(
 
 
 def _vocab_matmul_seconds(model: Any, vocab: int, sync: Callable[[], None]) -> float:
-    """One [canvas, hidden] x [hidden, vocab] product with the built embedding: the part of the head that grows
-    with the vocabulary (lm_head and self-conditioning each do one)."""
+    """One [canvas, hidden] x [hidden, vocab] product with the built embedding: the part of the head that
+    grows with the vocabulary (lm_head and self-conditioning each do one)."""
     import torch
 
     weight = model.model.decoder.embed_tokens.weight
@@ -444,8 +447,8 @@ def _line(r: dict[str, Any]) -> str:
 
 def format_real_shape(report: dict[str, Any]) -> str:
     lines = [
-        f"real-shape forward on {report['device_name']} ({report['device']}), {report['layers_built']} layer(s) "
-        f"built ({', '.join(t.split('_')[0] for t in report['layer_types_built'])}), vocab "
+        f"real-shape forward on {report['device_name']} ({report['device']}), {report['layers_built']} "
+        f"layer(s) built ({', '.join(t.split('_')[0] for t in report['layer_types_built'])}), vocab "
         f"{report['vocab_built']:,}, {report['quantize']}, experts forward: {report['experts_forward']}"
     ]
     for r in report["prefixes"]:

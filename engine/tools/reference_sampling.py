@@ -1,9 +1,10 @@
-"""The reference sampler's plain kernels, kept to prove the loop's faster ones against (never run by a request).
+"""The reference sampler's plain kernels, kept to prove the loop's faster ones against (never run by a
+request).
 
 `generate()` draws one multinomial sample per slot from the full Exp(1) variates of every row; the loop draws
-only what it needs (`engine.sampling.sample_accepted` on the CPU, `engine.lean_step.sample_chunked` elsewhere).
-These are the straightforward versions, draw for draw what the reference does, that the benchmark's tests
-compare the loop's kernels with.
+only what it needs (`engine.sampling.sample_accepted` on the CPU, `engine.lean_step.sample_chunked`
+elsewhere). These are the straightforward versions, draw for draw what the reference does, that the
+benchmark's tests compare the loop's kernels with.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from engine.sampling import exponential_draws, noise_ids
 def sample_one(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """`torch.multinomial(probs, 1, generator=generator).squeeze(-1)` for 2-D `probs`, draw for draw.
 
-    It is ATen's own one-sample path (argmax of p / q with q ~ Exp(1), the same `exponential_` call on the same
-    generator, so the same ids) minus its argument checks, which read `max`, `min` and `sum` back to the host:
-    two device synchronisations per step on a GPU. Our probabilities come from a softmax, so the checks cannot
-    fail.
+    It is ATen's own one-sample path (argmax of p / q with q ~ Exp(1), the same `exponential_` call on the
+    same generator, so the same ids) minus its argument checks, which read `max`, `min` and `sum` back to the
+    host: two device synchronisations per step on a GPU. Our probabilities come from a softmax, so the checks
+    cannot fail.
     """
     q = torch.empty_like(probs).exponential_(1, generator=generator)
     torch.div(probs, q, out=q)

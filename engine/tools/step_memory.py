@@ -1,12 +1,12 @@
 """How much memory one denoising step needs, measured, and the per-cell figure the fit estimate uses.
 
-Method (allocator-agnostic, so it runs on the CPU and means the same on a GPU): a `TorchDispatchMode` sees every
-aten op of a denoising run; each tensor an op returns is traced to its storage, and a storage counts as live from
-the op that first returned it until the last Python tensor viewing it dies (`weakref.finalize`). The peak of the
-sum of live storage bytes is the step's peak. It counts what the loop and the model's forward allocate (logits,
-probabilities, draws, self-conditioning, activations, KV cache of the request) and not what existed before (the
-weights). It cannot see scratch memory a single kernel allocates and frees inside itself (small on these ops),
-nor allocator rounding/fragmentation, which the fit's overhead term covers.
+Method (allocator-agnostic, so it runs on the CPU and means the same on a GPU): a `TorchDispatchMode` sees
+every aten op of a denoising run; each tensor an op returns is traced to its storage, and a storage counts as
+live from the op that first returned it until the last Python tensor viewing it dies (`weakref.finalize`). The
+peak of the sum of live storage bytes is the step's peak. It counts what the loop and the model's forward
+allocate (logits, probabilities, draws, self-conditioning, activations, KV cache of the request) and not what
+existed before (the weights). It cannot see scratch memory a single kernel allocates and frees inside itself
+(small on these ops), nor allocator rounding/fragmentation, which the fit's overhead term covers.
 
 `measure_step_memory` runs the loop's device code path (`engine.denoise.device_code_path`) on a model with the
 real vocabulary (262,144) and canvas (256) but a tiny body, so what is measured is the vocabulary-sized part;
@@ -105,8 +105,9 @@ class StepMemory:
     def line(self) -> str:
         kind = "infill (pinned)" if self.frozen else "draft"
         return (
-            f"{self.candidates} candidate(s) x {self.canvas} canvas x {self.vocab:,} vocabulary, {self.dtype}, "
-            f"{kind}: peak {self.peak_bytes / 1e9:.3f} GB = {self.bytes_per_cell:.2f} bytes per cell"
+            f"{self.candidates} candidate(s) x {self.canvas} canvas x {self.vocab:,} vocabulary, "
+            f"{self.dtype}, {kind}: peak {self.peak_bytes / 1e9:.3f} "
+            f"GB = {self.bytes_per_cell:.2f} bytes per cell"
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""`python -m engine.tools.steps_sweep`: quality and speed of the demo model's drafts per denoising-step budget.
+"""`python -m engine.tools.steps_sweep`: quality and speed of the demo model's drafts per denoising-step
+budget.
 
-Why: every step is one forward; a draft that stops at 16 steps settles three times sooner than one that runs to
-48. This runs the same held-out drafts (engine/training/evaluate.py's prompts and English-word measure, the app's
-draft length and alternatives) at each step budget and prints the English-word share, mean steps used and seconds
-per draft, so the default can be picked where quality stops improving.
+Why: every step is one forward; a draft that stops at 16 steps settles three times sooner than one that runs
+to 48. This runs the same held-out drafts (engine/training/evaluate.py's prompts and English-word measure, the
+app's draft length and alternatives) at each step budget and prints the English-word share, mean steps used
+and seconds per draft, so the default can be picked where quality stops improving.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def sweep(
 def main(argv: list[str] | None = None) -> int:
     from engine.__main__ import default_model_dir
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=default_model_dir())
     parser.add_argument("--steps", default="8,12,16,24,32,48")
     parser.add_argument("--drafts", type=int, default=20)

@@ -1,16 +1,17 @@
 """Which ops of a code path would make a CUDA device wait for the host (or the host for the device)?
 
-`torch.cuda.set_sync_debug_mode("error")` answers that on a GPU. On the CPU nothing synchronises, so this audit
-lists every ATen op a block runs (a `TorchDispatchMode`) and flags the ones known to synchronise on CUDA:
-scalar reads (`.item()`, `bool(t)`: `_local_scalar_dense`, `is_nonzero`, `equal`), ops whose output size depends on
-the data (`nonzero`, `masked_select`, `unique`, `bincount`, `repeat_interleave` without `output_size`, boolean
-indexing, which decomposes to `nonzero`), device->host copies, `multinomial` (its argument checks read values) and
-`_grouped_mm` on compute capability < 9 (PyTorch's fallback copies `offs` to the host).
+`torch.cuda.set_sync_debug_mode("error")` answers that on a GPU. On the CPU nothing synchronises, so this
+audit lists every ATen op a block runs (a `TorchDispatchMode`) and flags the ones known to synchronise on
+CUDA: scalar reads (`.item()`, `bool(t)`: `_local_scalar_dense`, `is_nonzero`, `equal`), ops whose output size
+depends on the data (`nonzero`, `masked_select`, `unique`, `bincount`, `repeat_interleave` without
+`output_size`, boolean indexing, which decomposes to `nonzero`), device->host copies, `multinomial` (its
+argument checks read values) and `_grouped_mm` on compute capability < 9 (PyTorch's fallback copies `offs` to
+the host).
 
-Limits of the stand-in, stated where it is used: it sees ATen ops only, not what a custom kernel does inside (a
-Triton launch is asynchronous, so a kernel launch is no sync; the interpreter's own host work while it emulates a
-kernel on the CPU is left out), and `.cpu()`/`.tolist()` of a CPU tensor dispatch nothing, so `source_reads`
-checks the path's source for them.
+Limits of the stand-in, stated where it is used: it sees ATen ops only, not what a custom kernel does inside
+(a Triton launch is asynchronous, so a kernel launch is no sync; the interpreter's own host work while it
+emulates a kernel on the CPU is left out), and `.cpu()`/`.tolist()` of a CPU tensor dispatch nothing, so
+`source_reads` checks the path's source for them.
 """
 
 from __future__ import annotations

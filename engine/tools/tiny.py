@@ -2,8 +2,9 @@
 
 Tests, benchmarks and the demo-model trainer all need a checkpoint that loads with `from_pretrained` exactly
 like the real one: same model class, same config keys, a `tokenizer.json` whose pieces behave like Gemma's
-(SentencePiece-style "▁" word marks, `<0xNN>` byte-fallback tokens, `<bos>`/`<eos>`/`<pad>` at ids 2/1/0) and a
-chat template in `tokenizer_config.json`. The model weights are random; `engine/training` makes a useful one.
+(SentencePiece-style "▁" word marks, `<0xNN>` byte-fallback tokens, `<bos>`/`<eos>`/`<pad>` at ids 2/1/0) and
+a chat template in `tokenizer_config.json`. The model weights are random; `engine/training` makes a useful
+one.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ CHAT_TEMPLATE = (
 # A few sentences so the tiny tokenizer has real merges (and multi-byte text goes through byte fallback).
 SAMPLE_TEXT = [
     "The quick brown fox jumps over the lazy dog. A writer drafts, rewrites and fills gaps in a document.",
-    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of foolishness.",
+    "It was the best of times, it was the worst of times, it "
+    "was the age of wisdom, it was the age of foolishness.",
     "Letterpress refines a whole block of text in parallel, the way a printing press sets a page at once.",
     "Please rewrite the following paragraph so that it is shorter and more formal.",
     "Continue the story from where it stops. Fill the missing part between the two passages.",
@@ -38,7 +40,8 @@ SAMPLE_TEXT = [
 
 
 # Gemma 4's turn and channel markers. In the real tokenizer they are ordinary added tokens marked special in
-# `added_tokens_decoder` (not named, not `extra_special_tokens`), which is what `gemma4_style_tokenizer` copies.
+# `added_tokens_decoder` (not named, not `extra_special_tokens`), which is what `gemma4_style_tokenizer`
+# copies.
 GEMMA4_MARKERS = ["<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|tool_response>", "<|think|>"]
 GEMMA4_CHAT_TEMPLATE = (
     "{{ bos_token }}"
@@ -51,8 +54,9 @@ GEMMA4_CHAT_TEMPLATE = (
 
 
 def gemma4_style_tokenizer(texts: Iterable[str] = SAMPLE_TEXT, vocab_size: int = 512) -> Any:
-    """The tiny tokenizer laid out like Gemma 4's: only `<bos>`/`<eos>`/`<pad>`/`<unk>` are named special tokens;
-    the turn/channel markers exist only in `added_tokens_decoder` (special), and the chat template uses them."""
+    """The tiny tokenizer laid out like Gemma 4's: only `<bos>`/`<eos>`/`<pad>`/`<unk>` are named special
+    tokens; the turn/channel markers exist only in `added_tokens_decoder` (special), and the chat template
+    uses them."""
     from transformers import AddedToken
 
     tok = train_tokenizer(texts, vocab_size=vocab_size, extra_special=(), chat_template=GEMMA4_CHAT_TEMPLATE)
@@ -234,8 +238,8 @@ def make_tiny(
     gemma4: bool = False,
 ) -> Path:
     """Write a random-weight tiny checkpoint that loads in well under a second on CPU (`max_positions`: its
-    context length, e.g. 32768 for the long-document benchmark; `gemma4`: with the Gemma 4 tokenizer layout, see
-    `gemma4_style_tokenizer`)."""
+    context length, e.g. 32768 for the long-document benchmark; `gemma4`: with the Gemma 4 tokenizer layout,
+    see `gemma4_style_tokenizer`)."""
     import torch
     from transformers import DiffusionGemmaForBlockDiffusion
 

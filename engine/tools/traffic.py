@@ -1,25 +1,27 @@
-"""The traffic model: bytes moved and FLOPs of every op of one decoder forward (a 256-token canvas x K rows after
-`context` tokens), and the predicted time on named cards as the sum over ops of max(bytes / bandwidth,
+"""The traffic model: bytes moved and FLOPs of every op of one decoder forward (a 256-token canvas x K rows
+after `context` tokens), and the predicted time on named cards as the sum over ops of max(bytes / bandwidth,
 FLOPs / peak): three columns, today's GPU path, the path with `engine.kernels` on, and the per-op roofline.
 
 How each path's bytes are counted (per weight `w`, per cell `c` of the B x L x V logits, per element `e` of a
 T x hidden activation; T = 256 x K tokens):
 
-* NF4 weights, today: bitsandbytes dequantizes a 4-bit matrix (an expert stack: `engine.fastpath.reused_stack`) to
-  a bf16 copy and the GEMM reads it back: codes 0.5 B/w + scales (uint8 read, fp32 written, offset added into a new
-  fp32 array, read by the kernel: 17 B per 64 weights) + 2 B/w written + 2 B/w read = 4.77 B/w. Kernels: 0.516 B/w
-  (codes + double-quantized scales, read once, `engine.kernels.nf4_moe`).
-* int8 weights (nf4-mixed's attention and dense MLP), today: `Int8Linear.forward` casts the codes to fp32 (1 + 4),
-  multiplies by the scales (4 + 4), casts to bf16 (4 + 2) and the GEMM reads that (2): 21 B/w. Kernels: 1 B/w.
-* The vocabulary tail, today: the lm_head writes bf16 logits, the forward casts them to fp32 and soft-caps them in
-  three fp32 ops (2 + 6 + 24 B/c); the step divides by the temperature in place (8), the argmax reads (4), the
-  entropy's logsumexp, softmax and product (60), the softmax for the sample and confidence (12 + 4), the Exp(1)
-  draws (4), the division and its argmax (12 + 4), the bf16 self-conditioning copy (6): 146 B/c. Kernels
-  (`engine.kernels.vocab_tail`, fed the raw bf16 lm_head output): lm_head write 2, two reads 4, the bf16 hand-off
-  written 2: 8 B/c. The decoder's own softmax of the hand-off (2 + 4 + 4 + 6 = 16 B/c plus the matmul's 2) is
-  model code, unchanged in both paths: what remains of the tail.
-* RMSNorms, today: `x.float()`, square, mean, scale, weight, cast: 40 B/e each (8 per layer over the hidden size,
-  q/k/v norms over the heads); kernels (`engine.kernels.rmsnorm`): read once, written once, 4 B/e.
+* NF4 weights, today: bitsandbytes dequantizes a 4-bit matrix (an expert stack:
+  `engine.fastpath.reused_stack`) to a bf16 copy and the GEMM reads it back: codes 0.5 B/w + scales (uint8
+  read, fp32 written, offset added into a new fp32 array, read by the kernel: 17 B per 64 weights) + 2 B/w
+  written + 2 B/w read = 4.77 B/w. Kernels: 0.516 B/w (codes + double-quantized scales, read once,
+  `engine.kernels.nf4_moe`).
+* int8 weights (nf4-mixed's attention and dense MLP), today: `Int8Linear.forward` casts the codes to fp32 (1 +
+  4), multiplies by the scales (4 + 4), casts to bf16 (4 + 2) and the GEMM reads that (2): 21 B/w. Kernels: 1
+  B/w.
+* The vocabulary tail, today: the lm_head writes bf16 logits, the forward casts them to fp32 and soft-caps
+  them in three fp32 ops (2 + 6 + 24 B/c); the step divides by the temperature in place (8), the argmax reads
+  (4), the entropy's logsumexp, softmax and product (60), the softmax for the sample and confidence (12 + 4),
+  the Exp(1) draws (4), the division and its argmax (12 + 4), the bf16 self-conditioning copy (6): 146 B/c.
+  Kernels (`engine.kernels.vocab_tail`, fed the raw bf16 lm_head output): lm_head write 2, two reads 4, the
+  bf16 hand-off written 2: 8 B/c. The decoder's own softmax of the hand-off (2 + 4 + 4 + 6 = 16 B/c plus the
+  matmul's 2) is model code, unchanged in both paths: what remains of the tail.
+* RMSNorms, today: `x.float()`, square, mean, scale, weight, cast: 40 B/e each (8 per layer over the hidden
+  size, q/k/v norms over the heads); kernels (`engine.kernels.rmsnorm`): read once, written once, 4 B/e.
 * Everything else (residual adds 6 B/e; attention through SDPA reading each row's KV cache once; the embedding
   matmuls) is the same in both paths.
 * The roofline: every op reads its inputs and writes its outputs once at their stored precision (weights 0.516
@@ -73,7 +75,8 @@ CARDS: dict[str, Card] = {
 
 @dataclass(frozen=True)
 class Op:
-    """One op of the forward, `count` times (e.g. once per layer of a kind), with each path's bytes per call."""
+    """One op of the forward, `count` times (e.g. once per layer of a kind), with each path's bytes per
+    call."""
 
     name: str
     count: int
@@ -116,7 +119,8 @@ def real_text_config() -> dict[str, Any]:
 def forward_ops(
     context: int = 8192, alternatives: int = 1, scheme: str = "nf4-mixed", text: dict[str, Any] | None = None
 ) -> list[Op]:
-    """The ops of one decoder forward of the 26B-A4B (or of `text`, a text config) with K = `alternatives` rows."""
+    """The ops of one decoder forward of the 26B-A4B (or of `text`, a text config) with K = `alternatives`
+    rows."""
     from engine.weights.fit import _layer_groups
     from engine.weights.plan import storage_for
 
@@ -171,9 +175,9 @@ def forward_ops(
     stack = experts * (2 * moe * h + h * moe)
     assigned = t * top_k
     expert_flops = 2.0 * assigned * (2 * moe * h + h * moe)
-    # activations: today transformers' grouped forward gathers the rows (r+w), writes gate_up, act*up (r, w), down,
-    # the weighting (r+w) and the scatter-add (r+w); the kernel reads the rows, writes and reads the intermediate,
-    # writes fp32 rows and sums them.
+    # activations: today transformers' grouped forward gathers the rows (r+w), writes gate_up, act*up (r, w),
+    # down, the weighting (r+w) and the scatter-add (r+w); the kernel reads the rows, writes and reads the
+    # intermediate, writes fp32 rows and sums them.
     acts_today = 2.0 * assigned * (2 * h + 2 * moe + 3 * moe + h + 2 * h + 2 * h)
     acts_kernel = assigned * (2.0 * h + 4.0 * moe + 4.0 * h) + t * h * 2.0
     acts_roof = 2.0 * t * h + 4.0 * assigned * moe + 2.0 * t * h
@@ -239,7 +243,8 @@ def forward_ops(
 
 
 def predict(ops: Iterable[Op], card: Card, path: str) -> float:
-    """Predicted milliseconds of the forward on `card`: the sum over ops of max(bytes / bandwidth, FLOPs / peak)."""
+    """Predicted milliseconds of the forward on `card`: the sum over ops of max(bytes / bandwidth, FLOPs /
+    peak)."""
     return sum(op.ms(path, card) for op in ops)
 
 
@@ -284,7 +289,8 @@ def format_report(r: dict[str, Any]) -> str:
     lines = [
         (
             f"Traffic model: one decoder forward, 256-token canvas x K={r['alternatives']} after "
-            f"{r['context']:,} tokens, scheme {r['scheme']} (engine.tools.traffic; per-op times on an RTX 4090)"
+            f"{r['context']:,} tokens, scheme {r['scheme']} "
+            "(engine.tools.traffic; per-op times on an RTX 4090)"
         ),
         (
             f"{'op':<62} {'n':>3} {'GFLOP':>8} {'today GB':>9} {'kern GB':>8} {'roof GB':>8} "

@@ -1,10 +1,11 @@
-"""Build llama.cpp for the teacher's `llamacpp` backend: `python -m engine.training.build_llamacpp --dest DIR`.
+"""Build llama.cpp for the teacher's `llamacpp` backend:
+`python -m engine.training.build_llamacpp --dest DIR`.
 
-Why build: no llama.cpp binary wheel installs on this platform (Debian 12, glibc 2.36, GCC 12): llama-cpp-python
-ships sdists only, llama-cpp-cffi's wheel needs GCC 13's libstdc++ and llama-cpp-py-sync's glibc 2.38. The
-llama-cpp-python sdist (fetched with pip, the ordinary client) vendors llama.cpp and carries the ctypes
-bindings `engine.training.teacher_llamacpp` uses; only the `llama` library target is built (about 20 minutes of
-one CPU core), CPU backend, no OpenMP (one thread is all the generator uses).
+Why build: no llama.cpp binary wheel installs on this platform (Debian 12, glibc 2.36, GCC 12):
+llama-cpp-python ships sdists only, llama-cpp-cffi's wheel needs GCC 13's libstdc++ and llama-cpp-py-sync's
+glibc 2.38. The llama-cpp-python sdist (fetched with pip, the ordinary client) vendors llama.cpp and carries
+the ctypes bindings `engine.training.teacher_llamacpp` uses; only the `llama` library target is built (about
+20 minutes of one CPU core), CPU backend, no OpenMP (one thread is all the generator uses).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ VERSION = "0.3.16"
 
 
 def build(dest: Path, jobs: int = 1) -> Path:
-    """Fetch the sdist into `dest`, unpack it, build `libllama.so`; returns the folder holding the libraries."""
+    """Fetch the sdist into `dest`, unpack it, build `libllama.so`; returns the folder holding the
+    libraries."""
     dest.mkdir(parents=True, exist_ok=True)
     sdist = dest / f"llama_cpp_python-{VERSION}.tar.gz"
     if not sdist.is_file():
@@ -59,7 +61,7 @@ def build(dest: Path, jobs: int = 1) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dest", type=Path, default=Path("/work/venvs"))
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args(argv)

@@ -1,11 +1,12 @@
 """The demo model's corpus: the World English Bible (public domain), as Debian's `sword-text-web` ships it.
 
-Why this text: it is the largest modern-English prose that the project's package registries carry under a licence
-that allows redistributing a model trained on it ("The World English Bible is in the Public Domain", see
-/usr/share/doc/sword-text-web/copyright). `diatheke` (Debian package `diatheke`) exports it as plain text.
+Why this text: it is the largest modern-English prose that the project's package registries carry under a
+licence that allows redistributing a model trained on it ("The World English Bible is in the Public Domain",
+see /usr/share/doc/sword-text-web/copyright). `diatheke` (Debian package `diatheke`) exports it as plain text.
 
 Chapters are the unit of the train/held-out split (every `HELD_OUT_EVERY`-th chapter is held out), so held-out
-prompts are passages the model never saw. Tests and CI never need the package: `sample_passages()` is built in.
+prompts are passages the model never saw. Tests and CI never need the package: `sample_passages()` is built
+in.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ MODULE = "engWEB2015eb"
 PACKAGES = ("sword-text-web", "diatheke")
 SOURCE = "World English Bible (2015 edition with Deuterocanon), Debian package sword-text-web, via diatheke"
 LICENCE = (
-    'Public domain. "The World English Bible is in the Public Domain. That means that it is not copyrighted." '
-    '(eBible.org, quoted in /usr/share/doc/sword-text-web/copyright). "World English Bible" is a trademark of '
+    'Public domain. "The World English Bible is in the Public Domain. That means that it is not '
+    'copyrighted." (eBible.org, quoted in /usr/share/doc/sword-text-web/copyright). '
+    '"World English Bible" is a trademark of '
     "eBible.org; this model's outputs are not the World English Bible."
 )
 HELD_OUT_EVERY = 20
@@ -81,7 +83,8 @@ def parse_chapters(raw: str) -> list[Chapter]:
 
 
 def clean(text: str) -> str:
-    """Drop footnotes and stray markup, normalise quotes and whitespace (so the tokenizer sees plain prose)."""
+    """Drop footnotes and stray markup, normalise quotes and whitespace (so the tokenizer sees plain
+    prose)."""
     previous = None
     while previous != text:
         previous, text = text, _NOTE.sub(" ", text)
@@ -127,14 +130,17 @@ def load_chapters(cache: Path | None = None) -> list[Chapter]:
 def sample_passages() -> list[Chapter]:
     """A built-in stand-in corpus (a few paragraphs of plain prose) so tests never need the Debian package."""
     paragraphs = [
-        "The morning was cold and clear. The farmer went out to the field and looked at the long rows of wheat. "
-        "He knew that the harvest would come soon, and he was glad. His sons followed him with their tools.",
-        "When the rain came, the river rose over its banks. The people of the town carried their goods to the "
-        "hill. They waited there for three days until the water went down again, and then they came home.",
+        "The morning was cold and clear. The farmer went out to the field and looked at the long rows of "
+        "wheat. He knew that the harvest would come soon, and "
+        "he was glad. His sons followed him with their tools.",
+        "When the rain came, the river rose over its banks. The people of the town carried their goods to "
+        "the hill. They waited there for three days until "
+        "the water went down again, and then they came home.",
         "A good letter says what it means in a few plain words. Write the first sentence last, when you know "
         "what the letter is about. Read it aloud before you send it, and cut every word you do not need.",
-        "The king called his servants and said to them, go into the city and find the man who built the wall. "
-        "They searched every street and every house, but they could not find him, so they returned to the king.",
+        "The king called his servants and said to them, go into the city and find the man who built the "
+        "wall. They searched every street and every house, but "
+        "they could not find him, so they returned to the king.",
     ]
     return [
         Chapter("Sample", i + 1, " ".join(paragraphs[i:] + paragraphs[:i])) for i in range(len(paragraphs))

@@ -4,10 +4,10 @@ Resumable and chunked because it runs for hours on a shared CPU: chunk `c` holds
 `c*chunk_size .. (c+1)*chunk_size-1` (prompts from `engine.training.recipes.text_recipe(seed, index)`) and the
 teacher's rewrites of a span of about half of them (`rewrite_recipe`). A chunk is written atomically
 (`chunk-00012.jsonl.gz`); rerunning the same command skips the chunks that exist and goes on. `manifest.json`
-records the seed, teacher (id, sha256, licence), backend, threads, decoding settings and library versions, and a
-rerun with different settings is refused (it would mix two corpora). Batches are fixed by the chunk (consecutive
-items, `batch_size` at a time) and seeded by (seed, chunk, batch), so `--verify C` regenerates chunk C and checks
-it is identical byte for byte (same backend and machine type).
+records the seed, teacher (id, sha256, licence), backend, threads, decoding settings and library versions, and
+a rerun with different settings is refused (it would mix two corpora). Batches are fixed by the chunk
+(consecutive items, `batch_size` at a time) and seeded by (seed, chunk, batch), so `--verify C` regenerates
+chunk C and checks it is identical byte for byte (same backend and machine type).
 
 Each record is one JSON line: {"kind": "text"|"rewrite", "index", "held_out", "recipe", "message", "output",
 "batch_seed"}; rewrites add "preset" and "span". Cleaning and filtering happen when the corpus is read

@@ -1,15 +1,16 @@
 """Measure a trained demo model: `python -m engine.training.evaluate --model DIR` prints JSON.
 
-- words:   50 drafts (the engine's own Session: prompt builder + denoising loop, default sampler settings) from
-           held-out passages; the share of generated whitespace-separated words (punctuation stripped) that are
-           in Debian's `wamerican` list (/usr/share/dict/american-english).
+- words:   50 drafts (the engine's own Session: prompt builder + denoising loop, default sampler settings)
+           from held-out passages; the share of generated whitespace-separated words (punctuation stripped)
+           that are in Debian's `wamerican` list (/usr/share/dict/american-english).
 - latency: seconds per request for the drafts, and for a few rewrites and infills.
 - denoise: held-out denoising accuracy and cross-entropy at noise levels 0.5 and 1.0 (one decoder pass, scored
            on the corrupted non-pad canvas positions) against the unigram baseline (accuracy: always guess the
            most frequent training token; cross-entropy: add-one-smoothed training token frequencies), on the
            same examples; and accuracy over all non-pad canvas positions (noised or not) against the best
-           context-free denoiser (the better of "keep every token" and "always the most frequent token"), which,
-           unlike the corrupted-only comparison, does not credit the baseline with knowing where the noise is.
+           context-free denoiser (the better of "keep every token" and "always the most frequent token"),
+           which, unlike the corrupted-only comparison, does not credit the baseline with knowing where the
+           noise is.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def load_words(path: Path = WORDLIST) -> set[str]:
 
 
 def word_stats(texts: list[str], words: set[str]) -> tuple[int, int]:
-    """(real, total) whitespace-separated words, punctuation stripped from both ends; pure punctuation skipped."""
+    """(real, total) whitespace-separated words, punctuation stripped from both ends; pure punctuation
+    skipped."""
     real = total = 0
     for text in texts:
         for raw in text.split():
@@ -185,7 +187,8 @@ def run(
 
 
 def _unigram_log_probs(chapters, tokenizer, hyper) -> Any:
-    """Add-one-smoothed log-probabilities of non-pad canvas tokens in training examples (the unigram model)."""
+    """Add-one-smoothed log-probabilities of non-pad canvas tokens in training examples (the unigram
+    model)."""
     import torch
 
     from engine.training.examples import sample_examples

@@ -1,19 +1,20 @@
 """Instruction-shaped training examples in exactly the message formats `engine.prompts` sends.
 
-Every example is one user turn (built with `engine.prompts.draft_message` / `rewrite_message` / `infill_message`
-and the checkpoint's chat template) and one model turn. The model turn is cut into canvases of `canvas_length`
-tokens the way the sampler produces them: block-aligned from the start of the model turn, each canvas seeing the
-prompt and the earlier canvases as its clean prefix. After the answer come `<end_of_turn>` and `<pad>`s, which is
-what the sampler's canvas holds once a short answer is finished.
+Every example is one user turn (built with `engine.prompts.draft_message` / `rewrite_message` /
+`infill_message` and the checkpoint's chat template) and one model turn. The model turn is cut into canvases
+of `canvas_length` tokens the way the sampler produces them: block-aligned from the start of the model turn,
+each canvas seeing the prompt and the earlier canvases as its clean prefix. After the answer come
+`<end_of_turn>` and `<pad>`s, which is what the sampler's canvas holds once a short answer is finished.
 
 Tasks (fractions in `TASK_WEIGHTS`):
 - draft:   the text before a sentence (or word) boundary -> the next two to six sentences.
-- rewrite: the presets of `engine.api.REWRITE_PRESETS`, with targets made mechanically from the corpus: shorter
-           (keep the first half of the sentences), longer (add the next sentence), grammar (undo injected typos),
-           formal/casual (expand/contract contractions), simplify (split at semicolons), and a free instruction
-           ("Rewrite it in your own words.") that keeps the text.
-- infill:  the text before the gap -> the middle sentence(s) followed by the text after the gap; the after-text
-           tokens are frozen (never noised, not in the loss), as `engine.infill` pins them in the canvas.
+- rewrite: the presets of `engine.api.REWRITE_PRESETS`, with targets made mechanically from the corpus:
+           shorter (keep the first half of the sentences), longer (add the next sentence), grammar (undo
+           injected typos), formal/casual (expand/contract contractions), simplify (split at semicolons), and
+           a free instruction ("Rewrite it in your own words.") that keeps the text.
+- infill:  the text before the gap -> the middle sentence(s) followed by the text after the gap; the
+           after-text tokens are frozen (never noised, not in the loss), as `engine.infill` pins them in the
+           canvas.
 """
 
 from __future__ import annotations

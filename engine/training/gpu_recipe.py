@@ -9,7 +9,8 @@ Why one command: a GPU is lent to a session now and then, for minutes, with nobo
 3. judge: `engine.training.judge` on the new model beside today's demo (teacher figures when it was found).
 Everything goes to DIR: corpus/, run/ (state, log, model/), judge.json, figures.json (the summary, with the
 time each phase took), recipe.log. Rerunning with the same DIR resumes (the corpus and the run are resumable).
-`--dry-run` does the same on the CPU with a tiny model and a few minutes, to prove the path before a GPU comes.
+`--dry-run` does the same on the CPU with a tiny model and a few minutes, to prove the path before a GPU
+comes.
 """
 
 from __future__ import annotations

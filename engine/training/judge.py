@@ -2,15 +2,16 @@
 
 Why these measures (issue 25): a writer trying the demo notices word salad, drafts that ignore the document,
 Fix grammar that damages correct text, and rewrites of the wrong length. So, on prompts no training saw
-(`engine.training.judge_prompts`), through the engine's own Session (prompt builder, sampler, default settings):
+(`engine.training.judge_prompts`), through the engine's own Session (prompt builder, sampler, default
+settings):
 - teacher perplexity: the teacher's per-token perplexity of each model's 64-token drafts *given the opening*,
   beside the same measure of held-out corpus text (a held-out story's rest given its first two sentences), and
   their ratio (target <= 3);
 - english_word_share: drafted words found in Debian's `wamerican` list (target >= 97%);
 - grammar_unchanged: of 30 already-correct sentences, the share Fix grammar at strength 0.2 returns unchanged
   (whitespace-trimmed; target >= 80%);
-- rewrite_length_ok: full-strength rewrites (strength 1.0, the length-neutral presets in turn) whose word count
-  is 0.5-2x the selection's (target >= 90%);
+- rewrite_length_ok: full-strength rewrites (strength 1.0, the length-neutral presets in turn) whose word
+  count is 0.5-2x the selection's (target >= 90%);
 - draft_seconds: how long a draft takes to settle here (one thread; target <= 1 s).
 Prints (and with --out writes) JSON with the figures and verbatim samples per model.
 """
@@ -93,8 +94,9 @@ def perplexity(scores: list[tuple[float, int]]) -> float:
 
 
 def held_out_pairs(corpus_dirs: list[Path], count: int) -> list[tuple[str, str]]:
-    """(first two sentences, the rest) of held-out corpus stories; the judge's openings' true continuations when
-    the corpus has none yet are not available, so the figure is only as good as the held-out set is large."""
+    """(first two sentences, the rest) of held-out corpus stories; the judge's openings' true continuations
+    when the corpus has none yet are not available, so the figure is only as good as the held-out set is
+    large."""
     from engine.training import story_corpus
     from engine.training.corpus import sentences
 
@@ -178,7 +180,8 @@ def judge(
 
 
 def markdown(entry: dict[str, Any], count: int = 10) -> str:
-    """A model's figures and `count` verbatim drafts, Fix grammar passes and full-strength rewrites, for a README."""
+    """A model's figures and `count` verbatim drafts, Fix grammar passes and full-strength rewrites, for a
+    README."""
     f = entry["figures"]
     lines = ["| measure | value | target |", "| --- | --- | --- |"]
     if "ppl_ratio" in f:
@@ -187,8 +190,10 @@ def markdown(entry: dict[str, Any], count: int = 10) -> str:
             f"{f['teacher_ppl_heldout_corpus']} = {f['ppl_ratio']}x | <= 3x |"
         )
     lines += [
-        f"| real English words in drafts (wamerican) | {f['english_word_share']:.1%} of {f['words']} | >= 97% |",
-        f"| Fix grammar at 0.2 returns a correct sentence unchanged | {f['grammar_unchanged']:.0%} | >= 80% |",
+        "| real English words in drafts (wamerican) | "
+        f"{f['english_word_share']:.1%} of {f['words']} | >= 97% |",
+        "| Fix grammar at 0.2 returns a correct sentence "
+        f"unchanged | {f['grammar_unchanged']:.0%} | >= 80% |",
         (
             f"| full-strength rewrites 0.5-2x the selection's words | {f['rewrite_length_ok']:.0%} "
             f"(median {f['rewrite_ratio_median']}x) | >= 90% |"

@@ -1,23 +1,26 @@
-"""The judge's fixed prompts: written for the judge, never in any training corpus, so held out by construction.
+"""The judge's fixed prompts: written for the judge, never in any training corpus, so held out by
+construction.
 
-Fixed (not drawn from the growing corpus) so every model and every point of a training curve is measured on the
-same requests. OPENINGS are the starts of plain modern paragraphs a writer might continue (the issue's lighthouse
-paragraph first); CORRECT_SENTENCES are already-correct sentences that Fix grammar must return unchanged; the
-rewrite-length check rewrites the same sentences at full strength with every length-neutral preset.
+Fixed (not drawn from the growing corpus) so every model and every point of a training curve is measured on
+the same requests. OPENINGS are the starts of plain modern paragraphs a writer might continue (the issue's
+lighthouse paragraph first); CORRECT_SENTENCES are already-correct sentences that Fix grammar must return
+unchanged; the rewrite-length check rewrites the same sentences at full strength with every length-neutral
+preset.
 """
 
 from __future__ import annotations
 
 LIGHTHOUSE = (
-    "The lighthouse keeper had not spoken to anyone in three weeks. Every morning he climbed the stairs, cleaned "
-    "the great lamp and wrote the weather in his book."
+    "The lighthouse keeper had not spoken to anyone in three weeks. Every morning he climbed the stairs, "
+    "cleaned the great lamp and wrote the weather in his book."
 )
 
 OPENINGS: tuple[str, ...] = (
     LIGHTHOUSE,
     "Mia found a small box under her bed. It was old and blue, and it had a tiny lock on the front.",
     "The bus was late again. Tom stood at the stop with his bag and looked down the long, wet road.",
-    "Our town market opens every Saturday morning. Farmers bring fresh bread, apples and honey from the hills.",
+    "Our town market opens every Saturday morning. Farmers "
+    "bring fresh bread, apples and honey from the hills.",
     "Dear Sam, thank you for your letter. I was very happy to hear about your new house by the river.",
     "The meeting started at nine. Anna put her coffee on the table and opened the report on her laptop.",
     "When the storm came, the lights in the house went out. Ben and his sister sat by the window and waited.",
@@ -27,7 +30,8 @@ OPENINGS: tuple[str, ...] = (
     "Lily wanted to learn to swim. Every Sunday her father took her to the pool near the park.",
     "The garden was quiet in the early morning. A small bird sat on the fence and sang a happy song.",
     "The new library is bright and warm. There are soft chairs by the windows and a room for children.",
-    "Max had never baked a cake before. He read the recipe twice and put the flour, eggs and sugar on the table.",
+    "Max had never baked a cake before. He read the recipe "
+    "twice and put the flour, eggs and sugar on the table.",
     "It was the first day at her new job. Sara was nervous, but the people in the office were kind.",
     "The train left the city at noon. Through the window, Leo watched the houses turn into green fields.",
     "Every year the village has a summer festival. People dance in the square and eat sweet cakes.",

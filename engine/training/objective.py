@@ -2,27 +2,31 @@
 
 Sources (transformers 5.23, `models/diffusion_gemma/`):
 - `generation_diffusion_gemma.py::generate`: the encoder writes the clean prefix into a KV cache
-  (`model.model.encoder(input_ids, attention_mask, position_ids, past_key_values)`), then the decoder refines a
-  canvas of `config.canvas_length` tokens with `forward(decoder_input_ids, past_key_values,
+  (`model.model.encoder(input_ids, attention_mask, position_ids, past_key_values)`), then the decoder refines
+  a canvas of `config.canvas_length` tokens with `forward(decoder_input_ids, past_key_values,
   decoder_position_ids=arange(cur_len, cur_len + canvas_length), self_conditioning_logits)`; canvases start as
-  uniform random vocabulary tokens (`initialize_canvas`) and are re-noised with uniform random tokens at a rate
-  that falls from t_max to t_min (`renoise_canvas`). Finished answers are followed by `<pad>` (`_finalize_canvas`).
-- `modeling_diffusion_gemma.py::DiffusionGemmaDecoderModel.forward`: self-conditioning feeds the softmax of the
-  previous logits as soft embeddings, zeroed per example by `self_conditioning_mask` ("Useful for training, where
-  self-conditioning is enabled per example with some probability").
+  uniform random vocabulary tokens (`initialize_canvas`) and are re-noised with uniform random tokens at a
+  rate that falls from t_max to t_min (`renoise_canvas`). Finished answers are followed by `<pad>`
+  (`_finalize_canvas`).
+- `modeling_diffusion_gemma.py::DiffusionGemmaDecoderModel.forward`: self-conditioning feeds the softmax of
+  the previous logits as soft embeddings, zeroed per example by `self_conditioning_mask` ("Useful for
+  training, where self-conditioning is enabled per example with some probability").
 
-Recipe (uniform-noise discrete diffusion, as in D3PM-uniform / UDLM, with Analog-Bits-style self-conditioning):
-1. Encode the clean prefix (left-padded to the batch's longest; positions count real tokens only, as a batch of
-   one sees them at inference).
-2. Sample t ~ U(0, 1) per example; replace each noisable canvas token by a uniform random token with probability t.
+Recipe (uniform-noise discrete diffusion, as in D3PM-uniform / UDLM, with Analog-Bits-style
+self-conditioning):
+1. Encode the clean prefix (left-padded to the batch's longest; positions count real tokens only, as a batch
+   of one sees them at inference).
+2. Sample t ~ U(0, 1) per example; replace each noisable canvas token by a uniform random token with
+probability t.
 3. With probability 1/2 per example, run a no-grad decoder pass and feed its detached logits as
    `self_conditioning_logits` (masked per example) to the second, trained pass.
-4. Loss: cross-entropy over ALL noisable canvas positions, corrupted or not. With uniform noise the model cannot
+4. Loss: cross-entropy over ALL noisable canvas positions, corrupted or not. With uniform noise the model
+cannot
    tell which tokens are corrupt, and the sampler takes its argmax (and entropy) at every position, so every
-   position must be predicted; frozen positions (infill's pinned after-text) are excluded. `<pad>` targets (the
-   slots after `<end_of_turn>`, which `_finalize_canvas` overwrites with pad anyway) weigh 0.1: at full weight
-   they dominate a small model's early training, and the sampler then accepts confident pads first and ends
-   drafts before they start (seen in a first run: empty drafts at step 400).
+   position must be predicted; frozen positions (infill's pinned after-text) are excluded. `<pad>` targets
+   (the slots after `<end_of_turn>`, which `_finalize_canvas` overwrites with pad anyway) weigh 0.1: at full
+   weight they dominate a small model's early training, and the sampler then accepts confident pads first and
+   ends drafts before they start (seen in a first run: empty drafts at step 400).
 """
 
 from __future__ import annotations
@@ -137,10 +141,11 @@ def denoising_scores(
     model, batch: Batch, t: float, pad_id: int, seed: int = 0, mode_id: int | None = None
 ) -> tuple[int, int, torch.Tensor, float, dict[str, int]]:
     """(correct, total, targets, summed cross-entropy) over corrupted non-pad positions at noise level t, and
-    counts over all non-pad positions: the model's correct argmaxes, the identity's (keep the noisy canvas) and
-    the unigram mode's (`mode_id`), so the model can be compared with the best context-free denoiser.
+    counts over all non-pad positions: the model's correct argmaxes, the identity's (keep the noisy canvas)
+    and the unigram mode's (`mode_id`), so the model can be compared with the best context-free denoiser.
 
-    One decoder pass, argmax, no self-conditioning; the corruption is seeded so every model sees the same canvas.
+    One decoder pass, argmax, no self-conditioning; the corruption is seeded so every model sees the same
+    canvas.
     """
     generator = torch.Generator().manual_seed(seed)
     vocab = model.config.get_text_config().vocab_size
@@ -173,6 +178,7 @@ def denoising_scores(
 def denoising_accuracy(
     model, batch: Batch, t: float, pad_id: int, seed: int = 0
 ) -> tuple[int, int, torch.Tensor]:
-    """(correct, total, targets) over corrupted non-pad positions at noise level t (see `denoising_scores`)."""
+    """(correct, total, targets) over corrupted non-pad positions at noise level t (see
+    `denoising_scores`)."""
     correct, total, targets, _, _ = denoising_scores(model, batch, t, pad_id, seed)
     return correct, total, targets

@@ -1,11 +1,12 @@
-"""Read the teacher's corpus (`engine.training.corpus_gen` chunks) into clean stories and checked rewrite pairs.
+"""Read the teacher's corpus (`engine.training.corpus_gen` chunks) into clean stories and checked rewrite
+pairs.
 
 Why filter here and not in the generator: the chunks keep the teacher's raw output, so they stay reproducible
 bit for bit; what counts as usable can change without regenerating anything. A story is kept when it is plain
 English prose of at least three whole sentences (the cut-off last sentence of a long answer is dropped, and so
-is a text that repeats itself); a rewrite pair is kept when its target really is the preset: shorter is shorter,
-longer is longer, the others stay within 0.5-1.8x the words, and nothing is an echo of the teacher's prompt.
-Held-out items (`recipes.is_held_out`) go to the held-out corpus, never into training.
+is a text that repeats itself); a rewrite pair is kept when its target really is the preset: shorter is
+shorter, longer is longer, the others stay within 0.5-1.8x the words, and nothing is an echo of the teacher's
+prompt. Held-out items (`recipes.is_held_out`) go to the held-out corpus, never into training.
 """
 
 from __future__ import annotations

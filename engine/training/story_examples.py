@@ -4,10 +4,11 @@ Same canvases as `engine.training.examples` (one user turn, the model turn cut i
 `<end_of_turn>` then pads), different sources:
 - draft:   a story's first sentences (or words) -> its next two to five sentences;
 - rewrite: the teacher's checked rewrite of a span for shorter / longer / formal / casual / simplify / freely
-           (`story_corpus.clean_rewrite`), with the story around the span as context half of the time; Fix grammar
-           is made here: the span with injected typos -> the span, and in `GRAMMAR_IDENTITY` of the cases the span
-           is already correct and comes back unchanged (a writer's correct sentence must survive Fix grammar);
-           a preset the teacher has no pair for yet falls back to `examples`' mechanical targets;
+           (`story_corpus.clean_rewrite`), with the story around the span as context half of the time; Fix
+           grammar is made here: the span with injected typos -> the span, and in `GRAMMAR_IDENTITY` of the
+           cases the span is already correct and comes back unchanged (a writer's correct sentence must
+           survive Fix grammar); a preset the teacher has no pair for yet falls back to `examples`' mechanical
+           targets;
 - infill:  the story before a gap -> the missing sentence(s) then the text after the gap, pinned (frozen).
 """
 

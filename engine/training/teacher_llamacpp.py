@@ -1,10 +1,10 @@
 """The teacher on llama.cpp: the Q4_1 GGUF as it ships, batched decoding of many sequences, seeded sampling.
 
-Needs llama-cpp-python's ctypes bindings and a built `libllama.so` (no binary wheel serves this platform: build
-it with `python -m engine.training.build_llamacpp`, which compiles the llama.cpp that the llama-cpp-python sdist
-vendors). Tokenisation and the chat template come from the GGUF through `transformers`, so prompts are the same
-token ids as the `hf` backend's; sampling (temperature, top-p, repetition penalty) is done here in numpy with a
-generator seeded per batch, so a batch is reproducible for a fixed thread count.
+Needs llama-cpp-python's ctypes bindings and a built `libllama.so` (no binary wheel serves this platform:
+build it with `python -m engine.training.build_llamacpp`, which compiles the llama.cpp that the
+llama-cpp-python sdist vendors). Tokenisation and the chat template come from the GGUF through `transformers`,
+so prompts are the same token ids as the `hf` backend's; sampling (temperature, top-p, repetition penalty) is
+done here in numpy with a generator seeded per batch, so a batch is reproducible for a fixed thread count.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ DEFAULT_SRC = Path(os.environ.get("LETTERPRESS_LLAMACPP_SRC", "/work/venvs/lcpp-
 
 
 def _bindings(src: Path) -> Any:
-    """llama_cpp.llama_cpp without the package's __init__ (which pulls in the high-level API's dependencies)."""
+    """llama_cpp.llama_cpp without the package's __init__ (which pulls in the high-level API's
+    dependencies)."""
     lib_dir = Path(os.environ.get("LLAMA_CPP_LIB_PATH", src / "vendor/llama.cpp/build/bin"))
     os.environ["LLAMA_CPP_LIB_PATH"] = str(lib_dir)
     if "llama_cpp.llama_cpp" in sys.modules:
@@ -118,7 +119,8 @@ class LlamaCppTeacher:
             ll.llama_kv_self_clear(self.ctx)
 
     def _decode(self, entries: list[tuple[int, int, int, bool]]) -> dict[int, np.ndarray]:
-        """Decode (token, pos, seq, want_logits) entries in batches of 2048; logits of the wanted ones by seq."""
+        """Decode (token, pos, seq, want_logits) entries in batches of 2048; logits of the wanted ones by
+        seq."""
         ll, out = self.ll, {}
         for start in range(0, len(entries), 2048):
             part = entries[start : start + 2048]

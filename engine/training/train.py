@@ -1,12 +1,15 @@
 """Train the embedded demo model: `python -m engine.training.train --out DIR --steps N --seed S`.
 
-Reproduces `resources/models/letterpress-demo` with the defaults (see its README for the exact command). The run
-writes into DIR:
-- `state.pt`            model + optimizer + step, rewritten every `--save-every` steps; rerunning the same command
-                        resumes from it (batches are a function of seed and step, so a resumed run sees the same data);
-- `log.jsonl`           loss every `--log-every` steps, held-out denoising accuracy and the unigram baseline at evals;
-- `model/`              a loadable checkpoint (safetensors, config, generation config, tokenizer) exported at every
-                        eval, with `training.json` (seed, corpus, licence, hyperparameters, step, metrics).
+Reproduces `resources/models/letterpress-demo` with the defaults (see its README for the exact command). The
+run writes into DIR:
+- `state.pt`            model + optimizer + step, rewritten every `--save-every` steps; rerunning the same
+                        command resumes from it (batches are a function of seed and step, so a resumed run
+                        sees the same data);
+- `log.jsonl`           loss every `--log-every` steps, held-out denoising accuracy and the unigram baseline
+                        at evals;
+- `model/`              a loadable checkpoint (safetensors, config, generation config, tokenizer) exported at
+                        every eval, with `training.json` (seed, corpus, licence, hyperparameters, step,
+                        metrics).
 The objective is in `engine.training.objective`; examples in `engine.training.examples`.
 """
 
@@ -97,7 +100,8 @@ def tokenizer_texts(chapters: Any) -> list[str]:
     prompts = [DRAFT_HEADER, REWRITE_HEADER, INFILL_HEADER, "Context before:", "Context after:", "…"]
     if isinstance(chapters, list):
         texts = [c.text for c in chapters]
-    else:  # the teacher corpus, plus its prompt vocabulary (whole pieces for the words its stories are built on)
+    else:
+        # the teacher corpus, plus its prompt vocabulary (whole pieces for the words its stories are built on)
         from engine.training.recipes import ADJECTIVES, NOUNS, VERBS
 
         texts = chapters.texts() + [" ".join(NOUNS + VERBS + ADJECTIVES)] * 20
@@ -311,8 +315,8 @@ SAMPLER_STEPS = 12  # the demo's declared denoising steps (measured with `engine
 
 
 def set_sampler_steps(folder: Path, steps: int) -> None:
-    """Declare `steps` as the checkpoint's `max_denoising_steps`: the demo settles in 12 (its English-word share
-    is no lower than at the reference 48, and a draft is four times faster), so every export, judged or
+    """Declare `steps` as the checkpoint's `max_denoising_steps`: the demo settles in 12 (its English-word
+    share is no lower than at the reference 48, and a draft is four times faster), so every export, judged or
     shipped, runs what the shipped demo runs."""
     path = folder / "generation_config.json"
     config = json.loads(path.read_text(encoding="utf-8"))

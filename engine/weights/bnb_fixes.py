@@ -1,16 +1,19 @@
 """Corrections to bitsandbytes 0.50.2's operator registrations that the real 26B-A4B stacks need.
 
-1. The fake (meta / FakeTensor) kernel of `bitsandbytes::dequantize_4bit.out` checks `out.shape == shape`, where
-   `out.shape` is a `torch.Size` (a tuple) and `shape` the op's `int[]` argument (a list): a tuple never equals a
-   list, so the check fails for every call. `torch.compile` traces with fake tensors, so compiling anything that
-   writes a dequantized stack into a buffer (`engine.fastpath.reused_stack`, the path the 26B-A4B's stacks take)
-   raises; tiny test stacks take another branch and never saw it. The corrected kernel compares
-   `tuple(out.shape) == tuple(shape)`. Reported upstream as docs/upstream/bitsandbytes-fake-kernel.md.
-2. `dequantize_4bit.out` has CUDA and XPU kernels only. A CPU kernel (dequantize with the CPU `dequantize_4bit`
-   kernel, copy into `out`) lets the CPU tests execute the one-kernel stack branch the real stacks take on a GPU.
+1. The fake (meta / FakeTensor) kernel of `bitsandbytes::dequantize_4bit.out` checks `out.shape == shape`,
+   where `out.shape` is a `torch.Size` (a tuple) and `shape` the op's `int[]` argument (a list): a tuple never
+   equals a list, so the check fails for every call. `torch.compile` traces with fake tensors, so compiling
+   anything that writes a dequantized stack into a buffer (`engine.fastpath.reused_stack`, the path the
+   26B-A4B's stacks take) raises; tiny test stacks take another branch and never saw it. The corrected kernel
+   compares `tuple(out.shape) == tuple(shape)`. Reported upstream as
+   docs/upstream/bitsandbytes-fake-kernel.md.
+2. `dequantize_4bit.out` has CUDA and XPU kernels only. A CPU kernel (dequantize with the CPU
+`dequantize_4bit`
+   kernel, copy into `out`) lets the CPU tests execute the one-kernel stack branch the real stacks take on a
+   GPU.
 
-Both are installed once, on first use, and only where needed: the fake kernel is probed at a tiny shape first, so a
-bitsandbytes release that fixes it keeps its own.
+Both are installed once, on first use, and only where needed: the fake kernel is probed at a tiny shape first,
+so a bitsandbytes release that fixes it keeps its own.
 """
 
 from __future__ import annotations
@@ -58,15 +61,16 @@ def _cpu_out(
     dtype: torch.dtype,
     out: torch.Tensor,
 ) -> None:
-    """The CPU stand-in for the CUDA in-place kernel: same op and arguments, result copied into `out` (it holds a
-    temporary of the output's size, which the CUDA kernel does not)."""
+    """The CPU stand-in for the CUDA in-place kernel: same op and arguments, result copied into `out` (it
+    holds a temporary of the output's size, which the CUDA kernel does not)."""
     out.copy_(
         torch.ops.bitsandbytes.dequantize_4bit.default(A, absmax, blocksize, quant_type, list(shape), dtype)
     )
 
 
 def fake_kernel_is_broken() -> bool:
-    """Does the registered fake kernel of `dequantize_4bit.out` reject a correct call? (Probed on meta tensors.)"""
+    """Does the registered fake kernel of `dequantize_4bit.out` reject a correct call? (Probed on meta
+    tensors.)"""
     A = torch.empty(64, 1, dtype=torch.uint8, device="meta")
     absmax = torch.empty(2, dtype=torch.float32, device="meta")
     out = torch.empty(2, 64, dtype=torch.bfloat16, device="meta")
@@ -78,7 +82,8 @@ def fake_kernel_is_broken() -> bool:
 
 
 def install() -> dict[str, bool]:
-    """Register what is missing or wrong (once); returns what was installed: {"fake_out": ..., "cpu_out": ...}."""
+    """Register what is missing or wrong (once); returns what was installed: {"fake_out": ..., "cpu_out":
+    ...}."""
     if _installed:
         return dict(_installed)
     import bitsandbytes  # noqa: F401  (defines the ops)

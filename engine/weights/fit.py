@@ -1,23 +1,23 @@
 """Will this checkpoint fit? An estimate from `config.json` alone, before a single weight is read.
 
-The GUI shows the verdict ("fits" / "tight" / "won't fit") next to each model and device, and the loader refuses
-to start a load that cannot fit. Every number is shown with its arithmetic, because a wrong VRAM estimate is one of
-the things writers complain about most: they should be able to check it.
+The GUI shows the verdict ("fits" / "tight" / "won't fit") next to each model and device, and the loader
+refuses to start a load that cannot fit. Every number is shown with its arithmetic, because a wrong VRAM
+estimate is one of the things writers complain about most: they should be able to check it.
 
 What is counted (bytes resident on the device while generating):
 * weights: the text stack (the vision tower is never loaded). At 4 bits every linear and expert matrix costs
   0.5 byte per weight plus its double-quantized scales (1 byte per 64 weights + 4 bytes per 16,384), while the
-  embedding (tied to the output head) and the norm/scale vectors stay 16-bit. 8-bit is LLM.int8-style (1 byte per
-  weight + a 4-byte scale per row) for comparison only; Letterpress loads bf16/fp32 or NF4.
+  embedding (tied to the output head) and the norm/scale vectors stay 16-bit. 8-bit is LLM.int8-style (1 byte
+  per weight + a 4-byte scale per row) for comparison only; Letterpress loads bf16/fp32 or NF4.
 * KV cache for the context: sliding-window layers keep at most window + canvas positions, global layers all of
   them; keys and values in 16 bits.
-* step memory (logits, self-conditioning, sampling): per candidate row, canvas x vocabulary cells at the bytes per
-  cell measured for the lean step (`engine.tools.step_memory`, ~8 bytes: the incoming self-conditioning logits with their
-  fp32 softmax and 16-bit copy inside the decoder), plus one fixed chunk of sampling scratch. A test holds this to
-  at least the measured peak for 1, 3 and 8 candidates.
+* step memory (logits, self-conditioning, sampling): per candidate row, canvas x vocabulary cells at the bytes
+  per cell measured for the lean step (`engine.tools.step_memory`, ~8 bytes: the incoming self-conditioning
+  logits with their fp32 softmax and 16-bit copy inside the decoder), plus one fixed chunk of sampling
+  scratch. A test holds this to at least the measured peak for 1, 3 and 8 candidates.
 * activations of the prefill (encoding the prompt): per token and prefill row, the top-k expert intermediates,
-  the dense MLP intermediates and a few hidden-size copies, in chunks of at most `prefill_chunk` tokens; plus the
-  encoder's dense sliding-window mask (query x key bytes per prefill row).
+  the dense MLP intermediates and a few hidden-size copies, in chunks of at most `prefill_chunk` tokens; plus
+  the encoder's dense sliding-window mask (query x key bytes per prefill row).
 * a fixed overhead for the CUDA context, kernels and allocator slack.
 """
 
@@ -45,17 +45,18 @@ NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
 NF4_NUMERATOR = 8192 + 256 + 4  # NF4_BYTES_PER_WEIGHT = NF4_NUMERATOR / 16384
 INT8_ROW_SCALE_BYTES = 4
 # Step memory of the lean loop (engine.lean_step) per canvas x vocabulary cell, measured under no_grad (every
-# allocation the process makes; under inference_mode the tracker missed the self-conditioning softmax's fp32 copy of
-# its input, 10 B/cell, now computed in row chunks by engine.self_conditioning: 8.00 at 3 candidates) by
-# `engine.tools.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies; docs/performance.md)
-# and rounded up; the decoder body holding the incoming self-conditioning logits, their fp32 softmax and its 16-bit
-# copy is the largest moment. A test holds it to at least the measured peak.
+# allocation the process makes; under inference_mode the tracker missed the self-conditioning softmax's fp32
+# copy of its input, 10 B/cell, now computed in row chunks by engine.self_conditioning: 8.00 at 3 candidates)
+# by `engine.tools.step_memory.measure_step_memory` (8.00 at 1, 3 and 8 candidates, bf16 and fp32 bodies;
+# docs/performance.md) and rounded up; the decoder body holding the incoming self-conditioning logits, their
+# fp32 softmax and its 16-bit copy is the largest moment. A test holds it to at least the measured peak.
 STEP_BYTES_PER_CELL_BF16 = 8.5
 # Fixed sampling scratch per step: one chunk of rows (engine.lean_step.CHUNK_CELLS) of fp32 softmax, draws and
 # entropy temporaries, whatever the candidate count.
 STEP_CHUNK_BYTES = 5 * 4 * (1 << 23)
-# Prompt tokens encoded per forward: the loop prefills once (batch 1, expanded to the candidate rows) in chunks of
-# `engine.prefix_cache.PREFILL_CHUNK` tokens (a test holds the two equal); the activation term assumes it.
+# Prompt tokens encoded per forward: the loop prefills once (batch 1, expanded to the candidate rows) in
+# chunks of `engine.prefix_cache.PREFILL_CHUNK` tokens (a test holds the two equal); the activation term
+# assumes it.
 PREFILL_CHUNK = 512
 DEFAULT_CANDIDATES = 3  # the app's default number of alternatives (app/settings.py "denoise.alternatives")
 
@@ -97,7 +98,8 @@ class FitEstimate:
 
     @property
     def request_bytes(self) -> int:
-        """What one request adds on top of the resident weights: KV cache, step memory, prefill activations."""
+        """What one request adds on top of the resident weights: KV cache, step memory, prefill
+        activations."""
         return self.kv_cache_bytes + self.logits_bytes + self.activations_bytes
 
     @property
@@ -116,8 +118,8 @@ class FitEstimate:
         word = {"fits": "fits", "tight": "is tight", "wont_fit": "won't fit", "unknown": "may or may not fit"}
         rows = f", {self.candidates} candidates" if self.candidates > 1 else ""
         return (
-            f"{self.precision} at {self.context_tokens:,} tokens of context{rows} needs about {gb(self.total_bytes)} "
-            f"on {self.device} ({avail}): it {word[self.verdict]}."
+            f"{self.precision} at {self.context_tokens:,} tokens of context{rows} needs about "
+            f"{gb(self.total_bytes)} on {self.device} ({avail}): it {word[self.verdict]}."
         )
 
     def text(self) -> str:
@@ -132,7 +134,8 @@ MAX_VALUE = 2**62  # far above any real config value; keeps every product below 
 
 
 def _int(section: dict[str, Any], key: str, default: int | None = None) -> int:
-    """A non-negative whole-number config value, or a typed error that names it (never ValueError/KeyError)."""
+    """A non-negative whole-number config value, or a typed error that names it (never
+    ValueError/KeyError)."""
     from engine.api import ModelDamagedError
 
     value = section.get(key)
@@ -168,9 +171,9 @@ def _default_type(index: int) -> str:
 def _layer_groups(text: dict[str, Any]) -> dict[tuple[str, int, int, bool], int]:
     """(layer type, kv heads, head dim, has v_proj) -> number of layers with that shape.
 
-    Computed by counting, not by walking the layers, so the estimate takes constant memory and time however many
-    layers a config claims (only explicit `layer_types` and `per_layer_config` entries, which are bounded by the
-    size of config.json, are looked at one by one)."""
+    Computed by counting, not by walking the layers, so the estimate takes constant memory and time however
+    many layers a config claims (only explicit `layer_types` and `per_layer_config` entries, which are bounded
+    by the size of config.json, are looked at one by one)."""
     layers = _int(text, "num_hidden_layers")
     types = text.get("layer_types")
     if types:
@@ -223,7 +226,8 @@ def _attention_shape(
 
 
 def param_counts(config: dict[str, Any]) -> ParamCounts:
-    """Count the text-stack weights the way DiffusionGemma builds them (verified against a real model in tests)."""
+    """Count the text-stack weights the way DiffusionGemma builds them (verified against a real model in
+    tests)."""
     text = _text(config)
     h = _int(text, "hidden_size")
     inter = _int(text, "intermediate_size")
@@ -249,8 +253,9 @@ def param_counts(config: dict[str, Any]) -> ParamCounts:
 
 
 def kind_counts(config: dict[str, Any]) -> tuple[dict[Kind, int], dict[Kind, int]]:
-    """Weights and output rows per module kind (`engine.weights.plan`) of the text stack (shared encoder/decoder
-    weights once), from config.json alone; the same arithmetic as `param_counts`, split by kind."""
+    """Weights and output rows per module kind (`engine.weights.plan`) of the text stack (shared
+    encoder/decoder weights once), from config.json alone; the same arithmetic as `param_counts`, split by
+    kind."""
     text = _text(config)
     h = _int(text, "hidden_size")
     inter = _int(text, "intermediate_size")
@@ -314,8 +319,8 @@ def weight_bytes(counts: ParamCounts, precision: Precision) -> tuple[int, str]:
     if precision == "int8":
         q = counts.quantizable + INT8_ROW_SCALE_BYTES * counts.linear_rows
         return q + dense, (
-            f"{counts.quantizable:,} linear/expert weights x 1 byte + {counts.linear_rows:,} rows x 4-byte scale"
-            f" + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
+            f"{counts.quantizable:,} linear/expert weights x 1 byte + {counts.linear_rows:,} rows x 4-byte "
+            f"scale + {counts.embedding + counts.other:,} embedding/norm weights x 2 bytes"
         )
     q = -(-counts.quantizable * NF4_NUMERATOR // 16384)  # exact integer ceil (no float overflow)
     return q + dense, (
@@ -345,8 +350,8 @@ def plan_weight_bytes(config: dict[str, Any], scheme: str) -> tuple[int, str]:
 
 
 def experts_buffer_bytes(config: dict[str, Any]) -> tuple[int, str]:
-    """The GPU experts forward's one reused dequantization buffer (`engine.fastpath.reused_stack`): one layer's
-    gate_up and down stacks in bf16, shared by every layer."""
+    """The GPU experts forward's one reused dequantization buffer (`engine.fastpath.reused_stack`): one
+    layer's gate_up and down stacks in bf16, shared by every layer."""
     text = _text(config)
     experts_n = _int(text, "num_experts", 0)
     h, moe = _int(text, "hidden_size"), _int(text, "moe_intermediate_size", 0)
@@ -377,9 +382,9 @@ def kv_cache_bytes(config: dict[str, Any], context: int, canvas: int, batch: int
 def attention_copy_bytes(config: dict[str, Any], queries: int, keys: int, rows: int = 1) -> tuple[int, str]:
     """The transient copies one attention layer makes, at its largest layer: the decoder's read of the encoder
     cache concatenates the layer's K and V with the canvas's (a new K,V of `keys` positions per row), and the
-    grouped-query attention of the 512-dim global layers repeats a row-varying mask for the stacked query heads
-    (`engine.attention`: one byte per query x key x group; no K/V copy any more). Layers run one at a time, so
-    the largest layer counts, once."""
+    grouped-query attention of the 512-dim global layers repeats a row-varying mask for the stacked query
+    heads (`engine.attention`: one byte per query x key x group; no K/V copy any more). Layers run one at a
+    time, so the largest layer counts, once."""
     text = _text(config)
     heads = _int(text, "num_attention_heads", 1)
     worst, how = 0, ""
@@ -402,7 +407,8 @@ def attention_copy_bytes(config: dict[str, Any], queries: int, keys: int, rows: 
 
 
 def logits_bytes(config: dict[str, Any], canvas: int, batch: int = 1) -> tuple[int, str]:
-    """One denoising step's vocabulary-sized memory for `batch` candidate rows (see `engine.tools.step_memory`)."""
+    """One denoising step's vocabulary-sized memory for `batch` candidate rows (see
+    `engine.tools.step_memory`)."""
     vocab = _int(_text(config), "vocab_size")
     cells = batch * canvas * vocab
     scratch = min(STEP_CHUNK_BYTES, 5 * 4 * cells)
@@ -427,7 +433,10 @@ def activation_bytes(
     )
     keys = max(chunk, context or chunk)
     mask = rows * chunk * keys
-    how = f"{rows} row(s) x {chunk:,} tokens x {per_token:,} values x 2 bytes + {rows} x {chunk:,} x {keys:,} mask bytes"
+    how = (
+        f"{rows} row(s) x {chunk:,} tokens x {per_token:,} values "
+        f"x 2 bytes + {rows} x {chunk:,} x {keys:,} mask bytes"
+    )
     return 2 * rows * chunk * per_token + mask, how
 
 
@@ -446,9 +455,9 @@ def estimate(
     """The resident-memory estimate for `precision`, a context and a candidate count (`candidates`, alias of
     `batch`: batch rows of one request), compared with `available_bytes` if known.
 
-    `prefill_rows` is how many rows the prompt is encoded for (default 1: the loop prefills once and expands the
-    cache to the rows), `prefill_chunk` the most prompt tokens encoded per forward. The KV cache is counted per row:
-    after the first canvas each row's cache is its own copy.
+    `prefill_rows` is how many rows the prompt is encoded for (default 1: the loop prefills once and expands
+    the cache to the rows), `prefill_chunk` the most prompt tokens encoded per forward. The KV cache is
+    counted per row: after the first canvas each row's cache is its own copy.
     """
     rows = max(1, candidates if candidates is not None else batch)
     canvas = _int(config, "canvas_length", 256) if isinstance(config, dict) else 256
@@ -460,16 +469,16 @@ def estimate(
         else weight_bytes(counts, precision)
     )
     kv, kv_how = kv_cache_bytes(config, context_tokens, canvas, rows)
-    # the request's own prefix-cache entry (`engine.prefix_cache`): one batch-1 copy of the prompt's cache, held
-    # on the device beside the rows' caches while the request runs
+    # the request's own prefix-cache entry (`engine.prefix_cache`): one batch-1 copy of the prompt's cache,
+    # held on the device beside the rows' caches while the request runs
     entry, entry_how = kv_cache_bytes(config, context_tokens, canvas, 1)
     kv, kv_how = kv + entry, f"{kv_how} + prefix-cache entry ({entry_how})"
     lg, lg_how = logits_bytes(config, canvas, rows)
     prefill = min(context_tokens, prefill_chunk) + canvas
     act, act_how = activation_bytes(config, prefill, prefill_rows or 1, context_tokens + canvas)
     pre_copy, pre_copy_how = attention_copy_bytes(config, prefill, context_tokens + canvas, prefill_rows or 1)
-    # the decoder's forward: rows x canvas tokens of activations and its attention copies (the prefill's or the
-    # decoder's moment, whichever is larger: they never overlap)
+    # the decoder's forward: rows x canvas tokens of activations and its attention copies (the prefill's or
+    # the decoder's moment, whichever is larger: they never overlap)
     dec, dec_how = activation_bytes(config, canvas, rows, None)
     dec_copy, dec_copy_how = attention_copy_bytes(config, canvas, context_tokens + canvas, rows)
     if dec + dec_copy > act + pre_copy:
@@ -489,12 +498,14 @@ def estimate(
         verdict = "tight"
     else:
         verdict = "wont_fit"
+    on_cuda = device.startswith("cuda")
+    overhead_how = "CUDA context, kernels, allocator slack" if on_cuda else "Python, torch, transformers"
     lines = [
         f"weights      {gb(w):>10}  = {w_how}",
         f"KV cache     {gb(kv):>10}  = {kv_how}",
         f"step (logits, self-conditioning, sampling) {gb(lg)} = {lg_how}",
         f"activations  {gb(act):>10}  = {act_how}",
-        f"overhead     {gb(overhead):>10}  = {'CUDA context, kernels, allocator slack' if device.startswith('cuda') else 'Python, torch, transformers'}",
+        f"overhead     {gb(overhead):>10}  = {overhead_how}",
         f"total        {gb(total):>10}",
     ]
     if available_bytes is not None:

@@ -1,6 +1,7 @@
 """Find, validate and load a local DiffusionGemma checkpoint: the only place that decides device and dtype.
 
-Loading is offline by construction: local folders only, `local_files_only=True`, safetensors only, no remote code.
+Loading is offline by construction: local folders only, `local_files_only=True`, safetensors only, no remote
+code.
 """
 
 from __future__ import annotations
@@ -81,9 +82,9 @@ def choose_precision(quantization: Quantization, device: str, config: dict[str, 
     """(scheme, compute dtype name, notice) for a load.
 
     "auto" never picks a precision the device cannot hold: on CUDA, bf16 when it fits comfortably, else
-    "nf4-mixed" (attention and dense MLP at 8 bits) when that fits, else "nf4"; on the CPU, float32, then bf16,
-    then the 4-bit schemes, whichever first fits the free RAM, saying why when it is not float32. An explicit
-    choice is kept as asked (the fit gate refuses it if it cannot fit).
+    "nf4-mixed" (attention and dense MLP at 8 bits) when that fits, else "nf4"; on the CPU, float32, then
+    bf16, then the 4-bit schemes, whichever first fits the free RAM, saying why when it is not float32. An
+    explicit choice is kept as asked (the fit gate refuses it if it cannot fit).
     """
     from engine.weights.fit import estimate_for_device
 
@@ -110,9 +111,10 @@ def choose_precision(quantization: Quantization, device: str, config: dict[str, 
         scheme,
         dtype,
         (
-            f"Full precision (float32) would need about {first.total_bytes / 1e9:.1f} GB, more than this machine has "
-            f"free; loading {'in bfloat16' if scheme == 'none' else 'with ' + scheme + ' quantization'} instead "
-            f"({est.total_bytes / 1e9:.1f} GB)."
+            f"Full precision (float32) would need about {first.total_bytes / 1e9:.1f} GB, more than this "
+            "machine has free; loading "
+            f"{'in bfloat16' if scheme == 'none' else 'with ' + scheme + ' quantization'} "
+            f"instead ({est.total_bytes / 1e9:.1f} GB)."
         ),
     )
 
@@ -127,9 +129,10 @@ def load_model(
 ) -> LoadedModel:
     """Load the checkpoint for inference (eval mode, no grad) on the chosen device.
 
-    Weights are streamed tensor by tensor (see `engine.weights.stream_load`): "none" keeps full precision (float32 on the
-    CPU, bf16 on CUDA), "nf4" quantizes every linear and expert matrix of the text stack to 4 bits (cached after
-    the first load). A load that the fit estimate says cannot fit is refused before it starts.
+    Weights are streamed tensor by tensor (see `engine.weights.stream_load`): "none" keeps full precision
+    (float32 on the CPU, bf16 on CUDA), "nf4" quantizes every linear and expert matrix of the text stack to 4
+    bits (cached after the first load). A load that the fit estimate says cannot fit is refused before it
+    starts.
     """
     import torch
     from transformers import AutoTokenizer
@@ -215,8 +218,9 @@ def _out_of_ram(name: str, summary: str) -> EngineError:
 
 
 def _explain_failure(path: Path, exc: Exception) -> EngineError:
-    """A failure after the check passed: check again (the folder may have been moved, deleted or changed, and the
-    check says so in the right words), else report the file-level failure without a traceback's wording."""
+    """A failure after the check passed: check again (the folder may have been moved, deleted or changed, and
+    the check says so in the right words), else report the file-level failure without a traceback's
+    wording."""
     try:
         validate.validate_folder(path)
     except EngineError as again:
@@ -231,8 +235,8 @@ def _explain_failure(path: Path, exc: Exception) -> EngineError:
             "choose 4-bit quantization, or use a smaller model."
         )
     return validate.ModelDamagedError(
-        f"{path.name} passed the checks but could not be loaded ({type(exc).__name__}: {validate._first_line(exc)}). "
-        "A file may be damaged: download the model again."
+        f"{path.name} passed the checks but could not be loaded ({type(exc).__name__}: "
+        f"{validate._first_line(exc)}). A file may be damaged: download the model again."
     )
 
 
@@ -266,8 +270,9 @@ def load_weights(
     cancel: threading.Event | None = None,
     use_cache: bool | None = None,
 ) -> tuple[DiffusionGemmaForBlockDiffusion, str]:
-    """The whole weight load: from the quantized cache when it is valid, else from the checkpoint (then written to
-    the cache). Returns the model and a notice for the writer (empty when there is nothing to say)."""
+    """The whole weight load: from the quantized cache when it is valid, else from the checkpoint (then
+    written to the cache). Returns the model and a notice for the writer (empty when there is nothing to
+    say)."""
     from engine.weights import qcache
     from engine.weights.stream_load import build_skeleton, stream_into
 

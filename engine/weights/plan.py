@@ -1,22 +1,23 @@
 """The quantization plan: which precision each kind of module of the text stack is stored in, and why.
 
 Kinds (by module path, the way DiffusionGemma names them):
-* router      `*.router.proj`: 128 outputs per layer, 10.8M weights (22 MB) on the 26B-A4B. Kept 16-bit in every
-              plan: at 4 bits only 40-45% of tokens keep the same top-8 expert set on real layer shapes, and
-              published 4-bit packs of this model keep it in bf16.
+* router      `*.router.proj`: 128 outputs per layer, 10.8M weights (22 MB) on the 26B-A4B. Kept 16-bit in
+              every plan: at 4 bits only 40-45% of tokens keep the same top-8 expert set on real layer shapes,
+              and published 4-bit packs of this model keep it in bf16.
 * attention   `*.self_attn.{q,k,v,o}_proj`
-* dense MLP   `*.mlp.{gate,up,down}_proj` (the dense MLP beside the experts) and the decoder's self-conditioning MLP
+* dense MLP   `*.mlp.{gate,up,down}_proj` (the dense MLP beside the experts) and the decoder's
+              self-conditioning MLP
 * experts     the MoE expert stacks (91% of the weights)
 * embedding   the token embedding, tied to the lm_head: a lookup and the self-conditioning matrix, kept 16-bit
 * norms       RMSNorm weights, router scales, layer scalars: vectors, kept 16-bit
 
 Schemes: "nf4" puts attention, dense MLP and experts in NF4; "nf4-mixed" keeps attention and the dense MLP at
-8 bits (bitsandbytes' int8 row-wise absmax, LLM.int8 storage) and the experts in NF4: 4-bit everywhere makes the
-entropy-bound sampler less sure of itself (more steps per canvas), and attention + dense MLP are only ~7% of the
-weights. "none" keeps everything in the compute dtype.
+8 bits (bitsandbytes' int8 row-wise absmax, LLM.int8 storage) and the experts in NF4: 4-bit everywhere makes
+the entropy-bound sampler less sure of itself (more steps per canvas), and attention + dense MLP are only ~7%
+of the weights. "none" keeps everything in the compute dtype.
 
-This module imports nothing: the per-kind weight counts of a config are `engine.weights.fit.kind_counts`, the plan
-of a loaded model `engine.tools.inspect_report.observed_plan`.
+This module imports nothing: the per-kind weight counts of a config are `engine.weights.fit.kind_counts`, the
+plan of a loaded model `engine.tools.inspect_report.observed_plan`.
 """
 
 from __future__ import annotations

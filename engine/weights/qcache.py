@@ -1,17 +1,17 @@
 """The quantized cache: NF4 weights saved after the first load, read directly by the next loads.
 
-Quantizing 25B weights takes minutes; reading 14 GB back takes seconds. The cache lives under the user cache dir
-(platformdirs; `LETTERPRESS_CACHE_DIR` overrides it), one folder per checkpoint content and compute dtype:
+Quantizing 25B weights takes minutes; reading 14 GB back takes seconds. The cache lives under the user cache
+dir (platformdirs; `LETTERPRESS_CACHE_DIR` overrides it), one folder per checkpoint content and compute dtype:
 
     <cache>/quantized/<checkpoint name>-<fingerprint>-<dtype>/weights.safetensors
                                                             /manifest.json   (written last: the commit marker)
 
-It is never trusted blindly. The fingerprint hashes config.json and, per shard, its size, its safetensors header and
-16 sampled 64 KiB chunks, so a re-downloaded or changed checkpoint gets a new key (reading all 50 GB to hash it
-would cost more than quantizing). Because a sample can miss a change between its regions, the manifest also
-records every shard's full SHA-256 (computed once, when the cache is written) and its file identity (size,
-modification and change times, inode): a load whose shard still has the same identity trusts it (the change
-time
+It is never trusted blindly. The fingerprint hashes config.json and, per shard, its size, its safetensors
+header and 16 sampled 64 KiB chunks, so a re-downloaded or changed checkpoint gets a new key (reading all 50
+GB to hash it would cost more than quantizing). Because a sample can miss a change between its regions, the
+manifest also records every shard's full SHA-256 (computed once, when the cache is written) and its file
+identity (size, modification and change times, inode): a load whose shard still has the same identity trusts
+it (the change time
 moves on every write and cannot be set back by tools such as `cp -p` or `touch`), any other shard is hashed
 in full
 and a mismatch rebuilds the cache, so a changed shard is never served stale. The manifest records the format
@@ -201,7 +201,8 @@ def read_manifest(
     if size != manifest.get("data_bytes"):
         return (
             None,
-            f"cache data file is {size:,} bytes, the manifest says {manifest.get('data_bytes'):,} (truncated)",
+            f"cache data file is {size:,} bytes, the manifest "
+            f"says {manifest.get('data_bytes'):,} (truncated)",
         )
     if weight_files is not None:
         why = check_shards(slot, manifest, weight_files)
@@ -270,7 +271,8 @@ def save_to_cache(
 ) -> str:
     """Write the loaded NF4 model to the cache (tensor by tensor); returns "" or why it was not written.
 
-    Failure to write (disk full, read-only cache dir) never fails the load: the next load just quantizes again.
+    Failure to write (disk full, read-only cache dir) never fails the load: the next load just quantizes
+    again.
     """
     state = model.state_dict(keep_vars=True)
     seen: set[int] = set()
@@ -330,7 +332,8 @@ def _bytes_of(tensor: torch.Tensor) -> memoryview | bytes:
 
 
 def _remove_stale(slot: CacheSlot, model_dir: Path) -> None:
-    """Other caches of the same checkpoint folder (an older download) will never be read again: free their disk."""
+    """Other caches of the same checkpoint folder (an older download) will never be read again: free their
+    disk."""
     root = slot.folder.parent
     here = str(model_dir.resolve())
     for folder in root.iterdir() if root.is_dir() else []:

@@ -1,8 +1,9 @@
-"""NF4 (4-bit NormalFloat, bitsandbytes) storage for every linear and every MoE expert matrix of the text stack.
+"""NF4 (4-bit NormalFloat, bitsandbytes) storage for every linear and every MoE expert matrix of the text
+stack.
 
-Why our own modules instead of `BitsAndBytesConfig(load_in_4bit=True)`: bitsandbytes only replaces `nn.Linear`,
-so the MoE experts (3-D parameters, 91% of the 26B-A4B's weights) stay in bf16 (~46 GB), and on DiffusionGemma it
-also misses the encoder/decoder linears, which are shared. Here:
+Why our own modules instead of `BitsAndBytesConfig(load_in_4bit=True)`: bitsandbytes only replaces
+`nn.Linear`, so the MoE experts (3-D parameters, 91% of the 26B-A4B's weights) stay in bf16 (~46 GB), and on
+DiffusionGemma it also misses the encoder/decoder linears, which are shared. Here:
 
 * `NF4Weight` holds one matrix, or a stack of independently quantized matrices (one per expert), as plain
   buffers (packed 4-bit codes, double-quantized block scales), so a quantized model is an ordinary state dict
@@ -13,10 +14,11 @@ also misses the encoder/decoder linears, which are shared. Here:
 * Modules shared by the encoder and the decoder are converted once and the same module object is put in both
   places, so shared weights are quantized once and stay shared.
 
-What stays in higher precision, and why: the token embedding (a lookup, and the self-conditioning multiplies the
-softmax of the logits by it, so it must stay a dense matrix) and the `lm_head`, which is tied to it (a 4-bit copy
-would cost memory instead of saving it); RMSNorm weights, router `scale`/`per_expert_scale` and `layer_scalar`
-(vectors: a few KB per layer). The vision tower is not loaded at all (Letterpress is text-only).
+What stays in higher precision, and why: the token embedding (a lookup, and the self-conditioning multiplies
+the softmax of the logits by it, so it must stay a dense matrix) and the `lm_head`, which is tied to it (a
+4-bit copy would cost memory instead of saving it); RMSNorm weights, router `scale`/`per_expert_scale` and
+`layer_scalar` (vectors: a few KB per layer). The vision tower is not loaded at all (Letterpress is
+text-only).
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def _bnb() -> Any:
 
 
 class NF4Weight(nn.Module):
-    """One (out, in) matrix, or `count` of them stacked, each NF4-quantized in blocks of 64 with double-quantized
-    block scales (absmax stored as uint8 + one float per 256 blocks + one offset), as in QLoRA."""
+    """One (out, in) matrix, or `count` of them stacked, each NF4-quantized in blocks of 64 with
+    double-quantized block scales (absmax stored as uint8 + one float per 256 blocks + one offset), as in
+    QLoRA."""
 
     # Buffers registered in __init__ (declared so attribute reads type as tensors, not `Tensor | Module`).
     qweight: torch.Tensor
@@ -97,7 +100,8 @@ class NF4Weight(nn.Module):
         self._states = None
 
     def store(self, weight: torch.Tensor, index: int | None = None) -> None:
-        """Quantize `weight` (out, in) on its device and keep it (as stack entry `index` for expert stacks)."""
+        """Quantize `weight` (out, in) on its device and keep it (as stack entry `index` for expert
+        stacks)."""
         functional = _bnb().functional
         if tuple(weight.shape) != self.shape:
             raise ValueError(f"expected a {self.shape} matrix, got {tuple(weight.shape)}")
@@ -105,9 +109,10 @@ class NF4Weight(nn.Module):
             self.materialize(weight.device)
         flat = weight.reshape(-1)
         packed_out = self.qweight if index is None else self.qweight[index]
-        # First level (4-bit codes + one absmax per 64 weights) is block-local, so it is done in chunks to bound the
-        # temporaries (~13 bytes per weight in bitsandbytes' CPU path); the second level (absmax quantized in blocks
-        # of 256 around their mean) needs all the absmax values and runs once. Same bits as one quantize_4bit call.
+        # First level (4-bit codes + one absmax per 64 weights) is block-local, so it is done in chunks to
+        # bound the temporaries (~13 bytes per weight in bitsandbytes' CPU path); the second level (absmax
+        # quantized in blocks of 256 around their mean) needs all the absmax values and runs once. Same bits
+        # as one quantize_4bit call.
         absmax = torch.empty(self.absmax.shape[-1], dtype=torch.float32, device=weight.device)
         for start in range(0, flat.numel(), QUANT_CHUNK):
             chunk = flat[start : start + QUANT_CHUNK]
@@ -136,10 +141,11 @@ class NF4Weight(nn.Module):
         return super()._apply(fn, recurse)
 
     def quant_state(self, index: int | None = None, *, flat: bool = False) -> Any:
-        """The bitsandbytes QuantState of the matrix (or of stack entry `index`); cached until the buffers move.
+        """The bitsandbytes QuantState of the matrix (or of stack entry `index`); cached until the buffers
+        move.
 
-        `flat=True` describes it as a 1-D array: bitsandbytes' CPU dequantize kernel mishandles rows shorter than
-        a block (e.g. in_features 32 < 64), while the flat layout is exact on every backend."""
+        `flat=True` describes it as a 1-D array: bitsandbytes' CPU dequantize kernel mishandles rows shorter
+        than a block (e.g. in_features 32 < 64), while the flat layout is exact on every backend."""
         if self._states is None or self._states[0][0] is not self.qweight:
             self._states = [(self.qweight, {})]
         cache = self._states[0][1]
@@ -174,8 +180,8 @@ class NF4Weight(nn.Module):
         return flat.view(self.shape)
 
     def matmul(self, x: torch.Tensor, index: int | None = None) -> torch.Tensor:
-        """x @ W.T with W the stored matrix: bitsandbytes' fused 4-bit GEMM on CUDA, dequantize + matmul elsewhere
-        (which is what bitsandbytes does on the CPU anyway)."""
+        """x @ W.T with W the stored matrix: bitsandbytes' fused 4-bit GEMM on CUDA, dequantize + matmul
+        elsewhere (which is what bitsandbytes does on the CPU anyway)."""
         if x.device.type == "cuda":
             return _bnb().matmul_4bit(
                 x, self.packed(index).view(-1, 1).t(), quant_state=self.quant_state(index)
@@ -197,8 +203,8 @@ class NF4Linear(NF4Weight):
 
 class Int8Linear(nn.Module):
     """A bias-free linear stored at 8 bits: int8 codes with one absmax scale per output row (bitsandbytes'
-    `int8_vectorwise_quant`, the LLM.int8 storage). The forward dequantizes to the compute dtype and multiplies,
-    so activations stay 16-bit (no outlier decomposition to get wrong)."""
+    `int8_vectorwise_quant`, the LLM.int8 storage). The forward dequantizes to the compute dtype and
+    multiplies, so activations stay 16-bit (no outlier decomposition to get wrong)."""
 
     CB: torch.Tensor  # buffers registered in __init__
     SCB: torch.Tensor
@@ -270,8 +276,8 @@ def nf4_experts_forward(
 ) -> torch.Tensor:
     """The MoE experts forward over NF4 stacks: the stock loop over hit experts, one fused 4-bit GEMM each.
 
-    With a 256-token canvas and top-8 of 128 experts nearly every expert is hit in every forward, so the loop over
-    hit experts is the common case; tokens are grouped by expert with one sort and one host sync.
+    With a 256-token canvas and top-8 of 128 experts nearly every expert is hit in every forward, so the loop
+    over hit experts is the common case; tokens are grouped by expert with one sort and one host sync.
     """
     gate_up: NF4Weight = self.gate_up_proj
     down: NF4Weight = self.down_proj
@@ -304,12 +310,13 @@ def register_experts_implementation() -> None:
     ExpertsInterface.register(EXPERTS_IMPLEMENTATION, nf4_experts_forward)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Which modules are quantized, and converting a (meta) model skeleton to NF4 modules.
 
 
 def text_stacks(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """The text stack of a DiffusionGemmaForBlockDiffusion: encoder language model and decoder (with self-cond.)."""
+    """The text stack of a DiffusionGemmaForBlockDiffusion: encoder language model and decoder (with
+    self-cond.)."""
     inner = cast("DiffusionGemmaForBlockDiffusion", model).model
     return [("model.encoder.language_model", inner.encoder.language_model), ("model.decoder", inner.decoder)]
 
@@ -320,8 +327,8 @@ def is_experts(module: nn.Module) -> bool:
 
 def convert_to_nf4(model: nn.Module, compute_dtype: torch.dtype, scheme: str = "nf4") -> int:
     """Replace the text stack's linears and experts by quantized storage following the plan of `scheme`
-    (`engine.weights.plan`: "nf4" or "nf4-mixed"; the router always stays 16-bit), on meta, filled by the loader.
-    Tied modules map to one converted module. Returns how many modules were converted."""
+    (`engine.weights.plan`: "nf4" or "nf4-mixed"; the router always stays 16-bit), on meta, filled by the
+    loader. Tied modules map to one converted module. Returns how many modules were converted."""
     from engine.weights.plan import linear_kind, storage_for
 
     register_experts_implementation()

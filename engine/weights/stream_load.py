@@ -1,11 +1,11 @@
 """Stream a checkpoint into an empty model one tensor at a time: the only path that puts weights on a device.
 
 The model is first built as a skeleton whose parameters live on the meta device (no memory), then every tensor
-of the checkpoint is read (plain file I/O, one tensor or one expert slice at a time), moved to the target device,
-quantized to NF4 or cast to the compute dtype, and put in place; the host copy is dropped straight away. Peak host
-RAM is therefore the final resident size (when the target is the CPU) plus one tensor, and peak GPU memory the
-final size plus one tensor. Progress is reported per tensor and `cancel` is honoured between tensors (and between
-expert slices of the large stacked expert tensors).
+of the checkpoint is read (plain file I/O, one tensor or one expert slice at a time), moved to the target
+device, quantized to NF4 or cast to the compute dtype, and put in place; the host copy is dropped straight
+away. Peak host RAM is therefore the final resident size (when the target is the CPU) plus one tensor, and
+peak GPU memory the final size plus one tensor. Progress is reported per tensor and `cancel` is honoured
+between tensors (and between expert slices of the large stacked expert tensors).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from engine.weights.tensorfile import TensorEntry, TensorFileReader
 if TYPE_CHECKING:
     from transformers import DiffusionGemmaForBlockDiffusion
 
-# Letterpress is text-only: the vision tower and its projection are never loaded (they are ~1 GB in bf16 on the
-# 26B-A4B). Their checkpoint tensors are skipped.
+# Letterpress is text-only: the vision tower and its projection are never loaded (they are ~1 GB in bf16 on
+# the 26B-A4B). Their checkpoint tensors are skipped.
 SKIPPED_PREFIXES = ("model.encoder.vision_tower.", "model.encoder.embed_vision.")
 
 
@@ -105,7 +105,8 @@ def build_skeleton_from_config(
 
 
 class _Targets:
-    """Where each checkpoint name goes: an NF4 module to quantize into, or a parameter/buffer (with all aliases)."""
+    """Where each checkpoint name goes: an NF4 module to quantize into, or a parameter/buffer (with all
+    aliases)."""
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
@@ -172,8 +173,9 @@ def stream_into(
     stage: str = "loading",
     checksums: dict[str, int] | None = None,
 ) -> StreamStats:
-    """Fill the skeleton from `files`. With `checksums` (a quantized cache), every tensor's CRC32 is verified and
-    stored NF4 buffers are taken as they are; otherwise NF4 targets are quantized from the full-precision weight."""
+    """Fill the skeleton from `files`. With `checksums` (a quantized cache), every tensor's CRC32 is verified
+    and stored NF4 buffers are taken as they are; otherwise NF4 targets are quantized from the full-precision
+    weight."""
     register_experts_implementation()
     targets = _Targets(model)
     stats = StreamStats()
@@ -218,7 +220,8 @@ def stream_into(
                     device,
                     dtype,
                     check_cancel,
-                    lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
+                    # B023: called within this iteration
+                    lambda part: report(index, stats.bytes_read + part),  # noqa: B023
                 )
                 stats.quantized += 1
                 filled.add(id(target))
@@ -228,7 +231,8 @@ def stream_into(
                     reader,
                     entry,
                     checksums,
-                    lambda t: _set_buffer(module, name, t.to(device)),  # noqa: B023 - called within this iteration
+                    # B023: called within this iteration
+                    lambda t: _set_buffer(module, name, t.to(device)),  # noqa: B023
                 )
                 filled.add(id(module))
             elif kind == "tensor":
@@ -242,7 +246,8 @@ def stream_into(
                             entry,
                             device,
                             dtype,
-                            lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
+                            # B023: called within this iteration
+                            lambda part: report(index, stats.bytes_read + part),  # noqa: B023
                         ),
                     )
                 else:
@@ -250,8 +255,10 @@ def stream_into(
                         reader,
                         entry,
                         checksums,
-                        lambda t: targets.assign(target, _cast(t, device, dtype)),  # noqa: B023 - called within this iteration
-                        lambda part: report(index, stats.bytes_read + part),  # noqa: B023 - called within this iteration
+                        # B023: called within this iteration
+                        lambda t: targets.assign(target, _cast(t, device, dtype)),  # noqa: B023
+                        # B023: called within this iteration
+                        lambda part: report(index, stats.bytes_read + part),  # noqa: B023
                     )
             else:
                 stats.unexpected.append(entry.name)
@@ -269,8 +276,8 @@ def stream_into(
 
 
 def _check_shape(path: Path, entry: TensorEntry, kind: str, target: Any, *, quantizing: bool) -> None:
-    """A checkpoint tensor must have exactly the shape the model built from config.json expects; a transposed or
-    foreign weight would otherwise load "successfully" and fail every request."""
+    """A checkpoint tensor must have exactly the shape the model built from config.json expects; a transposed
+    or foreign weight would otherwise load "successfully" and fail every request."""
     if kind == "tensor":
         expected = tuple(target.shape)
     elif kind == "nf4" and quantizing:
@@ -279,9 +286,9 @@ def _check_shape(path: Path, entry: TensorEntry, kind: str, target: Any, *, quan
         return
     if tuple(entry.shape) != expected:
         raise ModelDamagedError(
-            f"{path.name}: tensor {entry.name} has shape {list(entry.shape)}, but the model config.json describes "
-            f"needs {list(expected)}; the weights and config.json do not belong together (or a weight was saved "
-            "transposed). Download the model again."
+            f"{path.name}: tensor {entry.name} has shape {list(entry.shape)}, but the model config.json "
+            f"describes needs {list(expected)}; the weights and config.json do not belong together (or a "
+            "weight was saved transposed). Download the model again."
         )
 
 
@@ -350,7 +357,8 @@ def _set_buffer(module: nn.Module, name: str, value: torch.Tensor) -> None:
 
 
 def _converted_in_rows(entry: TensorEntry, device: str, dtype: torch.dtype) -> bool:
-    """A big floating tensor that must be cast or moved: converting it whole took seconds with the bar standing."""
+    """A big floating tensor that must be cast or moved: converting it whole took seconds with the bar
+    standing."""
     needs_work = entry.dtype != dtype or torch.device(device).type != "cpu"
     return (
         needs_work
@@ -432,7 +440,8 @@ def _quantize_entry(
 
 
 def _quant_input(weight: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    # Quantize from the checkpoint's own precision when the kernels take it (bf16/fp16/fp32), else the compute one.
+    # Quantize from the checkpoint's own precision when the kernels take it (bf16/fp16/fp32), else the compute
+    # one.
     if weight.dtype in (torch.bfloat16, torch.float16, torch.float32):
         return weight
     return weight.to(dtype)

@@ -1,9 +1,10 @@
 """Read and write safetensors files one tensor (or one slice) at a time, with plain file I/O.
 
-Why not `safetensors.safe_open`: it memory-maps the file, and every page it touches counts as resident memory of
-the process until the map is closed, so streaming a 50 GB checkpoint through it shows up as a 50 GB peak. Reading
-with `readinto` into a buffer that is freed right away keeps the peak at one tensor (or one expert slice), and
-writing with precomputed offsets lets a file of any size be produced without holding more than one tensor.
+Why not `safetensors.safe_open`: it memory-maps the file, and every page it touches counts as resident memory
+of the process until the map is closed, so streaming a 50 GB checkpoint through it shows up as a 50 GB peak.
+Reading with `readinto` into a buffer that is freed right away keeps the peak at one tensor (or one expert
+slice), and writing with precomputed offsets lets a file of any size be produced without holding more than one
+tensor.
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ class TensorFileReader:
         nbytes: int | None = None,
         on_chunk: Callable[[int], None] | None = None,
     ) -> memoryview:
-        """The raw bytes of `entry` (or a part of it). With `on_chunk`, read READ_CHUNK bytes at a time into the
-        same buffer and call it with the bytes read so far, so a load's progress moves inside a 1 GB tensor."""
+        """The raw bytes of `entry` (or a part of it). With `on_chunk`, read READ_CHUNK bytes at a time into
+        the same buffer and call it with the bytes read so far, so a load's progress moves inside a 1 GB
+        tensor."""
         n = entry.nbytes - offset if nbytes is None else nbytes
         buf = _buffer(n)
         self._fh.seek(entry.start + offset)
@@ -127,10 +129,10 @@ class TensorFileReader:
 
 
 def _buffer(n: int) -> memoryview:
-    """`n` writable bytes, not zeroed. A `bytearray(n)` zero-fills (and page-faults) its memory while holding the
-    GIL: 30 ms per 64 MB on a quiet machine, 170 ms and more when the kernel must compact memory, and 380 ms for a
-    1 GB tensor, all of it a frozen window during a load. torch.empty releases the GIL and touches nothing; the
-    pages are faulted in by `readinto`, outside the GIL."""
+    """`n` writable bytes, not zeroed. A `bytearray(n)` zero-fills (and page-faults) its memory while holding
+    the GIL: 30 ms per 64 MB on a quiet machine, 170 ms and more when the kernel must compact memory, and 380
+    ms for a 1 GB tensor, all of it a frozen window during a load. torch.empty releases the GIL and touches
+    nothing; the pages are faulted in by `readinto`, outside the GIL."""
     try:
         return torch.empty(n, dtype=torch.uint8).numpy().data  # the array's buffer as a memoryview
     except RuntimeError:  # a torch without numpy: the zeroed buffer still works, only slower to make
@@ -195,7 +197,8 @@ class TensorFileWriter:
         self.write_part(name, tensor, final=True)
 
     def write_part(self, name: str, part: torch.Tensor, *, final: bool) -> None:
-        """Append `part` to the current tensor; `final=True` closes it. Lets a big tensor be written in slices."""
+        """Append `part` to the current tensor; `final=True` closes it. Lets a big tensor be written in
+        slices."""
         item = self.plan[self._next]
         if item.name != name or part.dtype != item.dtype:
             raise ValueError(f"expected {item.name} ({item.dtype}), got {name} ({part.dtype})")

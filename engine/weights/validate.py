@@ -1,8 +1,8 @@
 """One validation pass over a model folder, before anything is allocated or loaded.
 
-The model manager, the loader, `python -m engine generate` and `inspect` all call `validate_folder`, so a folder
-is refused the same way everywhere, with one sentence that names the file and says what to do. The sentence fits
-the case (each case is its own error type, see `engine.api`):
+The model manager, the loader, `python -m engine generate` and `inspect` all call `validate_folder`, so a
+folder is refused the same way everywhere, with one sentence that names the file and says what to do. The
+sentence fits the case (each case is its own error type, see `engine.api`):
 
 * not a model folder at all (`/tmp`, an empty folder): NotAModelFolderError;
 * an interrupted download (missing or truncated files): ModelIncompleteError;
@@ -11,10 +11,10 @@ the case (each case is its own error type, see `engine.api`):
 * a model Letterpress cannot run (another architecture, pickle weights, fp8, remote code, absurd sizes):
   UnsupportedModelError.
 
-Everything is bounded: files are opened only when they are regular files (a FIFO would block), every read has a
-length cap, the safetensors header is capped at 100 MB (the format's own limit), and config values are range-checked
-against `LIMITS` before anything (the fit estimate, the skeleton) uses them. This module is pure Python (no torch)
-so the checks are cheap and can run on any thread.
+Everything is bounded: files are opened only when they are regular files (a FIFO would block), every read has
+a length cap, the safetensors header is capped at 100 MB (the format's own limit), and config values are
+range-checked against `LIMITS` before anything (the fit estimate, the skeleton) uses them. This module is pure
+Python (no torch) so the checks are cheap and can run on any thread.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ MAX_TEMPLATE_BYTES = 4 * 1024**2  # chat_template.jinja (a few KB)
 MAX_SHARDS = 10_000
 MAX_LISTED = 10_000  # directory entries looked at to tell "not a model folder" from "incomplete"
 
-# Bytes per element of every dtype the safetensors format knows; Letterpress loads the ones in LOADABLE_DTYPES.
+# Bytes per element of every dtype the safetensors format knows; Letterpress loads the ones in
+# LOADABLE_DTYPES.
 DTYPE_BYTES: dict[str, float] = {
     "BOOL": 1,
     "U8": 1,
@@ -82,10 +83,10 @@ DTYPE_BYTES: dict[str, float] = {
 LOADABLE_DTYPES = frozenset({"BF16", "F16", "F32", "F64", "U8", "I8", "I16", "I32", "I64", "BOOL"})
 
 # Bounds on config.json values. The largest plausible checkpoint of this family is taken as ~8x each dimension
-# of the biggest Gemma-family model published (26B-A4B: hidden 2816, 30 layers, 128 experts of width 704, dense
-# width 2112, vocabulary 262,144, canvas 256; Gemma 3 27B: hidden 5376, 62 layers, 128K context), and its total
-# weights are capped at 2 trillion (4 TB in bf16, ~80x the 26B-A4B). Anything outside is a damaged or foreign
-# config, and refusing it here keeps every later step (the fit estimate, the skeleton) bounded.
+# of the biggest Gemma-family model published (26B-A4B: hidden 2816, 30 layers, 128 experts of width 704,
+# dense width 2112, vocabulary 262,144, canvas 256; Gemma 3 27B: hidden 5376, 62 layers, 128K context), and
+# its total weights are capped at 2 trillion (4 TB in bf16, ~80x the 26B-A4B). Anything outside is a damaged
+# or foreign config, and refusing it here keeps every later step (the fit estimate, the skeleton) bounded.
 LIMITS: dict[str, tuple[int, int]] = {
     "num_hidden_layers": (1, 512),
     "hidden_size": (1, 65_536),
@@ -136,17 +137,17 @@ def _os_error(exc: OSError, path: Path, what: str = "file") -> EngineError:
         )
     if exc.errno == errno.ELOOP:
         return ModelNotFoundError(
-            f"{path} is a symbolic link that loops back on itself, so there is nothing to read. Point the link at "
-            "the real model folder, or choose that folder directly."
+            f"{path} is a symbolic link that loops back on itself, so there is nothing to read. Point the "
+            "link at the real model folder, or choose that folder directly."
         )
     if isinstance(exc, FileNotFoundError):
         return ModelIncompleteError(
-            f"The {what} {path} disappeared while it was being checked (moved or deleted?). Choose the folder "
-            "again once it is back in place."
+            f"The {what} {path} disappeared while it was being checked (moved or deleted?). Choose the "
+            "folder again once it is back in place."
         )
     return ModelUnreadableError(
-        f"The {what} {path} cannot be read ({exc.strerror or type(exc).__name__}). Check the disk and that the "
-        "folder is mounted, then try again."
+        f"The {what} {path} cannot be read ({exc.strerror or type(exc).__name__}). Check the disk and that "
+        "the folder is mounted, then try again."
     )
 
 
@@ -163,15 +164,16 @@ def _stat(path: Path, what: str = "file") -> os.stat_result | None:
 
 
 def _regular(path: Path, what: str = "file") -> os.stat_result | None:
-    """The stat of a regular file at `path`, None if absent; a FIFO, device or folder in its place is refused."""
+    """The stat of a regular file at `path`, None if absent; a FIFO, device or folder in its place is
+    refused."""
     st = _stat(path, what)
     if st is None:
         return None
     if not stat.S_ISREG(st.st_mode):
         kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a pipe, socket or device"
         raise ModelDamagedError(
-            f"{path} is {kind}, not a regular file, so Letterpress will not read it. Replace it with the real "
-            f"{path.name} from the download."
+            f"{path} is {kind}, not a regular file, so Letterpress will not read it. Replace it with the "
+            f"real {path.name} from the download."
         )
     return st
 
@@ -183,8 +185,8 @@ def read_capped(path: Path, limit: int, what: str = "file") -> bytes:
         raise ModelIncompleteError(f"{path} is missing; the download did not finish. {RERUN}")
     if st.st_size > limit:
         raise ModelDamagedError(
-            f"{path} is {st.st_size:,} bytes, more than the {limit:,} a real {path.name} can be; it is damaged or "
-            "not part of this model. Download it again."
+            f"{path} is {st.st_size:,} bytes, more than the {limit:,} a real {path.name} can be; it is "
+            "damaged or not part of this model. Download it again."
         )
     try:
         with open(path, "rb") as fh:  # read what stat saw (+1 to notice growth), never a buffer of `limit`
@@ -200,7 +202,8 @@ def read_json(path: Path, limit: int = MAX_SMALL_JSON_BYTES, *, want: type = dic
         value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ModelDamagedError(
-            f"{path} is not UTF-8 text (byte {exc.start} is invalid), so it is damaged. Download {path.name} again."
+            f"{path} is not UTF-8 text (byte {exc.start} is invalid), "
+            f"so it is damaged. Download {path.name} again."
         ) from exc
     except (ValueError, RecursionError) as exc:
         where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
@@ -284,8 +287,8 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
     text = text_section(config, where)
     if text.get("use_bidirectional_attention") == "all":
         raise UnsupportedModelError(
-            f"{where} sets use_bidirectional_attention='all', which transformers 5.23 cannot run in the encoder; "
-            "remove that key from text_config in config.json."
+            f"{where} sets use_bidirectional_attention='all', which transformers 5.23 cannot run in the "
+            "encoder; remove that key from text_config in config.json."
         )
     values = {k: config_int(text, k, where) for k in REQUIRED}
     for key in LIMITS:
@@ -303,8 +306,8 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
         )
     if values["top_k_experts"] > values["num_experts"]:
         raise UnsupportedModelError(
-            f"{where} routes each token to {values['top_k_experts']} experts but has only {values['num_experts']}; "
-            "the file is damaged. Download config.json again."
+            f"{where} routes each token to {values['top_k_experts']} experts but has only "
+            f"{values['num_experts']}; the file is damaged. Download config.json again."
         )
     if values["num_key_value_heads"] > values["num_attention_heads"]:
         raise UnsupportedModelError(
@@ -317,8 +320,8 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
         not isinstance(types, list) or len(types) != layers or not all(t in LAYER_TYPES for t in types)
     ):
         raise ModelDamagedError(
-            f"{where}: 'layer_types' must list {layers} entries, each 'sliding_attention' or 'full_attention'; "
-            "the file is damaged. Download config.json again."
+            f"{where}: 'layer_types' must list {layers} entries, each 'sliding_attention' or "
+            "'full_attention'; the file is damaged. Download config.json again."
         )
     per_layer = text.get("per_layer_config")
     if per_layer is not None:
@@ -336,9 +339,9 @@ def check_config(config: Any, where: str = "config.json") -> dict[str, Any]:
     total = rough_weight_count(values)
     if total > MAX_TOTAL_WEIGHTS:
         raise UnsupportedModelError(
-            f"{where} describes a model of about {total / 1e9:,.0f} billion weights, far beyond any DiffusionGemma "
-            f"checkpoint (the largest plausible is {MAX_TOTAL_WEIGHTS / 1e12:.0f} trillion); the file is damaged. "
-            "Download config.json again."
+            f"{where} describes a model of about {total / 1e9:,.0f} billion weights, far beyond any "
+            f"DiffusionGemma checkpoint (the largest plausible is {MAX_TOTAL_WEIGHTS / 1e12:.0f} trillion); "
+            "the file is damaged. Download config.json again."
         )
     return text
 
@@ -378,7 +381,8 @@ class Header:
 
 
 class HeaderError(ValueError):
-    """A safetensors file whose header cannot be trusted; `kind` says which error type the caller should raise."""
+    """A safetensors file whose header cannot be trusted; `kind` says which error type the caller should
+    raise."""
 
     def __init__(self, message: str, kind: str = "damaged") -> None:
         super().__init__(message)
@@ -393,7 +397,8 @@ def parse_header(fh: Any, size: int, name: str) -> Header:
     (length,) = struct.unpack("<Q", raw)
     if length < 2 or length > MAX_HEADER_BYTES:
         raise HeaderError(
-            f"{name} declares a {length:,}-byte header; the safetensors format allows 2 to {MAX_HEADER_BYTES:,}"
+            f"{name} declares a {length:,}-byte header; the "
+            f"safetensors format allows 2 to {MAX_HEADER_BYTES:,}"
         )
     if length > size - 8:
         raise HeaderError(
@@ -488,9 +493,10 @@ def header_error(exc: HeaderError, path: Path) -> EngineError:
 
 
 def expected_shape(text: dict[str, Any], name: str) -> tuple[int, ...] | None:
-    """The shape config.json fixes for a text-stack tensor, for the names whose shape does not depend on details
-    this check does not model (global-attention head sizes, per-layer overrides); None when not checked here.
-    The loader compares every tensor with the model it builds, before reading any weight (stream_load)."""
+    """The shape config.json fixes for a text-stack tensor, for the names whose shape does not depend on
+    details this check does not model (global-attention head sizes, per-layer overrides); None when not
+    checked here. The loader compares every tensor with the model it builds, before reading any weight
+    (stream_load)."""
     if "vision" in name:
         return None
     h, inter = text["hidden_size"], text["intermediate_size"]
@@ -536,7 +542,8 @@ def expected_shape(text: dict[str, Any], name: str) -> tuple[int, ...] | None:
 
 def check_header_against_config(header: Header, text: dict[str, Any], path: Path) -> None:
     """The shapes a config fixes, without building the model: the embedding, the layer and expert counts, and
-    the linear layers whose shapes follow from the sizes alone (a transposed or foreign weight is caught here)."""
+    the linear layers whose shapes follow from the sizes alone (a transposed or foreign weight is caught
+    here)."""
     layers = text["num_hidden_layers"]
     for entry in header.entries.values():
         name = entry.name
@@ -552,8 +559,8 @@ def check_header_against_config(header: Header, text: dict[str, Any], path: Path
                 problem += " (it was saved transposed)"
         if problem:
             raise ModelDamagedError(
-                f"{path.name}: tensor {name} {problem}; the weights and config.json belong to different models "
-                "or one is damaged. Download the model again."
+                f"{path.name}: tensor {name} {problem}; the weights and config.json belong to different "
+                "models or one is damaged. Download the model again."
             )
 
 
@@ -576,8 +583,8 @@ def _confined(folder: Path, name: Any, index: Path) -> Path:
         or ".." in windows.parts
     ):
         raise ModelDamagedError(
-            f"{index} points at {name[:120]}, outside the model folder; Letterpress only reads files inside it. "
-            "The index is damaged or was tampered with: download it again."
+            f"{index} points at {name[:120]}, outside the model folder; Letterpress only reads files inside "
+            "it. The index is damaged or was tampered with: download it again."
         )
     if not name.endswith(".safetensors"):
         raise ModelDamagedError(
@@ -606,8 +613,8 @@ def _open_folder(model_dir: str | Path) -> Path:
     except FileNotFoundError as exc:
         if os.path.islink(path):
             raise ModelNotFoundError(
-                f"{path} is a symbolic link to {os.readlink(path)}, which does not exist. Point it at the model "
-                "folder, or choose the folder itself."
+                f"{path} is a symbolic link to {os.readlink(path)}, which does not exist. Point it at the "
+                "model folder, or choose the folder itself."
             ) from exc
         raise ModelNotFoundError(
             f"The model folder {path} does not exist (was it moved or deleted?). Choose the folder you "
@@ -621,7 +628,8 @@ def _open_folder(model_dir: str | Path) -> Path:
         raise _os_error(exc, path, "folder") from exc
     if not path.is_dir():
         raise NotAModelFolderError(
-            f"{path} is a file, not a folder. Choose the folder that holds config.json and the .safetensors files."
+            f"{path} is a file, not a folder. Choose the folder "
+            "that holds config.json and the .safetensors files."
         )
     return path
 
@@ -642,8 +650,9 @@ def validate_folder(model_dir: str | Path, *, cancel: threading.Event | None = N
         ]
         if not model_like:
             raise NotAModelFolderError(
-                f"{path} is not a model folder: it has no config.json, no tokenizer and no weights. Choose the "
-                "folder you downloaded the model into (the one passed to --local-dir), which holds config.json."
+                f"{path} is not a model folder: it has no config.json, no tokenizer and no weights. Choose "
+                "the folder you downloaded the model into (the one "
+                "passed to --local-dir), which holds config.json."
             )
         raise ModelIncompleteError(
             f"{path} has {model_like[0]} but no config.json, so the download did not finish. {RERUN}"
@@ -726,8 +735,8 @@ def _weight_files(
             absent = sorted(shards[shard] - header.entries.keys())
             if absent:
                 raise ModelDamagedError(
-                    f"{index} says {shard.name} holds {absent[0]}, but that file has no such tensor; the index and "
-                    "the weights come from different downloads. Download the model again."
+                    f"{index} says {shard.name} holds {absent[0]}, but that file has no such tensor; the "
+                    "index and the weights come from different downloads. Download the model again."
                 )
         return tuple(sorted(shards))
     single = path / "model.safetensors"
@@ -745,8 +754,8 @@ def _weight_files(
     others = sorted(n for n in names if n.endswith(".safetensors"))
     if others:
         raise ModelIncompleteError(
-            f"{path} has {others[0]} but neither model.safetensors nor model.safetensors.index.json, which says "
-            f"how the shards fit together; the download did not finish. {RERUN}"
+            f"{path} has {others[0]} but neither model.safetensors nor model.safetensors.index.json, which "
+            f"says how the shards fit together; the download did not finish. {RERUN}"
         )
     raise ModelIncompleteError(
         f"{path} has config.json but no model.safetensors weights; the download did not finish. {RERUN}"
@@ -771,8 +780,8 @@ def check_tokenizer(path: Path, vocab_size: int, cancel: threading.Event | None 
             _PARSED_TOKENIZERS[key] = size
         if vocab_size and size > vocab_size:
             raise UnsupportedModelError(
-                f"{tok_json} has {size:,} tokens but the model only knows {vocab_size:,}; the tokenizer belongs "
-                "to another model. Download this model's tokenizer.json again."
+                f"{tok_json} has {size:,} tokens but the model only knows {vocab_size:,}; the tokenizer "
+                "belongs to another model. Download this model's tokenizer.json again."
             )
     elif _regular(path / "tokenizer.model") is None:
         raise ModelIncompleteError(
@@ -781,8 +790,8 @@ def check_tokenizer(path: Path, vocab_size: int, cancel: threading.Event | None 
     template = chat_template(path)
     if not template:
         raise ModelIncompleteError(
-            f"{path} has no chat template (chat_template.jinja, or 'chat_template' in tokenizer_config.json); "
-            "Letterpress builds every prompt with it. Download those two files again."
+            f"{path} has no chat template (chat_template.jinja, or 'chat_template' in "
+            "tokenizer_config.json); Letterpress builds every prompt with it. Download those two files again."
         )
     try:
         import jinja2
@@ -826,8 +835,8 @@ def _special_tokens(path: Path) -> dict[str, str]:
 
 
 # A real tokenizer.json (Gemma's: ~33 MB) takes a noticeable fraction of a second to parse; the model manager
-# re-checks a folder as the path is typed and the loader checks it again, so an unchanged file (same real path,
-# size and modification time) is parsed once. Values: its vocabulary size.
+# re-checks a folder as the path is typed and the loader checks it again, so an unchanged file (same real
+# path, size and modification time) is parsed once. Values: its vocabulary size.
 _PARSED_TOKENIZERS: dict[tuple[str, int, int], int] = {}
 
 
@@ -848,7 +857,8 @@ def _parse_tokenizer(tok_json: Path) -> int:
 
 
 def chat_template(path: Path) -> str:
-    """The checkpoint's chat template text ('' when there is none), from wherever transformers would read it."""
+    """The checkpoint's chat template text ('' when there is none), from wherever transformers would read
+    it."""
     jinja = path / "chat_template.jinja"
     if _regular(jinja) is not None:
         raw = read_capped(jinja, MAX_TEMPLATE_BYTES)

@@ -200,7 +200,8 @@ def build_deb(
 def build_tarball(
     bundle_dir: Path, out_dir: Path, version: str | None = None, *, arch: str | None = None, level: int = 6
 ) -> Path:
-    """Build `letterpress-<version>-linux-<arch>.tar.gz`: run in place, or install-user.sh for a menu entry."""
+    """Build `letterpress-<version>-linux-<arch>.tar.gz`: run in place, or install-user.sh for a menu
+    entry."""
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
     _check_bundle(bundle_dir)
     version = version or project_version()
@@ -213,8 +214,8 @@ def build_tarball(
     shutil.copyfile(HERE / "letterpress.desktop.in", share / "applications" / "letterpress.desktop.in")
     _install_icons(share)
     (extras / "README.txt").write_text(
-        "Letterpress\n\nRun ./letterpress from this folder, or ./install-user.sh to add it to your applications\n"
-        "menu (./install-user.sh --uninstall removes it). Check the installation with:\n"
+        "Letterpress\n\nRun ./letterpress from this folder, or ./install-user.sh to add it to your "
+        "applications\nmenu (./install-user.sh --uninstall removes it). Check the installation with:\n"
         "    ./letterpress --self-test\n",
         encoding="utf-8",
     )

@@ -1,6 +1,6 @@
 """Fixtures shared by the GUI tests. A module that opens windows marks itself with
-`pytestmark = pytest.mark.usefixtures("user_dirs")`, so nothing it does touches the real settings, recovery or log
-folders."""
+`pytestmark = pytest.mark.usefixtures("user_dirs")`, so nothing it does touches the real settings, recovery or
+log folders."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Accept, dismiss and undo keep the writer's text exact: the cases a new user hit, through the real window."""
+"""Accept, dismiss and undo keep the writer's text exact: the cases a new user hit, through the real
+window."""
 
 from __future__ import annotations
 
@@ -294,7 +295,8 @@ def test_the_context_menus_undo_places_the_caret_like_ctrl_z(qtbot):
 
 
 def test_badge_count_when_the_engine_computes_more_rows_than_it_offers(qtbot, settings):
-    """An infill searches more lengths (rows) than the alternatives it returns: the badge counts what is offered."""
+    """An infill searches more lengths (rows) than the alternatives it returns: the badge counts what is
+    offered."""
 
     class SearchingEngine(FakeEngine):
         def run(self, request, on_step=None, cancel=None):

@@ -74,7 +74,8 @@ RUNTIME_PATH += (
 
 
 def engine_imports(path: Path) -> set[str]:
-    """Every `engine...` module a file imports, anywhere in it (lazy imports count), relative ones resolved."""
+    """Every `engine...` module a file imports, anywhere in it (lazy imports count), relative ones
+    resolved."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
     found: set[str] = set()
@@ -193,7 +194,8 @@ names = [m.name for m in pkgutil.walk_packages(engine.__path__, "engine.")
          if not m.name.endswith("__main__") and not m.name.startswith("engine.training")]
 for name in names:
     importlib.import_module(name)
-print(json.dumps({{"modules": names, "qt": sorted(m for m in sys.modules if m.split(".")[0] in {sorted(QT)!r})}}))
+qt = sorted(m for m in sys.modules if m.split(".")[0] in {sorted(QT)!r})
+print(json.dumps({{"modules": names, "qt": qt}}))
 """
     report = _run(code, tmp_path)
     assert {"engine.fake", "engine.weights.loader", "engine.tools.bench"} <= set(report["modules"])
@@ -206,7 +208,7 @@ def test_the_installed_qt_binding_is_not_a_known_broken_release():
     assert qt_binding_problem() == ""
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The app's layers and import circles (the contracts live in pyproject.toml's [tool.importlinter])
 
 
@@ -273,8 +275,8 @@ def test_the_app_packages_are_the_documented_layers():
 
 
 def test_the_import_contracts_hold():
-    """pyproject.toml's import-linter contracts: app layers only import downward, engine never imports the app or
-    Qt, the app never imports torch or transformers itself."""
+    """pyproject.toml's import-linter contracts: app layers only import downward, engine never imports the app
+    or Qt, the app never imports torch or transformers itself."""
     lint = Path(sys.executable).with_name("lint-imports")
     command = (
         [str(lint)]

@@ -1,5 +1,5 @@
-"""The document brief (issue 17): edited from Assist ▸ Document brief…, carried by every request, kept beside the
-recovery data (never in the document) and back after a restart; and the whole document sent as context."""
+"""The document brief (issue 17): edited from Assist ▸ Document brief…, carried by every request, kept beside
+the recovery data (never in the document) and back after a restart; and the whole document sent as context."""
 
 from __future__ import annotations
 

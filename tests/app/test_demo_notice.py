@@ -1,8 +1,8 @@
 """While the built-in demo model is loaded the window says so, and is one click from a real model or a server.
 
-Issue 25: nothing in the window said the demo is a demo, so a writer concluded the product is broken. Fast tests
-drive the real MainWindow around the scripted engine (the demo's folder as its model); the slow one loads the
-shipped demo model through `app.create_window`, as a new user gets it.
+Issue 25: nothing in the window said the demo is a demo, so a writer concluded the product is broken. Fast
+tests drive the real MainWindow around the scripted engine (the demo's folder as its model); the slow one
+loads the shipped demo model through `app.create_window`, as a new user gets it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 16 through the real window and the scripted engine: rewrite strength, re-roll the uncertain words, pin
-words, the word-level diff view and the alternatives panel."""
+"""Issue 16 through the real window and the scripted engine: rewrite strength, re-roll the uncertain words,
+pin words, the word-level diff view and the alternatives panel."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def in_order(words: list[str], text: str) -> bool:
     return True
 
 
-# -- the fake engine honours warm starts --------------------------------------------------------------------------
+# -- the fake engine honours warm starts ---------------------------------------------------------------------
 
 
 def test_fake_engine_keeps_pins_and_runs_only_the_matching_steps():
@@ -55,7 +55,7 @@ def test_fake_engine_keeps_pins_and_runs_only_the_matching_steps():
     assert [e.step for e in light] == [9, 10]
 
 
-# -- rewrite strength ---------------------------------------------------------------------------------------------
+# -- rewrite strength ----------------------------------------------------------------------------------------
 
 
 def test_presets_use_their_default_strength_and_the_dial_reruns_the_rewrite(qtbot, settings):
@@ -109,7 +109,7 @@ def test_strength_levels_are_in_the_menus_the_palette_and_the_right_click_menu(q
     assert "Rewrite &strength" in labels and "Re-roll &uncertain words" in labels
 
 
-# -- re-roll the uncertain words ----------------------------------------------------------------------------------
+# -- re-roll the uncertain words -----------------------------------------------------------------------------
 
 
 def test_alt_r_rerolls_uncertain_words_live_and_confident_words_come_back_exactly(qtbot, settings):
@@ -162,7 +162,7 @@ def test_reroll_after_a_partial_accept_asks_for_a_new_suggestion(qtbot):
     assert len(engine.requests) == sent and "partly accepted" in window.statusBar().currentMessage()
 
 
-# -- pin words ----------------------------------------------------------------------------------------------------
+# -- pin words -----------------------------------------------------------------------------------------------
 
 
 def _click_word(qtbot, window, index):
@@ -205,7 +205,7 @@ def test_click_and_keys_pin_words_which_are_drawn_pinned_and_survive_a_reroll(qt
     assert len(window.editing.pinned_words()) == 1
 
 
-# -- the diff view ------------------------------------------------------------------------------------------------
+# -- the diff view -------------------------------------------------------------------------------------------
 
 
 def test_diff_view_strikes_deleted_words_and_highlights_inserted_ones(qtbot, settings):
@@ -237,7 +237,7 @@ def test_diff_view_strikes_deleted_words_and_highlights_inserted_ones(qtbot, set
     )
 
 
-# -- the alternatives panel ---------------------------------------------------------------------------------------
+# -- the alternatives panel ----------------------------------------------------------------------------------
 
 
 def test_alternatives_panel_lists_best_first_and_a_click_shows_one(qtbot, settings):

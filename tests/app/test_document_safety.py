@@ -1,6 +1,6 @@
-"""Documents in the situations where editors lose words: Save As names, changes made by other programs, a second
-window on one file, links, exact line endings and encodings, file modes. Every test drives the real window
-(`app.create_window`) with temporary user folders; dialogs are replaced by answers the test chooses."""
+"""Documents in the situations where editors lose words: Save As names, changes made by other programs, a
+second window on one file, links, exact line endings and encodings, file modes. Every test drives the real
+window (`app.create_window`) with temporary user folders; dialogs are replaced by answers the test chooses."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _type(qtbot, window, text: str) -> None:
             qtbot.keyClicks(window.editor, part)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # 1. Save As never replaces a file the writer did not choose
 
 
@@ -116,7 +116,7 @@ def test_the_save_dialog_adds_the_extension_before_it_checks(win):
     assert seen == {"suffix": "md", "no confirm": True}
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # 7. Round trips are exact
 
 
@@ -178,7 +178,7 @@ def test_a_lone_cr_is_not_taken_as_the_file_s_newline(tmp_path):
     assert read_text_file(p).newline == "\n"
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # 6. Links are respected; new files get the umask's mode, existing ones keep theirs
 
 
@@ -267,7 +267,7 @@ def test_new_documents_get_the_umask_default_mode_and_existing_ones_keep_theirs(
         os.umask(old)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # 5. Autosave failures are visible and persistent
 
 
@@ -307,7 +307,7 @@ def test_a_failing_autosave_shows_a_lasting_warning_and_save_still_works(win, qt
     assert rec.failure == ""
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # 2. External changes are noticed
 
 
@@ -420,9 +420,9 @@ def test_a_touch_without_a_content_change_asks_nothing(win, qtbot, tmp_path):
 
 
 def test_a_change_the_writer_already_answered_is_not_asked_again_on_every_folder_event(win, qtbot, tmp_path):
-    """The watcher also fires for any new file in the folder (swap files, sync clients, git). A change the writer
-    cancelled, or one that could not be reloaded, must not pop its question up again for each of them, while a
-    new change is still asked about and Save still refuses to overwrite either silently."""
+    """The watcher also fires for any new file in the folder (swap files, sync clients, git). A change the
+    writer cancelled, or one that could not be reloaded, must not pop its question up again for each of them,
+    while a new change is still asked about and Save still refuses to overwrite either silently."""
     window, docs, answers = win
     p = tmp_path / "watched.md"
     p.write_text("v1\n", encoding="utf-8")
@@ -505,7 +505,8 @@ def test_characters_the_editor_cannot_hold_survive_a_save_without_an_edit_and_th
 
 
 def test_recovered_text_is_what_a_save_without_an_edit_writes(win, tmp_path):
-    """Guard for the rule above: only the file's own text may be swapped back in; recovered text is the writer's."""
+    """Guard for the rule above: only the file's own text may be swapped back in; recovered text is the
+    writer's."""
     _window, docs, answers = win
     p = tmp_path / "crashed.md"
     p.write_bytes(b"on disk\r\n")

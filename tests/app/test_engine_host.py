@@ -1,4 +1,5 @@
-"""The engine thread: loads and runs off the UI thread, signals arrive on the UI thread, latest request wins."""
+"""The engine thread: loads and runs off the UI thread, signals arrive on the UI thread, latest request
+wins."""
 
 from __future__ import annotations
 

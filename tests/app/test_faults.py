@@ -174,7 +174,7 @@ def test_read_only_file_cannot_be_overwritten_and_save_as_is_offered(qtbot, tmp_
         path.chmod(stat.S_IRUSR | stat.S_IWUSR)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # With the real engine on a tiny checkpoint
 
 
@@ -187,8 +187,8 @@ def tiny_model(tmp_path_factory):
 
 def real_window(qtbot, model_dir, settings, monkeypatch):
     """The real window and engine on `model_dir`, with a fixed sampling seed: with a random one, a random tiny
-    model writes nothing at all about once in 80 drafts ("The model returned no text"), which these tests do not
-    test."""
+    model writes nothing at all about once in 80 drafts ("The model returned no text"), which these tests do
+    not test."""
     import engine.plan
     from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow

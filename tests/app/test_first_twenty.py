@@ -5,20 +5,33 @@ alternatives shown best first.
 Default keys and the desktops checked (each system's shipped default bindings; "taken" means the window never
 receives the key there):
 
-| Key                 | GNOME (46)                 | KDE Plasma (6)      | Xfce (4.18)          | openbox (rc.xml)      | macOS (14)            | Windows (11)        |
-|---------------------|----------------------------|---------------------|----------------------|-----------------------|-----------------------|---------------------|
-| Ctrl+Alt+Left/Right | workspace switch (<= 3.x,  | -                   | workspace switch     | GoToDesktop           | (Ctrl+Opt: -)         | Intel graphics      |
-|                     | Ubuntu/Fedora extensions)  |                     |                      |                       |                       | rotate on some PCs  |
-| Alt+Shift+Left/Right| -                          | -                   | -                    | SendToDesktop         | -                     | -                   |
-| Ctrl+Alt+Up/Down    | workspace (older)          | -                   | workspace            | GoToDesktop           | -                     | rotate (Intel)      |
-| Alt+P (pin)         | -                          | -                   | -                    | -                     | - (Option+P types π   | - (Explorer only)   |
-|                     |                            |                     |                      |                       | only in text fields   |                     |
-|                     |                            |                     |                      |                       | without a shortcut)   |                     |
-| Alt+Shift+P (unpin) | -                          | -                   | -                    | -                     | -                     | -                   |
-| Alt+R / Alt+Shift+R | -                          | -                   | -                    | -                     | -                     | -                   |
-| Alt+] / Alt+[       | -                          | -                   | -                    | -                     | -                     | -                   |
-| Ctrl+Return, Ctrl+R | -                          | -                   | -                    | -                     | -                     | -                   |
-| Ctrl+Shift+I        | -                          | -                   | -                    | -                     | -                     | -                   |
+| Key                 | GNOME (46)                 | KDE Plasma (6)      | Xfce (4.18)          |
+|---------------------|----------------------------|---------------------|----------------------|
+| Ctrl+Alt+Left/Right | workspace switch (<= 3.x,  | -                   | workspace switch     |
+|                     | Ubuntu/Fedora extensions)  |                     |                      |
+| Alt+Shift+Left/Right| -                          | -                   | -                    |
+| Ctrl+Alt+Up/Down    | workspace (older)          | -                   | workspace            |
+| Alt+P (pin)         | -                          | -                   | -                    |
+| Alt+Shift+P (unpin) | -                          | -                   | -                    |
+| Alt+R / Alt+Shift+R | -                          | -                   | -                    |
+| Alt+] / Alt+[       | -                          | -                   | -                    |
+| Ctrl+Return, Ctrl+R | -                          | -                   | -                    |
+| Ctrl+Shift+I        | -                          | -                   | -                    |
+
+| Key                 | openbox (rc.xml)      | macOS (14)            | Windows (11)        |
+|---------------------|-----------------------|-----------------------|---------------------|
+| Ctrl+Alt+Left/Right | GoToDesktop           | (Ctrl+Opt: -)         | Intel graphics      |
+|                     |                       |                       | rotate on some PCs  |
+| Alt+Shift+Left/Right| SendToDesktop         | -                     | -                   |
+| Ctrl+Alt+Up/Down    | GoToDesktop           | -                     | rotate (Intel)      |
+| Alt+P (pin)         | -                     | - (Option+P types π   | - (Explorer only)   |
+|                     |                       | only in text fields   |                     |
+|                     |                       | without a shortcut)   |                     |
+| Alt+Shift+P (unpin) | -                     | -                     | -                   |
+| Alt+R / Alt+Shift+R | -                     | -                     | -                   |
+| Alt+] / Alt+[       | -                     | -                     | -                   |
+| Ctrl+Return, Ctrl+R | -                     | -                     | -                   |
+| Ctrl+Shift+I        | -                     | -                     | -                   |
 
 So the pin keys moved from Ctrl+Alt+Right/Left (taken on GNOME with workspace bindings, Xfce and openbox) to
 Alt+P / Alt+Shift+P, beside Alt+R / Alt+Shift+R (re-roll, re-roll around pins).
@@ -177,7 +190,8 @@ def test_self_test_offscreen_prints_no_qt_notes_before_its_json(tmp_path):
 
 
 def test_settings_show_the_models_own_steps_not_a_constant(qtbot, settings):
-    """Settings said "Denoising steps 48" while the demo runs 12: the default is now the model's own, named."""
+    """Settings said "Denoising steps 48" while the demo runs 12: the default is now the model's own,
+    named."""
     import json
     from pathlib import Path
 

@@ -1,4 +1,5 @@
-"""Line endings: each line keeps the ending it had on disk, also after edits scattered over a long document."""
+"""Line endings: each line keeps the ending it had on disk, also after edits scattered over a long
+document."""
 
 from __future__ import annotations
 

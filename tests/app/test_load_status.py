@@ -103,8 +103,9 @@ def test_the_real_load_reports_phases_in_order_and_bytes_only_grow(tmp_path_fact
 
 
 def test_the_bar_moves_inside_one_big_tensor(tmp_path_factory, monkeypatch):
-    """A 1 GB expert tensor held the bar at 8% for 3 s, then it jumped to 67%: progress must come with the bytes
-    read, not only between tensors (here READ_CHUNK is made small so that the tiny model's tensors span chunks)."""
+    """A 1 GB expert tensor held the bar at 8% for 3 s, then it jumped to 67%: progress must come with the
+    bytes read, not only between tensors (here READ_CHUNK is made small so that the tiny model's tensors span
+    chunks)."""
     from engine.weights import tensorfile
     from engine.weights.loader import load_model
     from tests.helpers.checkpoints import tiny_checkpoint
@@ -126,7 +127,8 @@ def test_the_bar_moves_inside_one_big_tensor(tmp_path_factory, monkeypatch):
 
 
 def test_a_cast_tensor_is_converted_a_part_at_a_time(tmp_path, monkeypatch):
-    """bf16 -> float32 of a 1 GB tensor in one piece held the bar 2-3 s after its bytes were read: cast in parts."""
+    """bf16 -> float32 of a 1 GB tensor in one piece held the bar 2-3 s after its bytes were read: cast in
+    parts."""
     import torch
     from safetensors.torch import save_file
 
@@ -145,8 +147,9 @@ def test_a_cast_tensor_is_converted_a_part_at_a_time(tmp_path, monkeypatch):
 
 
 def test_weights_are_read_into_buffers_made_without_the_gil(tmp_path, monkeypatch):
-    """bytearray(n) zero-fills its memory with the GIL held (170 ms per 64 MB chunk seen during a load, 380 ms for a
-    1 GB tensor: the window froze). The reader's buffers come from torch.empty (no fill, GIL released)."""
+    """bytearray(n) zero-fills its memory with the GIL held (170 ms per 64 MB chunk seen during a load, 380 ms
+    for a 1 GB tensor: the window froze). The reader's buffers come from torch.empty (no fill, GIL
+    released)."""
     import builtins
 
     import torch

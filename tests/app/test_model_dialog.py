@@ -1,5 +1,5 @@
-"""The model manager: finds cached checkpoints, says what is wrong with a folder, loads with progress and cancel,
-and explains failures with a fix."""
+"""The model manager: finds cached checkpoints, says what is wrong with a folder, loads with progress and
+cancel, and explains failures with a fix."""
 
 from __future__ import annotations
 

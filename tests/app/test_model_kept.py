@@ -1,5 +1,6 @@
-"""A failed load or check never takes away a working model: through the real window and engine (tiny model), and
-through the model manager, which checks the folder as it is typed and keeps Load disabled until the check passes."""
+"""A failed load or check never takes away a working model: through the real window and engine (tiny model),
+and through the model manager, which checks the folder as it is typed and keeps Load disabled until the check
+passes."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def test_choosing_a_broken_folder_keeps_the_model_in_use(
     monkeypatch,
     broken,
 ):
-    """Model ▸ Load model folder… on a folder that fails (at the check, or only once loading: a transposed weight
-    in a global layer) leaves the loaded model in use; the status bar says why and that it is still in use."""
+    """Model ▸ Load model folder… on a folder that fails (at the check, or only once loading: a transposed
+    weight in a global layer) leaves the loaded model in use; the status bar says why and that it is still in
+    use."""
     folders = build_corpus(tiny_model, tmp_path / "corpus", tuple(k for k in KINDS if k.name == broken))
     window = real_window(qtbot, tiny_model, settings, monkeypatch)
     assert window.model_state == "ready"

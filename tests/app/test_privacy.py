@@ -1,4 +1,5 @@
-"""Privacy: offline switches are forced, other hosts are unreachable, and logs hide document text by default."""
+"""Privacy: offline switches are forced, other hosts are unreachable, and logs hide document text by
+default."""
 
 from __future__ import annotations
 

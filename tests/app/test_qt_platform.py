@@ -1,4 +1,5 @@
-"""A Qt platform plugin that cannot load is explained (missing libraries, install commands), never a Qt abort."""
+"""A Qt platform plugin that cannot load is explained (missing libraries, install commands), never a Qt
+abort."""
 
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def test_no_display_is_explained(monkeypatch):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the xcb plugin is Linux's")
 def test_a_display_that_does_not_answer_is_explained_not_a_qt_abort(tmp_path):
-    """DISPLAY set to an X server that is not running (a stale ssh or desktop session): Qt aborted with 134."""
+    """DISPLAY set to an X server that is not running (a stale ssh or desktop session): Qt aborted
+    with 134."""
     assert not qt_platform.x_display_reachable(":59731")
     env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env.update(
@@ -110,7 +112,8 @@ def test_the_offscreen_plugin_of_this_install_loads():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the xcb plugin is Linux's")
 def test_python_m_app_exits_with_a_clear_code_instead_of_a_qt_abort(tmp_path):
-    """Without a display (and here perhaps without the xcb libraries), `python -m app` must explain and exit 4."""
+    """Without a display (and here perhaps without the xcb libraries), `python -m app` must explain and
+    exit 4."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env.update(
         QT_QPA_PLATFORM="xcb",

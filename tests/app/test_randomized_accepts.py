@@ -1,10 +1,11 @@
-"""Seeded random sequences of partial accepts, Esc, undo, redo and alternative cycling over rewrites and infills,
-typed as keys into the real window (scripted engine), sometimes while the suggestion is still denoising.
+"""Seeded random sequences of partial accepts, Esc, undo, redo and alternative cycling over rewrites and
+infills, typed as keys into the real window (scripted engine), sometimes while the suggestion is still
+denoising.
 
 After every single action the document must be one of the states a writer could have made on purpose: the
-original, or the original with the region replaced by a prefix of the alternative that was accepted (whitespace
-at the two joins aside, and there checked on its own: no doubled space, no glued words) — never anything else.
-The machinery and the oracle are in tests/helpers/sequences.py.
+original, or the original with the region replaced by a prefix of the alternative that was accepted
+(whitespace at the two joins aside, and there checked on its own: no doubled space, no glued words) — never
+anything else. The machinery and the oracle are in tests/helpers/sequences.py.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ def type_text(editor, text: str) -> None:
 
 def inserted_prefix(old: str, new: str, ghost: str, *, whole: bool = False) -> bool:
     """`new` is `old` with a non-empty prefix of `ghost` (all of it when `whole`) put in at one position; only
-    whitespace at the join may differ (app.assist.joins fixes doubled spaces and glued words on the suggestion's side)."""
+    whitespace at the join may differ (app.assist.joins fixes doubled spaces and glued words on the
+    suggestion's side)."""
     want = ghost.strip()
     for i in range(len(old) + 1):
         if new[:i] != old[:i]:
@@ -75,7 +76,7 @@ class Session:
     def wait_settled(self) -> None:
         self.qtbot.waitUntil(lambda: ghost_state(self.w) != "denoising", timeout=10_000)
 
-    # -- actions -------------------------------------------------------------------------------------------------
+    # -- actions ---------------------------------------------------------------------------------------------
 
     def move(self) -> None:
         c = self.editor.textCursor()

@@ -93,7 +93,8 @@ def test_undo_back_to_the_saved_text_removes_the_copy(doc_ui, qtbot):
 
 
 def test_copies_of_running_sessions_are_not_offered(tmp_path):
-    """Alive means: the session's lock is held. The PID in the copy is never trusted (here it is even ours)."""
+    """Alive means: the session's lock is held. The PID in the copy is never trusted (here it is even
+    ours)."""
     from app.platform.locks import FileLock
 
     folder = tmp_path / "recovery"
@@ -165,7 +166,7 @@ def test_autosave_of_a_big_document_does_not_block_typing(doc_ui, qtbot):
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The real thing: a running app is killed with SIGKILL and the next start recovers the text.
 
 ROOT = Path(__file__).resolve().parents[2]

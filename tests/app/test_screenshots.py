@@ -41,7 +41,8 @@ def open_window(qtbot, engine, settings=None, *, dark=False):
     return window
 
 
-def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):  # noqa: F811 - out_dir is the fixture imported above
+# F811: out_dir is the fixture imported above
+def test_screenshots_of_every_ghost_state(qtbot, out_dir, tmp_path):  # noqa: F811
     from app.config.settings import Settings
 
     settings = Settings(config_dir=tmp_path / "cfg")
@@ -118,7 +119,8 @@ def test_ghost_text_never_covers_the_writers_text(qtbot):
     assert not window.editor.document().isModified()
 
 
-def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_dir, tmp_path):  # noqa: F811 - out_dir is the fixture imported above
+# F811: out_dir is the fixture imported above
+def test_screenshots_of_partial_accept_palette_and_dark_faint_ghost(qtbot, out_dir, tmp_path):  # noqa: F811
     """A rewrite partly accepted (original gone, the rest still ghost), the palette filtering, and the dark
     theme's faint (unsure) ghost words, which keep at least 3:1 contrast."""
     from PySide6.QtCore import QPoint

@@ -1,8 +1,8 @@
 """Screenshots of issue 16's editing (strength dial, a re-roll mid-denoise, pinned words, the diff view, the
 alternatives panel), rendered offscreen from the real window with the scripted engine.
 
-By default they go to a temporary folder and the test checks that each differs from the plain ready state; with
-`LETTERPRESS_SCREENSHOTS=docs/screenshots` they refresh the pictures the README shows.
+By default they go to a temporary folder and the test checks that each differs from the plain ready state;
+with `LETTERPRESS_SCREENSHOTS=docs/screenshots` they refresh the pictures the README shows.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def click_word(qtbot, window, index: int) -> None:
     )
 
 
-def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):  # noqa: F811 - out_dir is the fixture imported above
+# F811: out_dir is the fixture imported above
+def test_screenshots_of_the_diffusion_editing(qtbot, out_dir, tmp_path):  # noqa: F811
     from app.config.settings import Settings
 
     apply_theme(QApplication.instance(), "light")

@@ -1,4 +1,5 @@
-"""Settings: a human-readable TOML file that round-trips, bad values fall back with a message, never a crash."""
+"""Settings: a human-readable TOML file that round-trips, bad values fall back with a message, never a
+crash."""
 
 from __future__ import annotations
 
@@ -184,7 +185,7 @@ def test_every_declared_default_passes_its_own_check():
         assert s.check(s.default) == "", s.key
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The dialog
 
 
@@ -242,7 +243,7 @@ def test_dialog_shows_problems_found_in_the_file(tmp_path, qtbot):
     assert "denoise.steps" in dlg.findChild(QLabel, "settingsProblems").text()
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Assistant keys and the dialog's size
 
 

@@ -51,7 +51,7 @@ def _status(window) -> str:
     return window.statusBar().currentMessage()
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # A file that changes again while the question about it is open
 
 
@@ -123,7 +123,7 @@ def test_keep_mine_from_the_watcher_asks_again_about_a_newer_version(win, qtbot,
     assert answers.asked == ["changed saving=False", "changed saving=False"]
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Leftovers that Letterpress did not provably write are never deleted
 
 
@@ -169,7 +169,7 @@ def test_a_legacy_tmp_with_other_text_is_offered_once_and_left_in_place(qtbot, t
     assert legacy.exists() and not ours.exists()
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # FIFOs, devices, files that are not files
 
 
@@ -229,7 +229,7 @@ def test_fifos_in_the_recovery_folder_do_not_hang_the_start(qtbot, tmp_path):
     window.close()
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Damaged recovery copies never break the offer of the others
 
 
@@ -286,7 +286,7 @@ def test_a_restored_copy_says_text_not_none(qtbot, tmp_path):
     assert read_copy(file) is None  # never "None" as the restored text
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Odd file names
 
 

@@ -1,4 +1,5 @@
-"""A request asked for while a model loads says it waits for the load, and runs on the new model once it is in."""
+"""A request asked for while a model loads says it waits for the load, and runs on the new model once it is
+in."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A fresh process (torch not yet imported, as for a writer) opens the real window on a checkpoint, starts a
-rewrite at once and then a draft, with a 5 ms timer probing the UI event loop from right after `create_window`.
+rewrite at once and then a draft, with a 5 ms timer probing the UI event loop from right after
+`create_window`.
 
 Prints one JSON line: the worst stall and the phase it fell in, every stall over 16 ms, and the time from the
 keypress (Ctrl+R) to the first visible ghost and to the settled suggestion. Used by tests/e2e/test_gui_tiny.py

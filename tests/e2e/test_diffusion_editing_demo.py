@@ -1,5 +1,6 @@
 """Re-roll and pins end to end: `app.create_window` with the shipped demo model on the CPU (the real engine
-thread and `engine.session.Session`). Pinned and confident words must come back exactly from the real sampler."""
+thread and `engine.session.Session`). Pinned and confident words must come back exactly from the real
+sampler."""
 
 from __future__ import annotations
 

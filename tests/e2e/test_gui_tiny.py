@@ -276,9 +276,9 @@ def test_ui_never_stalls_from_window_creation_through_load_and_the_first_request
 def test_ui_never_stalls_in_a_fresh_process_while_torch_imports_and_the_model_loads(
     tiny_model, tmp_path, record_property
 ):
-    """As a writer starts the app: torch not yet imported, the window open at once, a rewrite asked for at once.
-    The import and load used to freeze the UI for 200-500 ms (the cyclic GC walking torch's million new objects
-    with the GIL held, and the dlopen of libtorch inside `import torch`)."""
+    """As a writer starts the app: torch not yet imported, the window open at once, a rewrite asked for at
+    once. The import and load used to freeze the UI for 200-500 ms (the cyclic GC walking torch's million new
+    objects with the GIL held, and the dlopen of libtorch inside `import torch`)."""
     import json
     import subprocess
     import sys

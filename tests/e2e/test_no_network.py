@@ -1,5 +1,5 @@
-"""Privacy: a full draft / rewrite / infill with the real engine on a tiny checkpoint, with every way of opening a
-network connection patched to fail and to record the attempt. None may happen."""
+"""Privacy: a full draft / rewrite / infill with the real engine on a tiny checkpoint, with every way of
+opening a network connection patched to fail and to record the attempt. None may happen."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Issue 16b's trial, end to end with the shipped demo model through `app.create_window`: a re-roll whose last
-word is kept ends at that word. In the real window "…muss die … sein." with every confident word kept came back
-as "…sein.ies. eyes up his acclandiah yearist with?": the end of the text was noised, so the model wrote on past
-the kept last word and glued new words onto it."""
+word is kept ends at that word. In the real window "…muss die … sein." with every confident word kept came
+back as "…sein.ies. eyes up his acclandiah yearist with?": the end of the text was noised, so the model wrote
+on past the kept last word and glued new words onto it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """K alternatives are what they claim: batched row k is the single run with seed + k, across canvases.
 
 A row whose stopping rule fired is held while slower rows finish the canvas; it must not keep drawing random
-numbers meanwhile, or from its second canvas on it starts from other noise than the single run does (before the
-fix: equal in 2 of 6 multi-canvas cases)."""
+numbers meanwhile, or from its second canvas on it starts from other noise than the single run does (before
+the fix: equal in 2 of 6 multi-canvas cases)."""
 
 from __future__ import annotations
 

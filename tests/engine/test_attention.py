@@ -1,5 +1,6 @@
 """Grouped-query attention without the K/V copy equals transformers' repeat_kv + SDPA, at the global layers'
-head shape (16 query heads over 2 K/V heads of 512 dims), and transformers' own path is kept everywhere else."""
+head shape (16 query heads over 2 K/V heads of 512 dims), and transformers' own path is kept everywhere
+else."""
 
 from __future__ import annotations
 

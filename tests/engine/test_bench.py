@@ -1,5 +1,6 @@
-"""The benchmark and the performance pieces of the engine: what they report, and that the faster paths give the
-same tokens as the slow ones. No assertions on absolute times; the GPU checks are marked and skipped without CUDA."""
+"""The benchmark and the performance pieces of the engine: what they report, and that the faster paths give
+the same tokens as the slow ones. No assertions on absolute times; the GPU checks are marked and skipped
+without CUDA."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _engine(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     return run_engine(*args, timeout=timeout)
 
 
-# -- the side-by-side benchmark ---------------------------------------------------------------------------------
+# -- the side-by-side benchmark ------------------------------------------------------------------------------
 
 
 def test_bench_json_reports_every_figure_and_ends_with_the_ratio(tiny_dir: Path, tmp_path: Path) -> None:
@@ -110,8 +111,8 @@ def test_bench_refuses_the_fast_path_without_cuda(tiny_dir: Path) -> None:
 
 
 def test_unwrapped_runs_count_the_same_forwards(session) -> None:
-    """Under --fastpath the forward wrappers are off (they would be compiled into the CUDA graphs); the figures
-    then come from the loop's own timing and from generate()'s tokens per forward."""
+    """Under --fastpath the forward wrappers are off (they would be compiled into the CUDA graphs); the
+    figures then come from the loop's own timing and from generate()'s tokens per forward."""
     from engine.tools.bench import ForwardRecorder, default_cases, run_engine, run_reference
 
     case = next(c for c in default_cases(32) if c.name == "draft-short-1blk")
@@ -135,7 +136,7 @@ def test_unwrapped_runs_count_the_same_forwards(session) -> None:
         assert ref_u.forwards == ref_w.forwards
 
 
-# -- the lean step stays exact ----------------------------------------------------------------------------------
+# -- the lean step stays exact -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("shape", [(32, 512), (3, 7), (64, 4096)])
@@ -166,8 +167,8 @@ def test_cpu_exponential_draws_are_torchs_own_value_for_value(
 
 @pytest.mark.parametrize("rows", [1, 3])
 def test_sampling_only_the_accepted_slots_gives_the_full_samplers_canvas(rows: int) -> None:
-    """The CPU loop turns only the accepted rows' uniforms into Exp(1) variates and samples them; the canvas and
-    the generators must end exactly as with every row sampled (ties between probabilities included)."""
+    """The CPU loop turns only the accepted rows' uniforms into Exp(1) variates and samples them; the canvas
+    and the generators must end exactly as with every row sampled (ties between probabilities included)."""
     import engine.sampling as sampling_mod
 
     cpu, shape = torch.device("cpu"), (rows, 16, 64)
@@ -202,7 +203,7 @@ def test_precomputed_temperatures_equal_the_reference_processor() -> None:
             assert torch.equal(logits / temps[step - 1], expected)
 
 
-# -- the fast path's CPU-testable parts -------------------------------------------------------------------------
+# -- the fast path's CPU-testable parts ----------------------------------------------------------------------
 
 
 def test_static_cache_path_reproduces_generate_with_a_static_cache(session) -> None:
@@ -281,7 +282,7 @@ def test_grouped_experts_forward_gives_the_loops_tokens(
         assert torch.equal(tokens(), looped)
 
 
-# -- the real-shape forward benchmark ---------------------------------------------------------------------------
+# -- the real-shape forward benchmark ------------------------------------------------------------------------
 
 
 def test_real_shape_bench_runs_on_cpu_and_extrapolates_with_its_arithmetic() -> None:
@@ -328,7 +329,7 @@ def test_real_shape_cli_prints_the_roofline_arithmetic() -> None:
     assert "30 layers ~" in run.stdout and "floor = max(" in run.stdout
 
 
-# -- on a GPU ----------------------------------------------------------------------------------------------------
+# -- on a GPU ------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.gpu

@@ -1,6 +1,6 @@
-"""A generated corpus of broken model folders (tests/helpers/broken_folders.py) through the model manager's check,
-the loader and both command lines: each is refused with a sentence that fits the case, no traceback, in bounded
-time, under a memory cap (RLIMIT_AS in the subprocess that runs it)."""
+"""A generated corpus of broken model folders (tests/helpers/broken_folders.py) through the model manager's
+check, the loader and both command lines: each is refused with a sentence that fits the case, no traceback, in
+bounded time, under a memory cap (RLIMIT_AS in the subprocess that runs it)."""
 
 from __future__ import annotations
 

@@ -114,8 +114,8 @@ def test_session_trims_context_then_refuses_and_stays_usable(
 def test_oom_in_the_middle_of_a_step_frees_the_hand_off_and_buffers(
     session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An out-of-memory error raised inside the decoder, mid-request, is reported; no self-conditioning logits stay
-    parked in the hand-off, the experts' reused buffers are dropped, and the next request runs."""
+    """An out-of-memory error raised inside the decoder, mid-request, is reported; no self-conditioning logits
+    stay parked in the hand-off, the experts' reused buffers are dropped, and the next request runs."""
     import torch
 
     import engine.fastpath as fastpath
@@ -171,7 +171,8 @@ def test_a_warm_rewrite_runs_only_the_rows_the_budget_allows(
 
 
 def test_cached_prefixes_are_given_back_before_alternatives(session, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Memory held by the prefix cache counts as reclaimable: the cache is dropped rather than an alternative."""
+    """Memory held by the prefix cache counts as reclaimable: the cache is dropped rather than an
+    alternative."""
 
     def request() -> DraftRequest:
         return DraftRequest(

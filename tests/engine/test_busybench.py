@@ -1,4 +1,5 @@
-"""`python -m engine bench --busy`: the busy/quiet benchmark runs, starts and stops its own hogs, and reports."""
+"""`python -m engine bench --busy`: the busy/quiet benchmark runs, starts and stops its own hogs, and
+reports."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("victim", ["bench", "child"])
 def test_a_terminated_bench_leaves_no_draft_and_no_hog_running(tiny_dir, victim):
-    """`kill <bench>` left its child drafting beside fresh hogs; `kill <child>` left two hogs spinning for 600 s."""
+    """`kill <bench>` left its child drafting beside fresh hogs; `kill <child>` left two hogs spinning for
+    600 s."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bench = subprocess.Popen(
         [

@@ -1,5 +1,5 @@
-"""Warm-started canvases (engine.canvas): pins hold at every step, the noise share is honoured, and a warm canvas
-that changes nothing is exactly a cold one."""
+"""Warm-started canvases (engine.canvas): pins hold at every step, the noise share is honoured, and a warm
+canvas that changes nothing is exactly a cold one."""
 
 from __future__ import annotations
 

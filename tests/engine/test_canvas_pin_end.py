@@ -1,6 +1,6 @@
-"""`WarmStart.pin_end`: a warm canvas whose end is pinned ends exactly where its text ends (issue 16b's trial: a
-re-roll whose last word was kept grew garbage glued onto it, "sein.ies. eyes up his…", because the end-of-text
-after the text was noised like any free position)."""
+"""`WarmStart.pin_end`: a warm canvas whose end is pinned ends exactly where its text ends (issue 16b's trial:
+a re-roll whose last word was kept grew garbage glued onto it, "sein.ies. eyes up his…", because the
+end-of-text after the text was noised like any free position)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The human-readable `python -m engine generate`: redraws steps on a terminal; on a pipe, the final text on stdout
-and a progress line on stderr at least once a second (never minutes of silence)."""
+"""The human-readable `python -m engine generate`: redraws steps on a terminal; on a pipe, the final text on
+stdout and a progress line on stderr at least once a second (never minutes of silence)."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def test_piped_generate_prints_the_text_and_progress_lines(tiny_dir, tmp_path):
 
 
 def test_a_terminal_line_never_wraps_and_the_load_is_shown_before_the_first_step(monkeypatch):
-    """A 110-character step line on an 80-column terminal wrapped, so each redraw left a stale row behind; and a
-    terminal saw nothing at all while the model loaded (minutes for a real checkpoint)."""
+    """A 110-character step line on an 80-column terminal wrapped, so each redraw left a stale row behind; and
+    a terminal saw nothing at all while the model loaded (minutes for a real checkpoint)."""
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setenv("COLUMNS", "40")

@@ -1,6 +1,6 @@
-"""Every `python -m engine generate` combination that cannot do what was asked is refused with a sentence before
-anything is loaded (no torch import, no model), as one JSON error event under --jsonl; pin files that are not
-ranges of whole numbers are refused, never an "unexpected ... Please report it" (issue 27)."""
+"""Every `python -m engine generate` combination that cannot do what was asked is refused with a sentence
+before anything is loaded (no torch import, no model), as one JSON error event under --jsonl; pin files that
+are not ranges of whole numbers are refused, never an "unexpected ... Please report it" (issue 27)."""
 
 from __future__ import annotations
 

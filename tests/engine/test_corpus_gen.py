@@ -1,7 +1,8 @@
 """The teacher corpus: seeded recipes, resumable reproducible chunks, honest filters, and training on it.
 
-A scripted teacher stands in for SmolLM2 (the real one is 90 MB and minutes of CPU); it answers from its seed and
-the message only, as the real backends do, so what is tested is the generator's bookkeeping around the teacher.
+A scripted teacher stands in for SmolLM2 (the real one is 90 MB and minutes of CPU); it answers from its seed
+and the message only, as the real backends do, so what is tested is the generator's bookkeeping around the
+teacher.
 """
 
 from __future__ import annotations

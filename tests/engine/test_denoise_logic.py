@@ -59,7 +59,8 @@ def test_stopping_ignores_frozen_slots() -> None:
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("with_frozen", [False, True])
 def test_host_stopping_rule_agrees_with_the_tensor_rule(threshold, rows, with_frozen) -> None:
-    """The CPU loop asks `rows_done`; it must fire on exactly the steps the tensor rule (the reference's) fires."""
+    """The CPU loop asks `rows_done`; it must fire on exactly the steps the tensor rule (the reference's)
+    fires."""
     gen = torch.Generator().manual_seed(threshold * 10 + rows)
     frozen = torch.rand(rows, 8, generator=gen) < 0.3 if with_frozen else None
     tensor_rule = StableConfident(threshold, confidence=0.005)

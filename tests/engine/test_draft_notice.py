@@ -1,5 +1,6 @@
 """A draft's context notice says that the text after the cursor is not read (issue 27): the notice named what
-was left out of the text before the cursor and was silent about the text after it, which a draft never reads."""
+was left out of the text before the cursor and was silent about the text after it, which a draft never
+reads."""
 
 from __future__ import annotations
 

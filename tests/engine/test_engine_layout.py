@@ -21,8 +21,8 @@ def _module_name(path: Path) -> str:
 
 
 def _engine_graph() -> dict[str, set[str]]:
-    """Module -> the engine modules it imports, anywhere in it (a lazy import inside a function counts: it is a
-    circle all the same, only hidden)."""
+    """Module -> the engine modules it imports, anywhere in it (a lazy import inside a function counts: it is
+    a circle all the same, only hidden)."""
     files = {_module_name(p): p for p in (ROOT / "engine").rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():

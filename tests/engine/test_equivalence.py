@@ -129,7 +129,8 @@ def test_early_stops_match_generate_on_every_code_path(session) -> None:
 
 
 def test_candidates_finish_alike_on_every_code_path(session) -> None:
-    """K candidates that stop at different steps (the finished rows are held) give the same rows on every path."""
+    """K candidates that stop at different steps (the finished rows are held) give the same rows on every
+    path."""
     model, tok = session.model, session.tokenizer
     ids = tok("The quick brown fox", return_tensors="pt").input_ids.repeat(3, 1)
     gen = model.generation_config

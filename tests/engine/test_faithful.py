@@ -1,5 +1,5 @@
-"""Faithful by construction: the checkpoint's sampler settings, a loader that refuses mismatched tensors, a device
-choice that fits, and equivalence where the early stop and EOS padding really happen."""
+"""Faithful by construction: the checkpoint's sampler settings, a loader that refuses mismatched tensors, a
+device choice that fits, and equivalence where the early stop and EOS padding really happen."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def host_all_rows() -> Iterator[None]:
 PATHS = (host_path, host_all_rows, device_code_path)
 
 
-# -- sampler settings from generation_config.json ------------------------------------------------------------------
+# -- sampler settings from generation_config.json ------------------------------------------------------------
 
 
 def test_sampler_settings_come_from_generation_config(tiny_dir: Path, tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_unusable_generation_config_values_fall_back_to_defaults() -> None:
     assert DenoiseSettings.from_generation_config(None) == DenoiseSettings()
 
 
-# -- the loader refuses tensors that do not match ------------------------------------------------------------------
+# -- the loader refuses tensors that do not match ------------------------------------------------------------
 
 
 def _rewrite_checkpoint(src: Path, dst: Path, edit) -> Path:
@@ -126,7 +126,7 @@ def test_missing_persistent_buffer_is_a_typed_error(tiny_dir: Path, tmp_path: Pa
     assert len(err.value.missing) == 1 and err.value.missing[0].endswith("layer_scalar")
 
 
-# -- --device auto on the CPU never picks what the machine cannot hold ------------------------------------------
+# -- --device auto on the CPU never picks what the machine cannot hold ---------------------------------------
 
 
 def test_auto_on_cpu_picks_a_precision_that_fits_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,14 +153,14 @@ def test_auto_on_cpu_picks_a_precision_that_fits_and_says_so(monkeypatch: pytest
     assert fit.estimate(config, scheme, device="cpu", available_bytes=30 * 10**9).verdict != "wont_fit"
 
 
-# -- equivalence where the stop fires early and EOS padding happens ----------------------------------------------
+# -- equivalence where the stop fires early and EOS padding happens ------------------------------------------
 
 
 @contextmanager
 def confident(model, eos: int, from_slot: int) -> Iterator[None]:
-    """Make the tiny model confident: logits sharpened x40 and, from `from_slot` of every canvas on, an end-of-text
-    preferred, so the stable-and-confident stop fires after a few steps and EOS padding happens. Both samplers
-    call `model.forward`, so both see the same model."""
+    """Make the tiny model confident: logits sharpened x40 and, from `from_slot` of every canvas on, an
+    end-of-text preferred, so the stable-and-confident stop fires after a few steps and EOS padding happens.
+    Both samplers call `model.forward`, so both see the same model."""
     original = model.forward
 
     def forward(*args, **kwargs):
@@ -222,13 +222,14 @@ def test_batched_row_k_equals_a_single_run_with_seed_plus_k(session, path) -> No
             n = single.sequences.shape[1]  # a single run that ended stops; the batch pads its finished rows
             assert torch.equal(batched.sequences[k, :n], single.sequences[0]), k
             assert set(batched.sequences[k, n:].tolist()) <= {gen.pad_token_id}, k
-            # token for token; the confidences to float rounding (a batch-3 matmul blocks differently than batch 1)
+            # token for token; the confidences to float rounding (a batch-3 matmul blocks differently than
+            # batch 1)
             torch.testing.assert_close(batched.confidence[k, : n - ids.shape[1]], single.confidence[0])
 
 
 def test_infill_feeds_pinned_self_conditioning_at_the_frozen_slots(session) -> None:
-    """The decoder sees a one-hot belief in the known token at every frozen slot from the second step on; removing
-    the pinning (or pinning the wrong token) fails here."""
+    """The decoder sees a one-hot belief in the known token at every frozen slot from the second step on;
+    removing the pinning (or pinning the wrong token) fails here."""
     model = session.model
     canvas = model.config.canvas_length
     ids = session.tokenizer("The harbour was", return_tensors="pt").input_ids
@@ -237,8 +238,8 @@ def test_infill_feeds_pinned_self_conditioning_at_the_frozen_slots(session) -> N
     fids = torch.zeros(1, canvas, dtype=torch.long)
     fids[0, 10:20] = torch.arange(100, 110)
     seen: list[torch.Tensor] = []
-    # What the decoder's self-conditioning is handed each step (the hand-off is chunked, so it is read where the
-    # loop hands it over, not from the body's keyword arguments).
+    # What the decoder's self-conditioning is handed each step (the hand-off is chunked, so it is read where
+    # the loop hands it over, not from the body's keyword arguments).
     handoff = denoise_module._handoff_for(model)
     put = handoff.put
 

@@ -1,12 +1,12 @@
-"""The GPU fast path's pieces, executed on the CPU: the one-kernel stack dequantisation the real stacks take, the
-bitsandbytes fake-kernel fix that `torch.compile` needs at the real shapes, and the Triton grouped GEMM of the
-compute-capability-8.x experts path (under Triton's interpreter).
+"""The GPU fast path's pieces, executed on the CPU: the one-kernel stack dequantisation the real stacks take,
+the bitsandbytes fake-kernel fix that `torch.compile` needs at the real shapes, and the Triton grouped GEMM of
+the compute-capability-8.x experts path (under Triton's interpreter).
 
-Stand-in limits: the CPU kernel of `dequantize_4bit.out` dequantizes into a temporary and copies (the CUDA kernel
-writes in place), so this proves the branch's arguments, layout and values, not its memory; the real-shape compile
-runs on the meta device with the `aot_eager` backend (tracing, fake tensors and the AOT graph are real; Inductor's
-code generation needs a device and is run by `python -m engine gpu-check`); the Triton kernel runs under the
-interpreter in float32 (NumPy has no bfloat16).
+Stand-in limits: the CPU kernel of `dequantize_4bit.out` dequantizes into a temporary and copies (the CUDA
+kernel writes in place), so this proves the branch's arguments, layout and values, not its memory; the
+real-shape compile runs on the meta device with the `aot_eager` backend (tracing, fake tensors and the AOT
+graph are real; Inductor's code generation needs a device and is run by `python -m engine gpu-check`); the
+Triton kernel runs under the interpreter in float32 (NumPy has no bfloat16).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ def _stack(count: int, out_f: int, in_f: int, seed: int = 0) -> NF4Weight:
 
 
 def test_the_one_kernel_stack_branch_runs_on_the_cpu_and_equals_expert_by_expert() -> None:
-    """(128, 256) matrices are 512 blocks of 64, a multiple of 256: the branch the 26B-A4B's stacks take (their
-    61,952 and 30,976 blocks are too), which no CPU test executed before (no CPU kernel for dequantize_4bit.out)."""
+    """(128, 256) matrices are 512 blocks of 64, a multiple of 256: the branch the 26B-A4B's stacks take
+    (their 61,952 and 30,976 blocks are too), which no CPU test executed before (no CPU kernel for
+    dequantize_4bit.out)."""
     weight = _stack(3, 128, 256)
     assert (128 * 256 // 64) % 256 == 0
     expected = torch.stack([weight.dequantize(e) for e in range(3)])
@@ -41,8 +42,9 @@ def test_the_one_kernel_stack_branch_runs_on_the_cpu_and_equals_expert_by_expert
 
 
 def test_the_dequantize_out_fake_kernel_accepts_the_real_stack_shape() -> None:
-    """bitsandbytes 0.50.2 compares out.shape (torch.Size) with the int[] shape (a list): always unequal. On meta
-    tensors the fake kernel runs, so the real gate_up stack (128 x 1408 x 2816) shows it without memory."""
+    """bitsandbytes 0.50.2 compares out.shape (torch.Size) with the int[] shape (a list): always unequal. On
+    meta tensors the fake kernel runs, so the real gate_up stack (128 x 1408 x 2816) shows it without
+    memory."""
     from engine.weights import bnb_fixes
 
     bnb_fixes.install()

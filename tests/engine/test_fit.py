@@ -135,7 +135,7 @@ def test_fit_holds_the_simulated_need_where_it_used_to_run_out() -> None:
 def test_fit_holds_the_simulated_need_at_every_context_and_candidate_count(
     context: int, candidates: int
 ) -> None:
-    """Every point the budget may plan (8K/16K/32K x K = 1..8), excluding the fixed CUDA overhead on both sides;
-    ~10 s a point (a 30-layer forward on the meta device)."""
+    """Every point the budget may plan (8K/16K/32K x K = 1..8), excluding the fixed CUDA overhead on both
+    sides; ~10 s a point (a 30-layer forward on the meta device)."""
     fit_bytes, need = _fit_vs_simulation(context, candidates)
     assert fit_bytes >= need, f"fit {fit_bytes / 1e9:.3f} GB < simulated {need / 1e9:.3f} GB"

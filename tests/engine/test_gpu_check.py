@@ -1,5 +1,5 @@
-"""`python -m engine gpu-check --dry-run`: every check of the prepared GPU run executes on the CPU with its stand-in,
-the report and summary are written, and the run never goes past its time limit."""
+"""`python -m engine gpu-check --dry-run`: every check of the prepared GPU run executes on the CPU with its
+stand-in, the report and summary are written, and the run never goes past its time limit."""
 
 from __future__ import annotations
 

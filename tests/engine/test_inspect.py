@@ -14,7 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _inspect(model: Path, *extra: str, env: dict[str, str] | None = None) -> dict:
-    code = "import sys; from engine.tools.inspect_report import main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
+    code = (
+        "import sys; from engine.tools.inspect_report import "
+        "main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
+    )
     run = subprocess.run(
         [sys.executable, "-c", code, "--model", str(model), "--device", "cpu", "--json", *extra],
         cwd=ROOT,
@@ -43,7 +46,10 @@ def test_inspect_reports_counts_bytes_and_fits(tiny_dir: Path, tmp_path: Path) -
 
 
 def test_inspect_reports_errors_as_json(tmp_path: Path) -> None:
-    code = "import sys; from engine.tools.inspect_report import main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
+    code = (
+        "import sys; from engine.tools.inspect_report import "
+        "main_inspect; sys.exit(main_inspect(sys.argv[1:]))"
+    )
     run = subprocess.run(
         [sys.executable, "-c", code, "--model", str(tmp_path / "nope"), "--json"],
         cwd=ROOT,

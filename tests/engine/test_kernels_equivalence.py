@@ -1,6 +1,6 @@
-"""The engine with `LETTERPRESS_KERNELS=triton` (Triton's interpreter on the CPU) still writes what it wrote without:
-the fused vocabulary tail against `model.generate()` token for token, and the fused NF4 experts and linears
-against the dequantize-then-matmul path on the NF4-quantized tiny model."""
+"""The engine with `LETTERPRESS_KERNELS=triton` (Triton's interpreter on the CPU) still writes what it wrote
+without: the fused vocabulary tail against `model.generate()` token for token, and the fused NF4 experts and
+linears against the dequantize-then-matmul path on the NF4-quantized tiny model."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The int8 linear (nf4-mixed's attention and dense MLP) without the fp32 round trip, against `Int8Linear`'s
-dequantize-then-matmul, under the Triton interpreter. Tolerance as the NF4 linear's: fp32 1e-5, bf16 2**-6 of the
-output's largest magnitude."""
+dequantize-then-matmul, under the Triton interpreter. Tolerance as the NF4 linear's: fp32 1e-5, bf16 2**-6 of
+the output's largest magnitude."""
 
 from __future__ import annotations
 

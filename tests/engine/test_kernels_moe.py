@@ -1,8 +1,9 @@
-"""The fused NF4 MoE kernel against today's dequantize-then-matmul path, under the Triton interpreter on the CPU.
+"""The fused NF4 MoE kernel against today's dequantize-then-matmul path, under the Triton interpreter on the
+CPU.
 
-Tolerance (stated in engine.kernels.nf4_moe and docs/performance.md): fp32 compute, max |err| <= 1e-5 x the output's
-largest magnitude; bf16 compute, <= 2**-6 x it (the same bf16-rounded weights and intermediates, only the order of
-the fp32 accumulation and of the k-way sum differs).
+Tolerance (stated in engine.kernels.nf4_moe and docs/performance.md): fp32 compute, max |err| <= 1e-5 x the
+output's largest magnitude; bf16 compute, <= 2**-6 x it (the same bf16-rounded weights and intermediates, only
+the order of the fp32 accumulation and of the k-way sum differs).
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def test_nf4_dense_linear_matches_dequantize_then_matmul(dtype) -> None:
 
 @pytest.mark.slow
 def test_real_expert_shapes_with_fewer_experts() -> None:
-    """The 26B-A4B's hidden 2816 and expert width 704 (3 experts instead of 128, one empty; 8 tokens top-2)."""
+    """The 26B-A4B's hidden 2816 and expert width 704 (3 experts instead of 128, one empty; 8 tokens
+    top-2)."""
     gate_up, down = stacks(3, 2816, 704, torch.bfloat16)
     x = torch.randn(8, 2816, generator=torch.Generator().manual_seed(8)).to(torch.bfloat16).to(DEVICE)
     index, weights = routing(8, 3, 2, torch.bfloat16, only=[0, 2])  # expert 1 empty
@@ -140,8 +142,8 @@ def test_real_expert_shapes_with_fewer_experts() -> None:
 
 @pytest.mark.slow
 def test_every_kernel_compiles_for_a_4090_and_an_h100() -> None:
-    """Triton compiles each kernel variant the wrappers launch down to a cubin without a GPU (a subprocess: the
-    interpreter, on in this one, replaces the kernels by Python functions)."""
+    """Triton compiles each kernel variant the wrappers launch down to a cubin without a GPU (a subprocess:
+    the interpreter, on in this one, replaces the kernels by Python functions)."""
     import os
     import subprocess
     import sys

@@ -1,8 +1,9 @@
-"""The fused vocabulary tail against today's step (temperature, `sample_chunked`, `pin_in_place`, the bf16 cast),
-under the Triton interpreter on the CPU.
+"""The fused vocabulary tail against today's step (temperature, `sample_chunked`, `pin_in_place`, the bf16
+cast), under the Triton interpreter on the CPU.
 
 Tolerance (engine.kernels.vocab_tail): argmax, sample and pinned ids exact; the bf16 self-conditioning logits
-bit-exact; entropy within 2e-5 + 1e-5 relative, confidence within 1e-6 + 1e-5 relative (fp32, summation order).
+bit-exact; entropy within 2e-5 + 1e-5 relative, confidence within 1e-6 + 1e-5 relative (fp32, summation
+order).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`python -m engine bench --long` runs and reports what the issue asks for (small lengths: seconds, not minutes)."""
+"""`python -m engine bench --long` runs and reports what the issue asks for (small lengths: seconds, not
+minutes)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Prefix reuse and prefill once (issue 17; issue 15 item 3): exact, bounded, and encoded once for K rows.
 
-The tiny checkpoint has a 64-token sliding window on its first layer and a global second layer; the prompts here
-are a few hundred tokens and the chunks small, so resumes cross the window and chunk boundaries.
+The tiny checkpoint has a 64-token sliding window on its first layer and a global second layer; the prompts
+here are a few hundred tokens and the chunks small, so resumes cross the window and chunk boundaries.
 """
 
 from __future__ import annotations
@@ -247,8 +247,8 @@ def test_prefix_cache_rejects_nonsense_bounds() -> None:
 
 @torch.inference_mode()
 def test_chunked_prefill_keeps_the_encoder_masks_bounded(session) -> None:
-    """Issue 15 item 3: each call's sliding-window mask is chunk x (window - 1 + chunk) at most, however long the
-    prompt; the global mask grows only linearly (chunk x prompt), never prompt x prompt."""
+    """Issue 15 item 3: each call's sliding-window mask is chunk x (window - 1 + chunk) at most, however long
+    the prompt; the global mask grows only linearly (chunk x prompt), never prompt x prompt."""
     model = session.model
     window = int(model.config.text_config.sliding_window)
     encoder = model.model.encoder

@@ -1,4 +1,5 @@
-"""The quantized cache: a second load reads it and gives identical outputs; damaged or foreign caches are rebuilt."""
+"""The quantized cache: a second load reads it and gives identical outputs; damaged or foreign caches are
+rebuilt."""
 
 from __future__ import annotations
 

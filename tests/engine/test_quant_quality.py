@@ -1,9 +1,9 @@
 """Quantization quality on the shipped demo model, held to a stated budget.
 
 Budget (measured 2026-12-01 on the CPU with 6 prompts x 6 states and 12 drafts at 48 steps: NF4 KL 0.0023,
-argmax agreement 96.6%, nf4-mixed KL 0.0005, agreement 98.4%; drafts took 48 steps in every case, the demo model
-never becoming confident enough for the early stop): NF4 KL(full || NF4) <= 0.01 nats per position, argmax
-agreement >= 93%; nf4-mixed at least as close as NF4; neither needs more than 10% more steps per draft.
+argmax agreement 96.6%, nf4-mixed KL 0.0005, agreement 98.4%; drafts took 48 steps in every case, the demo
+model never becoming confident enough for the early stop): NF4 KL(full || NF4) <= 0.01 nats per position,
+argmax agreement >= 93%; nf4-mixed at least as close as NF4; neither needs more than 10% more steps per draft.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""NF4 loading of the tiny checkpoint: everything 4-bit that should be, shared once, numerically sound, usable."""
+"""NF4 loading of the tiny checkpoint: everything 4-bit that should be, shared once, numerically sound,
+usable."""
 
 from __future__ import annotations
 

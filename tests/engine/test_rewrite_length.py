@@ -104,8 +104,8 @@ def test_alternatives_come_back_best_first_for_every_task(session, kind: str) ->
 
 
 def test_a_pinned_word_never_gets_letters_glued_on(session) -> None:
-    """Re-rolls around a pinned word keep it a whole word: nothing glued after it ("water" -> "watera", 2 of 39
-    re-rolls in the issue) or before it ("andwater": 20 of these 24 re-rolls before the fix, 0 after)."""
+    """Re-rolls around a pinned word keep it a whole word: nothing glued after it ("water" -> "watera", 2 of
+    39 re-rolls in the issue) or before it ("andwater": 20 of these 24 re-rolls before the fix, 0 after)."""
     import re
 
     text = "The boats rested on the grey water and the men slept."

@@ -1,5 +1,5 @@
-"""The self-conditioning input in row chunks: bit-identical to transformers' full-size softmax, and without its
-full-size fp32 arrays (measured as the process sees it: under `no_grad`, not `inference_mode`)."""
+"""The self-conditioning input in row chunks: bit-identical to transformers' full-size softmax, and without
+its full-size fp32 arrays (measured as the process sees it: under `no_grad`, not `inference_mode`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Special tokens come from the tokenizer itself: a Gemma 4 layout, whose turn/channel markers exist only in
-`added_tokens_decoder`, never leaks a control token into the document, and text after an end-of-turn is cut."""
+`added_tokens_decoder`, never leaks a control token into the document, and text after an end-of-turn is
+cut."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Step memory: the lean step's measured peak per canvas x vocabulary cell, and the fit estimate that covers it."""
+"""Step memory: the lean step's measured peak per canvas x vocabulary cell, and the fit estimate that covers
+it."""
 
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ def test_tracker_counts_live_storages_and_their_peak() -> None:
 
 @pytest.mark.slow
 def test_lean_step_is_at_most_8_bytes_per_cell_at_three_candidates() -> None:
-    """The Done-when figure: the real vocabulary and canvas, a tiny bf16 body, the device code path, measured under
-    no_grad as the process allocates (under inference_mode the tracker missed the fp32 copy the self-conditioning
-    softmax makes of its input: 10.0 B/cell by the process before the chunked self-conditioning)."""
+    """The Done-when figure: the real vocabulary and canvas, a tiny bf16 body, the device code path, measured
+    under no_grad as the process allocates (under inference_mode the tracker missed the fp32 copy the
+    self-conditioning softmax makes of its input: 10.0 B/cell by the process before the chunked
+    self-conditioning)."""
     result = measure_step_memory(3, model=tiny_body_model(dtype=torch.bfloat16))
     print("\n" + result.line())
     assert result.vocab == 262_144 and result.canvas == 256
@@ -56,8 +58,9 @@ def test_fit_step_term_is_never_below_the_measured_peak(
 
 @pytest.mark.slow
 def test_the_process_sees_at_most_8_bytes_per_cell_at_three_candidates() -> None:
-    """Vocabulary 65,536 (a quarter of the real one: the fixed sampling chunk is then small beside 3 x 256 x 65,536
-    cells), measured under no_grad. It was 10 B/cell: the self-conditioning softmax's fp32 copy of its input."""
+    """Vocabulary 65,536 (a quarter of the real one: the fixed sampling chunk is then small beside 3 x 256 x
+    65,536 cells), measured under no_grad. It was 10 B/cell: the self-conditioning softmax's fp32 copy of its
+    input."""
     result = measure_step_memory(3, model=tiny_body_model(vocab=65_536, dtype=torch.bfloat16))
     assert result.bytes_per_cell <= 8.05, result.line()
 

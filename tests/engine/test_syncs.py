@@ -44,7 +44,8 @@ def test_one_sync_per_decoder_step_on_the_device_path(session, nf4_session, whic
 
 
 def test_the_loop_experts_forward_would_be_counted(nf4_session, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The counter sees the old per-layer sync: with the sync-free switch disabled, the forward syncs again."""
+    """The counter sees the old per-layer sync: with the sync-free switch disabled, the forward syncs
+    again."""
     import engine.fastpath as fastpath
 
     monkeypatch.setattr(fastpath, "sync_free_experts", lambda model: None)
@@ -73,7 +74,8 @@ def test_sync_free_experts_give_the_loops_tokens(nf4_session) -> None:
 def _audit_decoder_forwards(session, monkeypatch: pytest.MonkeyPatch, grouped_mm: str):
     """Every ATen op inside the decoder forwards of one draft on the device code path, with the syncs a CUDA
     device of compute capability 8.6 (RTX 3090) would make (`engine.tools.sync_audit`). The Triton
-    interpreter's own work while it emulates a kernel launch is left out (on a GPU the launch is asynchronous)."""
+    interpreter's own work while it emulates a kernel launch is left out (on a GPU the launch is
+    asynchronous)."""
     import engine.kernels.grouped_gemm as gg
     from engine.denoise import device_code_path
     from engine.tools.sync_audit import auditing
@@ -117,8 +119,8 @@ def _audit_decoder_forwards(session, monkeypatch: pytest.MonkeyPatch, grouped_mm
 
 
 def test_no_op_of_the_8x_experts_path_syncs_on_cuda(nf4_session, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On compute capability 8.x the decoder forward runs no op that synchronises on CUDA (the Triton grouped GEMM
-    keeps the offsets on the device), and no function on the experts path reads a value to the host."""
+    """On compute capability 8.x the decoder forward runs no op that synchronises on CUDA (the Triton grouped
+    GEMM keeps the offsets on the device), and no function on the experts path reads a value to the host."""
     from engine import fastpath
     from engine.kernels import grouped_gemm
     from engine.tools.sync_audit import source_reads

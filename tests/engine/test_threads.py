@@ -91,8 +91,9 @@ def test_the_session_applies_the_policy_on_load(tmp_path_factory, monkeypatch):
 
 
 def test_a_model_switch_frees_the_old_weights_without_a_full_collection(tiny_dir, monkeypatch):
-    """The swap ran gc.collect(): a full collection over every object torch made, 220-330 ms with the GIL held,
-    so the window froze at each model switch. The old model's tensors are dropped instead (freed by refcount)."""
+    """The swap ran gc.collect(): a full collection over every object torch made, 220-330 ms with the GIL
+    held, so the window froze at each model switch. The old model's tensors are dropped instead (freed by
+    refcount)."""
     import gc
     import weakref
 

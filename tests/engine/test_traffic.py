@@ -44,7 +44,8 @@ def test_weight_bytes_per_path() -> None:
 
 @pytest.mark.parametrize(("alternatives", "today", "roofline"), [(1, 172, 26.5), (3, 241, 57.7)])
 def test_reproduces_the_issues_4090_figures(alternatives: int, today: float, roofline: float) -> None:
-    """Issue 26's model: today 172 / 241 ms, roofline 26.5 / 57.7 ms on a 4090 at 8K (nf4-mixed, auto on 24 GB)."""
+    """Issue 26's model: today 172 / 241 ms, roofline 26.5 / 57.7 ms on a 4090 at 8K (nf4-mixed, auto on 24
+    GB)."""
     cards = report(8192, alternatives, "nf4-mixed")["cards"]["4090"]
     assert cards["today_ms"] == pytest.approx(today, rel=0.03)
     assert cards["roofline_ms"] == pytest.approx(roofline, rel=0.02)

@@ -1,11 +1,12 @@
-"""A generated corpus of broken model folders, and a runner that puts each through one stage under a memory cap.
+"""A generated corpus of broken model folders, and a runner that puts each through one stage under a memory
+cap.
 
-Every kind is made from a copy of a good checkpoint (the tiny one in tests) and names the error type it must be
-refused with and words the sentence must contain. `python -m tests.helpers.broken_folders STAGE CORPUS MB` runs
-one stage ("check": the model manager's check; "validate": the shared validation pass; "loader": a real
-`load_model` on the CPU) over every folder of a corpus with the address space capped at MB, and prints one JSON
-line per folder (kind, message, seconds, peak RSS), so a test can assert a sentence, no traceback, bounded time
-and bounded memory.
+Every kind is made from a copy of a good checkpoint (the tiny one in tests) and names the error type it must
+be refused with and words the sentence must contain. `python -m tests.helpers.broken_folders STAGE CORPUS MB`
+runs one stage ("check": the model manager's check; "validate": the shared validation pass; "loader": a real
+`load_model` on the CPU) over every folder of a corpus with the address space capped at MB, and prints one
+JSON line per folder (kind, message, seconds, peak RSS), so a test can assert a sentence, no traceback,
+bounded time and bounded memory.
 """
 
 from __future__ import annotations
@@ -564,7 +565,8 @@ KINDS: tuple[Kind, ...] = (
 
 
 def build_corpus(good: Path, root: Path, kinds: tuple[Kind, ...] = KINDS) -> dict[str, Path]:
-    """One damaged copy of `good` per kind under `root` (world-readable, so an unprivileged user can run it)."""
+    """One damaged copy of `good` per kind under `root` (world-readable, so an unprivileged user can run
+    it)."""
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
     made = {}

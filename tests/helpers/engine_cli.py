@@ -21,8 +21,8 @@ def engine_env(**extra: str) -> dict[str, str]:
 
 
 def without_root_override() -> list[str]:
-    """A command prefix under which file permissions apply (root normally reads a chmod-000 file): root without
-    the DAC override capabilities (util-linux setpriv); nothing for an ordinary user."""
+    """A command prefix under which file permissions apply (root normally reads a chmod-000 file): root
+    without the DAC override capabilities (util-linux setpriv); nothing for an ordinary user."""
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")

@@ -1,4 +1,5 @@
-"""Shared helpers for GUI tests: build the real main window around a scripted engine, wait for ghost states."""
+"""Shared helpers for GUI tests: build the real main window around a scripted engine, wait for ghost
+states."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def isolate_user_dirs(monkeypatch: Any, tmp_path: Path) -> None:
 
 
 def build_window(qtbot: Any, engine: Any, *, settings: Any = None, model_dir: str = "fake") -> Any:
-    """The real MainWindow, with `engine` owned by the real EngineHost thread; shown and with the model loaded."""
+    """The real MainWindow, with `engine` owned by the real EngineHost thread; shown and with the model
+    loaded."""
     from app.assist.engine_host import EngineHost
     from app.main_window import MainWindow
 
@@ -96,8 +98,8 @@ def record_ghost_texts(window: Any) -> Callable[[], list[str]]:
 
 
 def demo_window(qtbot: Any, monkeypatch: Any, tmp_path: Path, settings_toml: str) -> Iterator[Any]:
-    """The real window from `app.create_window` with the shipped demo model on the CPU (the real engine thread and
-    Session), isolated user folders and `settings_toml`; closed without a save question afterwards."""
+    """The real window from `app.create_window` with the shipped demo model on the CPU (the real engine thread
+    and Session), isolated user folders and `settings_toml`; closed without a save question afterwards."""
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")

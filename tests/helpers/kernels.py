@@ -1,5 +1,6 @@
 """Shared by the kernel tests: Triton's interpreter on when there is no GPU (read by Triton when a kernel is
-decorated, which `engine.kernels` does on first use, so setting it at import of a test module is early enough)."""
+decorated, which `engine.kernels` does on first use, so setting it at import of a test module is early
+enough)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ def out_dir(tmp_path: Path) -> Path:
 
 
 def shoot(qtbot: Any, window: Any, path: Path) -> QImage:
-    """The window as painted now, with the ghost flushed and the word count settled (it runs on a debounce)."""
+    """The window as painted now, with the ghost flushed and the word count settled (it runs on a
+    debounce)."""
     window.assistant.ghost.flush()
     qtbot.waitUntil(lambda: window.wordsLabel.text() != "0 words", timeout=3000)
     qtbot.wait(50)

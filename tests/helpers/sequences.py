@@ -1,9 +1,10 @@
 """Random sequences of suggestion actions typed into the real window, and the oracle that checks each state.
 
-Shared by tests/app/test_randomized_accepts.py (scripted engine) and tests/e2e/test_gui_tiny.py (tiny checkpoint).
-After every single action the document must be one of the states a writer could have made on purpose: the
-original, or the original with the region replaced by a prefix of the alternative that was accepted (whitespace
-at the two joins aside, and there checked on its own: no doubled space, no glued words) — never anything else.
+Shared by tests/app/test_randomized_accepts.py (scripted engine) and tests/e2e/test_gui_tiny.py (tiny
+checkpoint). After every single action the document must be one of the states a writer could have made on
+purpose: the original, or the original with the region replaced by a prefix of the alternative that was
+accepted (whitespace at the two joins aside, and there checked on its own: no doubled space, no glued words) —
+never anything else.
 """
 
 from __future__ import annotations

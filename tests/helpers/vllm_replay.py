@@ -1,11 +1,11 @@
 """Recordings of a real vLLM server, and a stub that replays them (for fast tests of the remote engine).
 
 A recording is one exchange: the request (method, path, JSON body, whether it carried the right key) and the
-real server's answer (status, content type, JSON body or the list of SSE events). `RecordingProxy` sits between
-a client and a real server and writes every exchange (see tests/remote/record_vllm.py); `ReplayServer` answers a
-request only with the recording made for exactly that request (same method, path, body and key), and 599 with
-"no recording" otherwise, so a test can never pass on an answer no vLLM gave. Failure knobs replay a real
-answer late (`delay`), slowly (`gap` between events), or cut it after `cut_after` events (a server dying
+real server's answer (status, content type, JSON body or the list of SSE events). `RecordingProxy` sits
+between a client and a real server and writes every exchange (see tests/remote/record_vllm.py); `ReplayServer`
+answers a request only with the recording made for exactly that request (same method, path, body and key), and
+599 with "no recording" otherwise, so a test can never pass on an answer no vLLM gave. Failure knobs replay a
+real answer late (`delay`), slowly (`gap` between events), or cut it after `cut_after` events (a server dying
 mid-stream, as a killed vLLM does); none invents an answer.
 """
 
@@ -212,7 +212,8 @@ class RecordingProxy:
         return f"http://127.0.0.1:{self._srv.server_address[1]}"
 
     def settle(self, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """The exchanges once every forwarded request has finished (a stream ends after its client moved on)."""
+        """The exchanges once every forwarded request has finished (a stream ends after its client moved
+        on)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             with self._lock:

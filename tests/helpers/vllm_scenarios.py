@@ -1,5 +1,5 @@
-"""The requests the vLLM recordings were made with (tests/remote/record_vllm.py) and the stub tests replay: the
-same objects on both sides, so the replayed server sees byte-identical requests."""
+"""The requests the vLLM recordings were made with (tests/remote/record_vllm.py) and the stub tests replay:
+the same objects on both sides, so the replayed server sees byte-identical requests."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Packaging: what goes into the bundle, the Linux installers' layout, and (slow) a real build that is installed
-into a scratch root and proves itself with `letterpress --self-test`."""
+"""Packaging: what goes into the bundle, the Linux installers' layout, and (slow) a real build that is
+installed into a scratch root and proves itself with `letterpress --self-test`."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _summary(stdout: str) -> dict:
     return json.loads(lines[-1])
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The rules (fast)
 
 
@@ -218,7 +218,10 @@ def test_audit_refuses_pickles_excluded_qt_and_torch_test_trees(tmp_path: Path) 
 
 def test_offline_runtime_hook_overrides_the_users_environment() -> None:
     hook = ROOT / "packaging" / "rthooks" / "offline.py"
-    code = f"exec(open({str(hook)!r}).read()); import os; print(os.environ['HF_HUB_OFFLINE'], 'HF_ENDPOINT' in os.environ)"
+    code = (
+        f"exec(open({str(hook)!r}).read()); import os; "
+        "print(os.environ['HF_HUB_OFFLINE'], 'HF_ENDPOINT' in os.environ)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -229,7 +232,7 @@ def test_offline_runtime_hook_overrides_the_users_environment() -> None:
     assert out.stdout.split() == ["1", "False"]
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Linux installers from a stand-in bundle (fast)
 
 
@@ -300,7 +303,7 @@ def test_tarball_carries_the_bundle_and_the_same_desktop_files(tmp_path: Path) -
     assert os.path.realpath(home / ".local/bin/letterpress") == str(unpacked / "letterpress")
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The real build (slow): build.py -> .deb -> dpkg-deb -x into a scratch root -> installed --self-test
 
 

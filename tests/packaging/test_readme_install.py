@@ -1,7 +1,8 @@
 """The README's install lines do what they say on machines CI is not (issue 27): the Debian line runs as root
-(no sudo in a container) and through sudo otherwise, refreshes the package lists and never stops to ask; command 1
-chooses the torch wheel explicitly and still completes when PyTorch's index cannot be reached (then torch comes
-from PyPI, with a sentence), without paying the unreachable index's retries for every other package.
+(no sudo in a container) and through sudo otherwise, refreshes the package lists and never stops to ask;
+command 1 chooses the torch wheel explicitly and still completes when PyTorch's index cannot be reached (then
+torch comes from PyPI, with a sentence), without paying the unreachable index's retries for every other
+package.
 
 Each line is read from the README exactly as `.ci/bare-machine` reads it and run by `sh` with stand-in `id`,
 `sudo`, `apt-get`, `pip` and `python` commands that record their arguments (`.ci/bare-machine` runs the real

@@ -1,4 +1,5 @@
-"""Figures of the remote engine against a real server, in one run (printed as JSON; see README "Use a server"):
+"""Figures of the remote engine against a real server, in one run (printed as JSON; see README "Use a
+server"):
 
 - first feedback: from `run()` to the server's response headers (it accepted the request and is working; the
   app shows its "waiting on the server" placeholder before that, when the request is made);

