@@ -308,6 +308,8 @@ def test_a_non_utf8_file_name_survives_sigkill_and_is_offered_at_next_start(tmp_
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
+        proc.stdout.close()
+        proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     assert doc.read_bytes() == b"Saved opening."
     copies = list((tmp_path / "data" / "recovery").glob("*.json"))
