@@ -93,9 +93,9 @@ class MessageBar(QStatusBar):
         self.setObjectName("statusBar")
         self.label = ElidedLabel(self)
         self.label.setObjectName("statusMessage")
-        # The message keeps room for a short sentence (about 36 characters) however many permanent labels sit
+        # The message keeps room for a short sentence (about 30 characters) however many permanent labels sit
         # beside it; they shorten at a word first (the demo banner, a long model name squeezed it to ~70 px).
-        self.label.setMinimumWidth(self.label.fontMetrics().averageCharWidth() * 36)
+        self.label.setMinimumWidth(self.label.fontMetrics().averageCharWidth() * 30)
         self.addWidget(self.label, 1)
         self._message = ""
         self._timer = QTimer(self, singleShot=True)
