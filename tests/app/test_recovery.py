@@ -214,6 +214,25 @@ def _child_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _write_then_sigkill(argv: list, env: dict[str, str], timeout: float) -> subprocess.Popen:
+    """Start the writing child, wait until it has typed and autosaved, then SIGKILL it (pipes closed): the
+    crash both kill tests recover from."""
+    import signal
+
+    proc = subprocess.Popen(
+        argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        lines = _lines_until_autosaved(proc, timeout=timeout)
+        assert any(x.startswith("AUTOSAVED") for x in lines), lines
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        proc.stdout.close()
+        proc.stderr.close()
+    return proc
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs SIGKILL")
 def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
@@ -222,22 +241,7 @@ def test_text_survives_sigkill_and_is_restored_at_next_start(tmp_path):
     env = _child_env(tmp_path)
     doc = tmp_path / "chapter.md"
     doc.write_text("Saved opening.", encoding="utf-8")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, "write", str(doc)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        lines = _lines_until_autosaved(proc, timeout=120)
-        assert any(x.startswith("AUTOSAVED") for x in lines), lines
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        proc.stdout.close()
-        proc.stderr.close()
+    proc = _write_then_sigkill([sys.executable, "-c", CHILD, "write", str(doc)], env, timeout=120)
     assert proc.returncode == -signal.SIGKILL
     assert doc.read_text(encoding="utf-8") == "Saved opening."  # the kill did not touch the document itself
     copies = list((tmp_path / "data" / "recovery").glob("*.json"))
@@ -294,22 +298,10 @@ def test_a_non_utf8_file_name_survives_sigkill_and_is_offered_at_next_start(tmp_
     raw_name = os.path.join(os.fsencode(tmp_path), b"r\xe9sum\xe9.txt")
     doc = Path(os.fsdecode(raw_name))
     doc.write_bytes(b"Saved opening.")
-    proc = subprocess.Popen(
-        [sys.executable.encode(), b"-c", CHILD.encode(), b"write", raw_name],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    # (never autosaved before the fix: the helper's autosave assertion fails)
+    proc = _write_then_sigkill(
+        [sys.executable.encode(), b"-c", CHILD.encode(), b"write", raw_name], env, timeout=60
     )
-    try:
-        lines = _lines_until_autosaved(proc, timeout=60)
-        assert any(x.startswith("AUTOSAVED") for x in lines), lines  # (never autosaved before the fix)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        proc.stdout.close()
-        proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     assert doc.read_bytes() == b"Saved opening."
     copies = list((tmp_path / "data" / "recovery").glob("*.json"))
