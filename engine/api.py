@@ -107,26 +107,32 @@ class DenoiseSettings:
 
 RewritePreset = Literal["shorter", "longer", "formal", "casual", "grammar", "simplify", "freely"]
 
-REWRITE_PRESETS: dict[str, str] = {
-    "shorter": "Make it shorter while keeping its meaning.",
-    "longer": "Make it longer, adding relevant detail.",
-    "formal": "Make it more formal.",
-    "casual": "Make it more casual.",
-    "grammar": "Fix the grammar and spelling without changing the meaning.",
-    "simplify": "Simplify it so it is easier to read.",
-    "freely": "Rewrite it freely, in new words, keeping its meaning.",
-}
 
-# How much of the selection each preset re-noises by default (1.0 = rewrite from pure noise); see `WarmStart`.
-PRESET_STRENGTHS: dict[str, float] = {
-    "shorter": 0.7,
-    "longer": 0.7,
-    "formal": 0.5,
-    "casual": 0.5,
-    "grammar": 0.2,
-    "simplify": 0.5,
-    "freely": 1.0,
-}
+@dataclass(frozen=True)
+class Preset:
+    """A built-in rewrite preset, declared once: the instruction the model reads, how much of the selection it
+    re-noises by default (1.0 = rewrite from pure noise; see `WarmStart`) and what the writer sees."""
+
+    key: RewritePreset
+    instruction: str
+    strength: float
+    label: str
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset("shorter", "Make it shorter while keeping its meaning.", 0.7, "Shorter"),
+    Preset("longer", "Make it longer, adding relevant detail.", 0.7, "Longer"),
+    Preset("formal", "Make it more formal.", 0.5, "More formal"),
+    Preset("casual", "Make it more casual.", 0.5, "More casual"),
+    Preset("grammar", "Fix the grammar and spelling without changing the meaning.", 0.2, "Fix grammar"),
+    Preset("simplify", "Simplify it so it is easier to read.", 0.5, "Simplify"),
+    Preset("freely", "Rewrite it freely, in new words, keeping its meaning.", 1.0, "Rewrite freely"),
+)
+
+# Views of `PRESETS` by key, for the settings (which the writer may extend) and the training recipes.
+REWRITE_PRESETS: dict[str, str] = {p.key: p.instruction for p in PRESETS}
+PRESET_STRENGTHS: dict[str, float] = {p.key: p.strength for p in PRESETS}
+PRESET_LABELS: dict[str, str] = {p.key: p.label for p in PRESETS}
 MIN_STRENGTH = 0.1
 MAX_STRENGTH = 1.0
 

@@ -1,4 +1,5 @@
-"""The rewrite presets' labels as menus, the strength dial and the palette show them.
+"""The rewrite presets' labels as menus, the strength dial and the palette show them (declared once, with
+their instructions and strengths, in `engine.api.PRESETS`).
 
 Both the window (which builds the preset menu) and diffusion editing (the dial) read them; they live here,
 below both, so neither imports the other.
@@ -8,15 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-PRESET_LABELS = {
-    "shorter": "Shorter",
-    "longer": "Longer",
-    "formal": "More formal",
-    "casual": "More casual",
-    "grammar": "Fix grammar",
-    "simplify": "Simplify",
-    "freely": "Rewrite freely",
-}
+from engine.api import PRESET_LABELS
 
 
 def preset_label(key: str) -> str:
