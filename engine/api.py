@@ -264,43 +264,25 @@ class Span:
     pinned: bool = False  # the position was pinned: it came back exactly as given
 
 
+@dataclass(frozen=True)
 class CandidateView:
-    """One alternative as it looks at one denoising step.
+    """One alternative as it looks at one denoising step: plain, immutable data, made on the engine's thread
+    (the UI thread only paints it and never calls back into the engine).
 
-    Built either from spans or from a function that makes them: the engine hands out the latter, so the ids of
-    a step are turned into text by whoever looks at them (the GUI only for the steps it paints), not inside
-    the denoising loop. The spans are computed once, on first use.
+    `row` is the engine's row this alternative comes from; a `Candidate` of the result carries the same row,
+    so the app keeps a row's words, confidences and pins from the first step to the result without matching
+    texts.
     """
 
-    __slots__ = ("_make", "_spans")
-
-    def __init__(
-        self, spans: tuple[Span, ...] | None = None, *, make: Callable[[], tuple[Span, ...]] | None = None
-    ):
-        if (spans is None) == (make is None):
-            raise ValueError("give either spans or make")
-        self._spans = spans
-        self._make = make
-
-    @property
-    def spans(self) -> tuple[Span, ...]:
-        if self._spans is None:
-            assert self._make is not None
-            self._spans, self._make = self._make(), None
-        return self._spans
+    spans: tuple[Span, ...]
+    row: int = 0
 
     @property
     def text(self) -> str:
         return "".join(s.text for s in self.spans)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CandidateView) and self.spans == other.spans
-
-    def __hash__(self) -> int:
-        return hash(self.spans)
-
     def __repr__(self) -> str:
-        return f"CandidateView({self.text!r})"
+        return f"CandidateView({self.text!r}, row={self.row})"
 
 
 @dataclass(frozen=True)
@@ -327,6 +309,7 @@ class Candidate:
     text: str
     token_ids: tuple[int, ...]
     confidence: float
+    row: int = -1  # the engine row it finished in (the `CandidateView.row` of its steps); -1: not known
 
 
 @dataclass(frozen=True)

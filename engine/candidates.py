@@ -104,7 +104,7 @@ def finished_candidates(
             shown = text.visible_ids(ids)
         score = sum(conf[: len(shown)]) / len(shown) if shown else 0.0
         decoded = text.text(shown)  # the same safe decoding the ghost text showed, so accept = what was seen
-        found.append(Candidate(decoded, tuple(ids), score))
+        found.append(Candidate(decoded, tuple(ids), score, row=r))
     # Best first, by the score the app shows (mean confidence of the shown tokens), for every task: the badge,
     # Alt+] / Alt+[ and the alternatives panel then share one order and the default ghost is the best.
     found.sort(key=lambda c: c.confidence, reverse=True)

@@ -234,7 +234,8 @@ class FakeEngine:
                 return self._result(request, finals, start, first_draft, step - 1, cancelled=True)
             rng = random.Random(hash((request.request_id, step)))
             views = tuple(
-                _view(p, order, step, self.steps, rng) for p, order in zip(pieces, orders, strict=True)
+                _view(p, order, step, self.steps, rng, row)
+                for row, (p, order) in enumerate(zip(pieces, orders, strict=True))
             )
             if step == first_step:
                 first_draft = time.perf_counter() - start
@@ -300,8 +301,8 @@ class FakeEngine:
             ()
             if cancelled
             else tuple(
-                Candidate(text, tuple(range(len(_words(text)))), score)
-                for text, score in zip(finals, scores, strict=True)
+                Candidate(text, tuple(range(len(_words(text)))), score, row=row)
+                for row, (text, score) in enumerate(zip(finals, scores, strict=True))
             )
         )
         return Result(request.request_id, candidates, stats, cancelled=cancelled)
@@ -358,7 +359,7 @@ def _warm_pieces(warm: WarmStart, rng: random.Random) -> list[Piece]:
 
 
 def _view(
-    pieces: list[Piece], order: list[float], step: int, steps: int, rng: random.Random
+    pieces: list[Piece], order: list[float], step: int, steps: int, rng: random.Random, row: int
 ) -> CandidateView:
     progress = step / steps
     spans: list[Span] = []
@@ -375,4 +376,4 @@ def _view(
             lead = word[: len(word) - len(word.lstrip())]
             noise = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in word.strip())
             spans.append(Span(lead + noise, round(0.1 + 0.3 * progress, 3)))
-    return CandidateView(tuple(spans))
+    return CandidateView(tuple(spans), row=row)

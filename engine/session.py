@@ -12,7 +12,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +96,7 @@ class Session:
             DenoiseSettings()
         )  # the loaded checkpoint's sampler settings (generation_config)
         self.threads: ThreadPolicy | None = None  # the CPU thread policy, re-applied before every request
+        self._running_on: int | None = None  # the thread running a request (its views are made there only)
 
     # -- Engine protocol ------------------------------------------------------------------------------------
 
@@ -269,6 +269,7 @@ class Session:
         loaded = self._require()
         if self.threads is not None:
             self.threads.apply()  # the cores free now, in the thread that computes
+        self._running_on = threading.get_ident()
         try:
             with torch.inference_mode():
                 return self._run(loaded, request, on_step, cancel)
@@ -300,6 +301,8 @@ class Session:
             raise GenerationError(
                 f"Generation failed unexpectedly ({type(exc).__name__}: {exc}). Try again."
             ) from exc
+        finally:
+            self._running_on = None
 
     # -- internals ------------------------------------------------------------------------------------------
 
@@ -403,7 +406,10 @@ class Session:
         limit: int | None = None,
         pinned: list[bool] | None = None,
     ) -> tuple[Span, ...]:
-        """The spans of one row at one step; runs on the consumer's thread, when (and if) it is looked at."""
+        """The spans of one row at one step, made on the thread that runs the request: a step crosses to the
+        UI thread as plain data, so the UI never reads a tensor nor writes the shared `TokenText` cache."""
+        if self._running_on is not None and threading.get_ident() != self._running_on:
+            raise RuntimeError("a step's view was made outside the thread running the request")
         assert self._text is not None
         return row_spans(
             self._text,
@@ -446,12 +452,10 @@ class _StepRelay:
             self._done = [done + tuple(self._last_ids[r].tolist()) for r, done in enumerate(self._done)]
         self._last_ids = state.argmax
         canvas = int(state.argmax.shape[1])
-        # Rows are picked out of the step's tensors only when a view is looked at (most steps are not
-        # painted).
+        # Each row's spans are made here, on the engine's thread: the event the UI receives is plain data.
         views = tuple(
             CandidateView(
-                make=partial(
-                    self._session._view,
+                self._session._view(
                     state.argmax,
                     state.confidence,
                     r,
@@ -459,7 +463,8 @@ class _StepRelay:
                     plan.middles[r] if plan.middles is not None else None,
                     limit=plan.max_new_tokens,
                     pinned=_pins(plan.warm, r, state.block, canvas),
-                )
+                ),
+                row=r,
             )
             for r in range(plan.rows)
         )

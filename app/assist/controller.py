@@ -64,6 +64,8 @@ class _Suggestion:
     last: tuple[int, int]
     submitted: float
     alternatives: list[tuple[Span, ...]] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)  # the engine row of each alternative (its identity)
+    row_spans: dict[int, tuple[Span, ...]] = field(default_factory=dict)  # every row's latest step
     index: int = 0
     running: bool = True
     step: int = 0
@@ -238,9 +240,10 @@ class Assistant(QObject):
             return None
         s, e = old.full()
         shown = old.alternatives[old.index : old.index + 1]
+        shown_rows = old.rows[old.index : old.index + 1]
         request_id = self._start(request, old.kind, s, e, old.layout, "Re-rolling…")
         if self._sug is not None:
-            self._sug.alternatives = list(shown)
+            self._sug.alternatives, self._sug.rows = list(shown), list(shown_rows)
             self._show()
         return request_id
 
@@ -381,7 +384,9 @@ class Assistant(QObject):
         sug = self._current(event.request_id)
         if sug is None or not event.candidates:
             return
-        sug.alternatives = _offered([c.spans for c in event.candidates], sug.wanted)
+        sug.row_spans = {c.row: c.spans for c in event.candidates}
+        offered = _offered([(c.row, c.spans) for c in event.candidates], sug.wanted)
+        sug.rows, sug.alternatives = [row for row, _ in offered], [spans for _, spans in offered]
         sug.index = min(sug.index, len(sug.alternatives) - 1)
         sug.step, sug.max_steps = event.step, event.max_steps
         if sug.first_visible is None and sug.text.strip():
@@ -399,15 +404,19 @@ class Assistant(QObject):
             return
         sug.running = False
         finals: list[tuple[Span, ...]] = []
+        rows: list[int] = []
         scores: list[float] = []
-        # The engine may return its rows reordered (an infill best first) or fewer (duplicates dropped): match
-        # each candidate to the row the steps showed with the same text, so its words, confidences and pins
-        # survive.
-        rows = {"".join(s.text for s in shown): shown for shown in reversed(sug.alternatives)}
+        # The engine may return its rows reordered (an infill best first) or fewer (duplicates dropped): each
+        # candidate names the row it finished in, so that row's words, confidences and pins survive. The
+        # result's text is what is accepted: a row whose last step says otherwise shows the result's text.
         for cand in result.candidates:
             if not cand.text.strip():
                 continue
-            finals.append(rows.get(cand.text) or (Span(cand.text, cand.confidence),))
+            shown = sug.row_spans.get(cand.row)
+            if shown is None or "".join(s.text for s in shown) != cand.text:
+                shown = (Span(cand.text, cand.confidence),)
+            finals.append(shown)
+            rows.append(cand.row)
             scores.append(cand.confidence)
         if result.notice:
             self.message.emit(result.notice)
@@ -418,7 +427,7 @@ class Assistant(QObject):
                 sug, "The model returned no text. Try again, or change the instruction or the selection."
             )
             return
-        sug.alternatives = finals
+        sug.alternatives, sug.rows = finals, rows
         sug.scores = scores
         sug.index = min(sug.index, len(finals) - 1)
         self._set_state("ready")
@@ -434,7 +443,7 @@ class Assistant(QObject):
 
     def _fail(self, sug: _Suggestion, message: str) -> None:
         sug.error = message
-        sug.alternatives = []
+        sug.alternatives, sug.rows = [], []
         self._set_state("error")
         self._show()
         self.message.emit(message)
@@ -525,6 +534,7 @@ class Assistant(QObject):
             self.message.emit("Suggestion accepted (Ctrl+Z undoes it).")
             return True
         # Partial: the rest of this alternative stays as ghost text right after the accepted words.
+        sug.rows = sug.rows[sug.index : sug.index + 1]
         sug.alternatives = [_drop_prefix(sug.spans, len(chunk))]
         sug.scores = []
         sug.index = 0
@@ -655,16 +665,16 @@ def _brief(instruction: str) -> str:
     return " ".join(instruction.split()).rstrip(".…")
 
 
-def _offered(rows: list[tuple[Span, ...]], wanted: int) -> list[tuple[Span, ...]]:
-    """The rows worth cycling through while denoising, as the finished result will offer them: rows with
-    text, no repeats, at most `wanted` (an infill searches more lengths than it returns)."""
+def _offered(rows: list[tuple[int, tuple[Span, ...]]], wanted: int) -> list[tuple[int, tuple[Span, ...]]]:
+    """The rows (engine row, spans) worth cycling through while denoising, as the finished result will offer
+    them: rows with text, no repeats, at most `wanted` (an infill searches more lengths than it returns)."""
     seen: set[str] = set()
-    kept: list[tuple[Span, ...]] = []
-    for spans in rows:
+    kept: list[tuple[int, tuple[Span, ...]]] = []
+    for row, spans in rows:
         text = "".join(s.text for s in spans)
         if text.strip() and text not in seen:
             seen.add(text)
-            kept.append(spans)
+            kept.append((row, spans))
     return (kept or rows[:1])[: max(1, wanted)]
 
 

@@ -324,7 +324,7 @@ class RemoteEngine:
                     first_canvas = time.perf_counter() - start
                     self.last_timings["first_canvas"] = first_canvas
                 if on_step is not None:
-                    views = tuple(CandidateView(_spans(texts[i], confs[i])) for i in range(call.n))
+                    views = tuple(CandidateView(_spans(texts[i], confs[i]), row=i) for i in range(call.n))
                     on_step(
                         StepEvent(
                             request.request_id,
@@ -358,7 +358,7 @@ class RemoteEngine:
         seconds = time.perf_counter() - start
         self.last_timings["total"] = seconds
         candidates = tuple(
-            _candidate(texts[i], confs[i], ids[i][: call.middle] if call.middle else ids[i])
+            _candidate(texts[i], confs[i], ids[i][: call.middle] if call.middle else ids[i], row=i)
             for i in range(call.n)
         )
         candidates = _distinct_nonempty(candidates)
@@ -419,10 +419,10 @@ def _spans(text: str, confs: list[tuple[str, float]]) -> tuple[Span, ...]:
     return (Span(text, 1.0),) if text else ()
 
 
-def _candidate(text: str, confs: list[tuple[str, float]], ids: list[int]) -> Candidate:
+def _candidate(text: str, confs: list[tuple[str, float]], ids: list[int], *, row: int) -> Candidate:
     spans = _spans(text, confs)
     score = sum(s.confidence for s in spans) / len(spans) if spans else 1.0
-    return Candidate(text, tuple(ids), score)
+    return Candidate(text, tuple(ids), score, row=row)
 
 
 def _distinct_nonempty(found: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
