@@ -1,11 +1,11 @@
-"""Opening and saving documents so that no word is ever lost: strict decoding, atomic saves, clear refusals.
+"""The File menu of a window: New, Open, Open Recent, Save, Save As, Reload and Quit; no word ever lost.
 
-Two layers. The functions (`read_text_file`, `write_text_file`, `RecentFiles`) are plain Python and raise
-`DocumentError` with a message a writer can act on. `DocumentController` puts them behind the File menu of a
-window (New, Open, Open Recent, Save, Save As, Quit), keeps the title's modified marker, and asks before
-unsaved work is closed. Dialog calls are attributes (`ask_unsaved`, `choose_open_path`, `choose_save_path`,
-`ask_replace`, `ask_already_open`, `ask_external_change`, `show_compare`, `show_error`) so tests replace them
-instead of clicking modal boxes.
+`DocumentController` keeps the current document's path, encoding and endings, the title's modified marker,
+the lock of one file, one editor, and asks before unsaved work is closed. What a file is on disk lives in
+`app.documents.file_formats` (plain Python, `DocumentError` with a message a writer can act on), the recent
+list in `app.documents.recent`, the questions in `app.documents.dialogs`; the controller holds the questions
+as attributes (`ask_unsaved`, `choose_open_path`, `choose_save_path`, `ask_replace`, `ask_already_open`,
+`ask_external_change`, `show_compare`, `show_error`) so tests answer them instead of clicking modal boxes.
 
 What a save and an open guard against, and where it lives: exact bytes and per-line endings
 (`app.documents.line_endings`), links and file modes (`write_text_file`, `app.platform.atomic`), changes made
@@ -16,52 +16,45 @@ on disk by other programs (`app.documents.external_change`), one file, one edito
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import errno
-import json
 import logging
 import os
-import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QWidget
+from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QPlainTextEdit
 
 from app.config.commands import MENU_BY_ID
-from app.documents.external_change import (
-    CompareDialog,
-    DiskState,
-    ExternalChangeWatcher,
-    Resolution,
-    compare,
-    disk_state,
+from app.documents import dialogs
+from app.documents.dialogs import FILE_FILTER, Choice, OpenChoice
+from app.documents.external_change import DiskState, ExternalChangeWatcher, Resolution, compare, disk_state
+from app.documents.file_formats import (
+    MAX_BYTES,
+    DocumentError,
+    TextFile,
+    decode_text,
+    encode_text,
+    final_save_path,
+    is_read_only,
+    not_a_document,
+    read_text_file,
+    same_file,
+    write_text_file,
 )
-from app.documents.line_endings import dominant, normalise, restore_endings, split_lines
+from app.documents.line_endings import normalise
 from app.documents.one_editor import EditorClaim, Elsewhere
-from app.platform.atomic import (
-    BackupKept,
-    TempHook,
-    atomic_write_bytes,
-    default_file_mode,
-    write_in_place_with_backup,
-)
+from app.documents.recent import RecentFiles
 from app.platform.locks import FileLock
 from app.platform.privacy import note_document
 from app.ui import actions
 from app.ui.display_breaks import add_breaks, real_text
 
 log = logging.getLogger(__name__)
-
-MAX_BYTES = 200 * 1024 * 1024
-FILE_FILTER = "Text and Markdown (*.txt *.md *.markdown *.text);;All files (*)"
-Choice = Literal["save", "discard", "cancel"]
-OpenChoice = Literal["switch", "read-only", "cancel"]
 
 
 class SaveJournal(Protocol):
@@ -72,253 +65,6 @@ class SaveJournal(Protocol):
     def temps_done(self) -> None: ...
 
 
-class DocumentError(Exception):
-    """A document could not be read or written; `message` says what happened and what to do."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Reading and writing
-
-
-@dataclass(frozen=True)
-class TextFile:
-    """A document's text (newlines always "\\n") plus what is needed to write it back the way it was.
-
-    `encoding` is a Python codec name; "utf-16-le/-be" and "utf-32-le/-be" files always carry their byte-order
-    mark, "utf-8-sig" is UTF-8 with one. `newline` is the dominant line ending (new lines get it); `raw` is
-    the text exactly as decoded from disk, so `encode_text` can give every untouched line its own ending back.
-    """
-
-    text: str
-    encoding: str = "utf-8"
-    newline: str = "\n"
-    raw: str | None = field(default=None, compare=False, repr=False)
-
-
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-# Codecs that do not write their own byte-order mark: `encode_text` puts it back in front.
-_EXPLICIT_BOM = {
-    "utf-32-le": codecs.BOM_UTF32_LE,
-    "utf-32-be": codecs.BOM_UTF32_BE,
-    "utf-16-le": codecs.BOM_UTF16_LE,
-    "utf-16-be": codecs.BOM_UTF16_BE,
-}
-
-
-def decode_text(data: bytes, name: str = "This file") -> TextFile:
-    """Decode UTF-8 (or UTF-8/16/32 with a byte-order mark, either byte order); refuse binary data and other
-    encodings. Nothing is normalised away: `encode_text` of the result gives back `data` exactly."""
-    encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
-    body = data
-    if encoding is None:
-        if _looks_binary(data):
-            raise DocumentError(
-                f"{name} is not a text file (it contains binary "
-                "data). Letterpress opens .txt and .md documents."
-            )
-        encoding = "utf-8"
-    elif encoding in _EXPLICIT_BOM:
-        body = data[len(_EXPLICIT_BOM[encoding]) :]
-    try:
-        raw = body.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise DocumentError(
-            f"{name} is not valid {encoding.upper().removesuffix('-SIG')} text (byte {exc.start} cannot be "
-            "read). It is probably in an older encoding such as Windows-1252 or Shift-JIS: open it in "
-            "another editor, save it as UTF-8 and open it again."
-        ) from exc
-    _, endings = split_lines(raw)
-    return TextFile(normalise(raw), encoding, dominant(endings), raw)
-
-
-def _looks_binary(data: bytes) -> bool:
-    """NUL bytes, or many control characters. Tab, CR/LF, VT, FF and ESC are ordinary in text files
-    (page breaks, old terminals' colour codes), so they never count."""
-    head = data[:65536]
-    if b"\x00" in head:
-        return True
-    controls = sum(1 for b in head if b < 0x20 and b not in b"\t\n\r\v\f\x1b")
-    return bool(head) and controls / len(head) > 0.1
-
-
-def not_a_document(p: Path, st: os.stat_result) -> str:
-    """The sentence for a path that is there but is no regular file ('' when it is one)."""
-    if stat.S_ISREG(st.st_mode):
-        return ""
-    if stat.S_ISDIR(st.st_mode):
-        return f"{p} is a folder, not a document."
-    kind = (
-        "a named pipe (FIFO)"
-        if stat.S_ISFIFO(st.st_mode)
-        else "a device"
-        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-        else "a socket"
-        if stat.S_ISSOCK(st.st_mode)
-        else "not a regular file"
-    )
-    return (
-        f"{p} is {kind}, not a document file; reading it could wait forever or never end, so Letterpress "
-        "does not open it."
-    )
-
-
-def read_text_file(path: str | Path) -> TextFile:
-    """The document at `path`, or a `DocumentError` that says why it cannot be opened.
-
-    What the path is is checked before anything is read: a FIFO, a device (`/dev/zero`), a socket or a folder
-    is refused with a sentence, never read (one would block the window, another fill the memory). The file is
-    opened without blocking and checked again on the open descriptor (it may have been swapped since), and at
-    most MAX_BYTES + 1 bytes are ever read (a file growing while it is read is refused too)."""
-    p = Path(path)
-    try:
-        st = os.stat(p)
-        problem = not_a_document(p, st)
-        if problem:
-            raise DocumentError(problem)
-        if st.st_size > MAX_BYTES:
-            raise DocumentError(
-                f"{p.name} is {st.st_size / 2**20:.0f} MB; Letterpress opens documents up to "
-                f"{MAX_BYTES // 2**20} MB."
-            )
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        with os.fdopen(fd, "rb") as fh:
-            problem = not_a_document(p, os.fstat(fh.fileno()))
-            if problem:
-                raise DocumentError(problem)
-            data = fh.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise DocumentError(
-                f"{p.name} grew beyond {MAX_BYTES // 2**20} MB while it was read; "
-                "Letterpress "
-                "opens documents up to that size."
-            )
-    except FileNotFoundError as exc:
-        raise DocumentError(f"{p} does not exist (it may have been moved or deleted).") from exc
-    except PermissionError as exc:
-        raise DocumentError(f"You do not have permission to read {p}.") from exc
-    except OSError as exc:
-        raise DocumentError(f"{p} cannot be read: {exc.strerror or exc}.") from exc
-    return decode_text(data, p.name)
-
-
-def encode_text(doc: TextFile) -> bytes:
-    """The bytes for `doc`: its own endings per line (see `app.documents.line_endings`), its encoding, its
-    BOM."""
-    text = restore_endings(doc.text, doc.raw, doc.newline)
-    try:
-        return _EXPLICIT_BOM.get(doc.encoding, b"") + text.encode(doc.encoding)
-    except UnicodeEncodeError as exc:  # only possible for lone surrogates
-        raise DocumentError(
-            f"The text contains a character that cannot be saved as {doc.encoding} (position {exc.start})."
-        ) from exc
-
-
-def is_read_only(path: Path) -> bool:
-    """True when the file exists and is marked read-only (checked by mode bits too, since root can write)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    return not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
-
-
-def write_text_file(path: str | Path, doc: TextFile, *, on_temp: TempHook | None = None) -> TextFile:
-    """Save atomically; on failure the file on disk is exactly as before and `DocumentError` says why.
-    Returns the document as now on disk (its `raw` is what the next save keeps line endings from).
-
-    Links are respected: a symbolic link is written through (the target is replaced atomically, next to the
-    target, and the link stays a link); a file with several hard links is rewritten in place after a verified
-    backup, so every name sees the new text. A new file gets the umask's default mode, an existing one keeps
-    its own. `on_temp` is told about every temporary file first (crash clean-up, see
-    `app.documents.recovery`).
-    """
-    p = Path(path)
-    real = Path(os.path.realpath(p))
-    with contextlib.suppress(OSError):
-        problem = not_a_document(p, os.stat(real))
-        if problem:
-            raise DocumentError(
-                problem.replace("does not open it", "does not save onto it")
-                + " Use Save As to choose a file."
-            )
-    if is_read_only(real):
-        raise DocumentError(f"{p.name} is read-only. Use Save As to save a copy somewhere else.")
-    raw = restore_endings(doc.text, doc.raw, doc.newline)
-    data = encode_text(TextFile(doc.text, doc.encoding, doc.newline, raw))
-    try:
-        st = real.stat()
-    except OSError:
-        st = None
-    try:
-        if st is not None and stat.S_ISREG(st.st_mode) and _needs_in_place(real, st):
-            write_in_place_with_backup(real, data, on_temp=on_temp)
-        else:
-            atomic_write_bytes(real, data, new_mode=default_file_mode(), on_temp=on_temp)
-    except BackupKept as exc:
-        raise DocumentError(
-            f"{p.name} was not saved ({exc.strerror}) and could not be put back as it was; its previous "
-            f"version is safe in {exc.backup}. Your text is still in the editor: use Save As to save it "
-            "elsewhere."
-        ) from exc
-    except OSError as exc:
-        raise DocumentError(_save_failure(p, exc, real)) from exc
-    return TextFile(doc.text, doc.encoding, doc.newline, raw)
-
-
-def _needs_in_place(real: Path, st: os.stat_result) -> bool:
-    """Whether replacing the file by a new one (a rename) would lose something the file has, so it must be
-    rewritten in place (after a verified backup) instead: its other hard links; its owner and group, when we
-    are not root and not its owner (a group member's save, another user's 0666 file in a sticky /tmp-like
-    folder, where a rename is not even allowed); or when its folder cannot be written but the file can."""
-    if st.st_nlink > 1:
-        return True
-    if hasattr(os, "geteuid") and os.geteuid() != 0 and st.st_uid != os.geteuid():
-        return True
-    return not os.access(real.parent, os.W_OK) and os.access(real, os.W_OK)
-
-
-def _save_failure(p: Path, exc: OSError, real: Path | None = None) -> str:
-    """The message for a failed save of `p`; `real` is the file really written (a symbolic link's target)."""
-    what = f"{p.name} was not saved"
-    kept = "; the copy on disk is unchanged" if p.exists() else ""
-    folder = (real or p).parent
-    via = f" ({p.name} is a link to {real})" if real is not None and real != p and p.is_symlink() else ""
-    if exc.errno == errno.ENOSPC:
-        return f"{what}: the disk is full{kept}. Free some space or use Save As to save elsewhere."
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"{what}: you cannot write to {folder}{via}{kept}. Use Save As to save elsewhere."
-    if exc.errno == errno.ENOENT:
-        return f"{what}: the folder {folder} no longer exists{via}. Use Save As to choose another folder."
-    return f"{what}: {exc.strerror or exc}{kept}. Your text is still in the editor; try Save As."
-
-
-def final_save_path(chosen: str | Path) -> Path:
-    """The file a Save As to `chosen` writes: `.md` is added when the name has no extension."""
-    target = Path(chosen)
-    if not target.suffix:
-        target = target.with_name(target.name + ".md")
-    return target
-
-
-def _same_file(a: Path, b: Path | None) -> bool:
-    if b is None:
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def editor_text(editor: QPlainTextEdit) -> str:
     """The document exactly as typed: unlike toPlainText, this keeps no-break spaces and line separators,
     and a display break in an over-long line is the space it stands for (`app.ui.display_breaks`)."""
@@ -326,66 +72,7 @@ def editor_text(editor: QPlainTextEdit) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Recent files
-
-
-class RecentFiles:
-    """The most recently opened or saved documents, newest first, in a small JSON file (written
-    atomically)."""
-
-    def __init__(self, path: Path, limit: int = 10) -> None:
-        self.path = path
-        self.limit = limit
-
-    def load(self) -> list[Path]:
-        try:
-            items = json.loads(self.path.read_text(encoding="utf-8"))
-            return [Path(p) for p in items if isinstance(p, str)][: self.limit]
-        except (OSError, ValueError, TypeError):
-            return []
-
-    def add(self, path: Path) -> list[Path]:
-        path = path.resolve()
-        items = [path] + [p for p in self.load() if p != path]
-        self._store(items[: self.limit])
-        return items[: self.limit]
-
-    def remove(self, path: Path) -> None:
-        self._store([p for p in self.load() if p != path])
-
-    def clear(self) -> None:
-        self._store([])
-
-    def _store(self, items: list[Path]) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(self.path, json.dumps([str(p) for p in items], indent=1).encode("utf-8"))
-        except OSError as exc:
-            log.warning("recent files list not saved: %s", exc.strerror or exc)
-
-
-# ------------------------------------------------------------------------------------------------------------
 # The File menu
-
-
-def _ask_unsaved_box(parent: QWidget, name: str) -> Choice:
-    box = QMessageBox(parent)
-    box.setIcon(QMessageBox.Icon.Warning)
-    box.setWindowTitle("Unsaved changes")
-    box.setText(f"Save the changes to “{name}” before closing?")
-    box.setInformativeText("If you don't save, your changes since the last save will be lost.")
-    box.setStandardButtons(
-        QMessageBox.StandardButton.Save
-        | QMessageBox.StandardButton.Discard
-        | QMessageBox.StandardButton.Cancel
-    )
-    box.setDefaultButton(QMessageBox.StandardButton.Save)
-    answer = box.exec()
-    if answer == QMessageBox.StandardButton.Save:
-        return "save"
-    if answer == QMessageBox.StandardButton.Discard:
-        return "discard"
-    return "cancel"
 
 
 # a file rewritten faster than the writer can answer: give up (cancel) after this many questions
@@ -434,11 +121,13 @@ class DocumentController(QObject):
         self.read_only = False
         self.save_journal: SaveJournal | None = None  # the recovery manager: notes temp files of each save
         self.keep_copy: Callable[[str, str | None], Path] | None = None  # recovery copy before a reload
-        self.ask_already_open: Callable[[str, str], OpenChoice] = self._ask_already_open_box
+        self.ask_already_open: Callable[[str, str], OpenChoice] = partial(dialogs.ask_already_open, window)
         # A change made on disk by another program (app.documents.external_change): asked, compared, never
         # overwritten.
-        self.ask_external_change: Callable[[str, bool], Resolution] = self._ask_external_change_box
-        self.show_compare: Callable[[str, str, str], Resolution] = self._compare_dialog
+        self.ask_external_change: Callable[[str, bool], Resolution] = partial(
+            dialogs.ask_external_change, window
+        )
+        self.show_compare: Callable[[str, str, str], Resolution] = partial(dialogs.show_compare, window)
         self._disk: DiskState | None = None
         self._resolving = False
         self._deleted_reported = False
@@ -448,10 +137,12 @@ class DocumentController(QObject):
         self._loaded: str | None = None  # the editor's text right after the file was loaded or saved
         self.watcher = ExternalChangeWatcher(self)
         self.watcher.noticed.connect(self._on_external_change)
-        self.ask_unsaved: Callable[[str], Choice] = lambda name: _ask_unsaved_box(self.window, name)
-        self.choose_open_path: Callable[[], str] = self._open_dialog
-        self.choose_save_path: Callable[[str], str] = self._save_dialog
-        self.ask_replace: Callable[[Path], bool] = self._ask_replace_box
+        self.ask_unsaved: Callable[[str], Choice] = partial(dialogs.ask_unsaved, window)
+        self.choose_open_path: Callable[[], str] = lambda: dialogs.choose_open_path(
+            window, self.start_folder()
+        )
+        self.choose_save_path: Callable[[str], str] = partial(dialogs.choose_save_path, window)
+        self.ask_replace: Callable[[Path], bool] = partial(dialogs.ask_replace, window)
         self.show_error: Callable[[str, str], object] = lambda title, text: QMessageBox.warning(
             self.window, title, text
         )
@@ -618,7 +309,7 @@ class DocumentController(QObject):
         if not chosen:
             return False
         target = final_save_path(chosen)
-        own = _same_file(target, self.path) and not self.read_only
+        own = same_file(target, self.path) and not self.read_only
         if target.is_dir():
             self.show_error("Document not saved", f"{target} is a folder. Choose a file name.")
             return False
@@ -667,7 +358,7 @@ class DocumentController(QObject):
 
     def _write(self, target: Path) -> bool:
         note_document(target)
-        same = self.path is not None and (target == self.path or _same_file(target, self.path))
+        same = self.path is not None and (target == self.path or same_file(target, self.path))
         if same and not self._disk_allows_save(target):
             return False
         doc = TextFile(self._unedited_text(), self.encoding, self.newline, self.raw)
@@ -883,33 +574,6 @@ class DocumentController(QObject):
         finally:
             self._resolving = False
 
-    def _ask_external_change_box(self, name: str, saving: bool) -> Resolution:
-        box = QMessageBox(self.window)
-        box.setIcon(QMessageBox.Icon.Warning)
-        box.setWindowTitle("Changed on disk")
-        box.setText(f"“{name}” was changed on disk by another program since you opened or saved it.")
-        box.setInformativeText(
-            "Reload it (your unsaved edits are kept as a recovery copy first), keep your "
-            "version" + (" and save it" if saving else "") + ", or compare the two."
-        )
-        reload_button = box.addButton("Reload", QMessageBox.ButtonRole.DestructiveRole)
-        keep = box.addButton("Save mine anyway" if saving else "Keep mine", QMessageBox.ButtonRole.AcceptRole)
-        compare_button = box.addButton("Compare…", QMessageBox.ButtonRole.ActionRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(compare_button)
-        box.exec()
-        clicked = box.clickedButton()
-        if clicked is reload_button:
-            return "reload"
-        if clicked is keep:
-            return "keep"
-        return "compare" if clicked is compare_button else "cancel"
-
-    def _compare_dialog(self, name: str, mine: str, theirs: str) -> Resolution:
-        dialog = CompareDialog(self.window, name, mine, theirs)
-        dialog.exec()
-        return dialog.choice
-
     def _set_read_only(self, read_only: bool) -> None:
         self.read_only = read_only
         self.editor.setReadOnly(read_only)
@@ -932,23 +596,6 @@ class DocumentController(QObject):
         if not self.window.isVisible():
             self.claim.release()
 
-    def _ask_already_open_box(self, name: str, where: str) -> OpenChoice:
-        box = QMessageBox(self.window)
-        box.setIcon(QMessageBox.Icon.Information)
-        box.setWindowTitle("Document already open")
-        box.setText(f"“{name}” is already open in {where}.")
-        box.setInformativeText(
-            "Editing it in two places would let one save silently replace the other's words. "
-            "Switch to that window, or open a read-only view here."
-        )
-        switch = box.addButton("Switch to it", QMessageBox.ButtonRole.AcceptRole)
-        read_only = box.addButton("Open read-only", QMessageBox.ButtonRole.ActionRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(switch)
-        box.exec()
-        clicked = box.clickedButton()
-        return "switch" if clicked is switch else "read-only" if clicked is read_only else "cancel"
-
     def _update_title(self, *_: object) -> None:
         suffix = " (read-only)" if getattr(self, "read_only", False) else ""
         self.window.setWindowTitle(f"{self.display_name}{suffix}[*] — Letterpress")
@@ -966,32 +613,6 @@ class DocumentController(QObject):
         from app.platform.folders import documents_dir
 
         return documents_dir()
-
-    def _open_dialog(self) -> str:
-        start = str(self.start_folder())
-        return QFileDialog.getOpenFileName(self.window, "Open document", start, FILE_FILTER)[0]
-
-    def _save_dialog(self, suggested: str) -> str:
-        # The dialog's own overwrite check would look at the name before ".md" is added; `save_as` asks about
-        # the final name instead, so the dialog must not ask a second, different question.
-        dialog = QFileDialog(self.window, "Save document as", suggested, FILE_FILTER)
-        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
-        dialog.setDefaultSuffix("md")
-        dialog.setOption(QFileDialog.Option.DontConfirmOverwrite, True)
-        if dialog.exec() != QFileDialog.DialogCode.Accepted or not dialog.selectedFiles():
-            return ""
-        return dialog.selectedFiles()[0]
-
-    def _ask_replace_box(self, target: Path) -> bool:
-        answer = QMessageBox.question(
-            self.window,
-            "Replace file?",
-            f"“{target.name}” already exists in {target.parent}.\nDo "
-            "you want to replace it with this document?",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            QMessageBox.StandardButton.Cancel,
-        )
-        return answer == QMessageBox.StandardButton.Yes
 
     def _install_actions(self, menu: QMenu | None) -> None:
         """File ▸ New, Open, Open Recent, Save, Save As and (when the window has none) Quit, each at the place
@@ -1045,3 +666,26 @@ class DocumentController(QObject):
             event.ignore()
             return True
         return False
+
+
+# What other modules and scripts imported from here before the file formats, recent files and dialogs had
+# rooms of their own.
+__all__ = [
+    "FILE_FILTER",
+    "MAX_BYTES",
+    "Choice",
+    "DocumentController",
+    "DocumentError",
+    "OpenChoice",
+    "RecentFiles",
+    "SaveJournal",
+    "TextFile",
+    "decode_text",
+    "editor_text",
+    "encode_text",
+    "final_save_path",
+    "is_read_only",
+    "not_a_document",
+    "read_text_file",
+    "write_text_file",
+]

@@ -348,7 +348,7 @@ def settle_temp(folder: Path, temp: Path, target: Path, *, remove: bool = True) 
     regular
     file, or holds no text (binary: not what a save of a document writes), is never read into a copy nor
     removed."""
-    from app.documents.controller import DocumentError, _looks_binary, decode_text
+    from app.documents.file_formats import DocumentError, decode_text, looks_binary
 
     if not _regular(temp):
         return (not temp.exists()), None
@@ -372,7 +372,7 @@ def settle_temp(folder: Path, temp: Path, target: Path, *, remove: bool = True) 
             text = decode_text(data, temp.name).text
         except DocumentError:
             text = None
-        if text is None or (not remove and _looks_binary(data)):
+        if text is None or (not remove and looks_binary(data)):
             log.info("left %s alone: it does not hold text a save of %s would write", temp.name, target.name)
             return False, None
         source = {"path": str(temp), "size": st.st_size, "mtime_ns": st.st_mtime_ns}

@@ -110,7 +110,9 @@ def test_the_save_dialog_adds_the_extension_before_it_checks(win):
     original = QFileDialog.exec
     QFileDialog.exec = fake_exec
     try:
-        assert docs._save_dialog("Untitled.md") == ""
+        from app.documents.dialogs import choose_save_path
+
+        assert choose_save_path(docs.window, "Untitled.md") == ""
     finally:
         QFileDialog.exec = original
     assert seen == {"suffix": "md", "no confirm": True}
