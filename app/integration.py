@@ -23,7 +23,7 @@ from app.documents.controller import DocumentController
 from app.documents.recovery import RecoveredDocument, RecoveryManager
 from app.main_window import MainWindow
 from app.platform import privacy
-from app.ui.actions import add_window_action, configure
+from app.ui.actions import add_window_action, create
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,6 @@ def _add_model_action(window: MainWindow, settings: Settings | None) -> QAction 
     host = window.host
     if host is None:
         return None
-    action = configure(QAction(window), "actionModelManager")
 
     def open_dialog() -> None:
         from app.ui.model_dialog import ModelDialog
@@ -162,7 +161,7 @@ def _add_model_action(window: MainWindow, settings: Settings | None) -> QAction 
         window.model_dialog = dialog
         dialog.open()
 
-    action.triggered.connect(lambda *_: open_dialog())
+    action = create(window, "actionModelManager", open_dialog)
     add_window_action(window, action)  # first in Model, where the command table places it
     return action
 
@@ -170,7 +169,6 @@ def _add_model_action(window: MainWindow, settings: Settings | None) -> QAction 
 def _add_settings_action(window: MainWindow, settings: Settings | None) -> QAction | None:
     if settings is None:
         return None
-    action = configure(QAction(window), "actionSettings")  # Preferences: the platform's key, else Ctrl+,
 
     def open_dialog() -> None:
         from app.ui.settings_dialog import SettingsDialog
@@ -179,7 +177,7 @@ def _add_settings_action(window: MainWindow, settings: Settings | None) -> QActi
         window.settings_dialog = dialog
         dialog.open()
 
-    action.triggered.connect(lambda *_: open_dialog())
+    action = create(window, "actionSettings", open_dialog)  # Preferences: the platform's key, else Ctrl+,
     add_window_action(window, action, title="&Edit")
     return action
 

@@ -179,10 +179,14 @@ class MainWindow(QMainWindow):
     # -- actions ---------------------------------------------------------------------------------------------
 
     def _action(self, name: str, slot: Callable[[], object]) -> QAction:
-        """The window's action for command-table entry `name` (label, keys, tips: app.config.commands)."""
-        return actions.create(self, name, slot)
+        """The window's action for command-table entry `name` (label, keys, tips: app.config.commands),
+        registered by its id for the toolbar."""
+        action = actions.create(self, name, slot)
+        self.window_actions[name] = action
+        return action
 
     def _build_actions(self) -> None:
+        self.window_actions: dict[str, QAction] = {}  # by command id: what the toolbar layout places
         a = self.assistant
         self.actionDraft = self._action("actionDraft", a.draft)
         self.actionRewrite = self._action("actionRewrite", lambda: a.rewrite(GENERIC_REWRITE))
@@ -274,8 +278,8 @@ class MainWindow(QMainWindow):
         tools.setMovable(False)
         section: int | None = None
         for here, command_id in toolbar_layout("toolbarAssist"):
-            action = getattr(self, command_id, None)
-            if not isinstance(action, QAction):
+            action = self.window_actions.get(command_id)
+            if action is None:
                 continue
             if section is not None and here != section:
                 tools.addSeparator()

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -446,16 +445,14 @@ def install_brief(
     controller.saved_brief.connect(warning.hide)
     sign = _install_brief_sign(window, controller)
     controller.connect_document(documents)
-    from app.ui.actions import add_window_action, configure
-
-    action = configure(QAction(window), "actionDocumentBrief")
+    from app.ui.actions import add_window_action, create
 
     def open_dialog() -> None:
         dialog = BriefDialog(controller, window)
         controller.dialog = dialog
         dialog.open()
 
-    action.triggered.connect(lambda *_: open_dialog())
+    action = create(window, "actionDocumentBrief", open_dialog)
     sign.clicked.connect(lambda *_: open_dialog())
     add_window_action(window, action, title="&Assist")
     _follow_model(window, controller)

@@ -623,8 +623,7 @@ class DocumentController(QObject):
         existing_quit = next((a for a in menu.actions() if a.objectName() == "actionQuit"), None)
 
         def make(name: str, slot: Callable[[], object]) -> QAction:
-            action = actions.configure(QAction(self.window), name)  # label and keys from the command table
-            action.triggered.connect(lambda *_: slot())
+            action = actions.create(self.window, name, slot)  # label and keys from the command table
             menu.addAction(action)
             return action
 
