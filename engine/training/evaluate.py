@@ -186,7 +186,7 @@ def run(
     }
 
 
-def _unigram_log_probs(chapters, tokenizer, hyper) -> Any:
+def _unigram_log_probs(chapters: Any, tokenizer: Any, hyper: Any) -> Any:
     """Add-one-smoothed log-probabilities of non-pad canvas tokens in training examples (the unigram
     model)."""
     import torch

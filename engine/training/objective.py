@@ -32,6 +32,7 @@ cannot
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -74,7 +75,7 @@ def collate(examples: list[Example], pad_id: int) -> Batch:
     )
 
 
-def encode_prefix(model, batch: Batch) -> DynamicCache:
+def encode_prefix(model: Any, batch: Batch) -> DynamicCache:
     cache = DynamicCache(config=model.config.get_text_config(decoder=True))
     model.model.encoder(
         input_ids=batch.prefix,
@@ -86,7 +87,14 @@ def encode_prefix(model, batch: Batch) -> DynamicCache:
     return cache
 
 
-def decode(model, batch: Batch, canvas: torch.Tensor, cache, sc_logits=None, sc_mask=None) -> torch.Tensor:
+def decode(
+    model: Any,
+    batch: Batch,
+    canvas: torch.Tensor,
+    cache: Any,
+    sc_logits: torch.Tensor | None = None,
+    sc_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     decoder_mask = torch.cat([batch.prefix_mask, torch.ones_like(canvas, dtype=torch.bool)], dim=1)
     return model(
         decoder_input_ids=canvas,
@@ -110,7 +118,7 @@ def noise(
 
 
 def diffusion_loss(
-    model,
+    model: Any,
     batch: Batch,
     self_conditioning_prob: float = 0.5,
     pad_id: int | None = None,
@@ -138,7 +146,7 @@ def diffusion_loss(
 
 @torch.no_grad()
 def denoising_scores(
-    model, batch: Batch, t: float, pad_id: int, seed: int = 0, mode_id: int | None = None
+    model: Any, batch: Batch, t: float, pad_id: int, seed: int = 0, mode_id: int | None = None
 ) -> tuple[int, int, torch.Tensor, float, dict[str, int]]:
     """(correct, total, targets, summed cross-entropy) over corrupted non-pad positions at noise level t, and
     counts over all non-pad positions: the model's correct argmaxes, the identity's (keep the noisy canvas)
@@ -176,7 +184,7 @@ def denoising_scores(
 
 
 def denoising_accuracy(
-    model, batch: Batch, t: float, pad_id: int, seed: int = 0
+    model: Any, batch: Batch, t: float, pad_id: int, seed: int = 0
 ) -> tuple[int, int, torch.Tensor]:
     """(correct, total, targets) over corrupted non-pad positions at noise level t (see
     `denoising_scores`)."""

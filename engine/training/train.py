@@ -121,13 +121,13 @@ def run_tokenizer(out: Path, train_chapters: Any, h: Hyper) -> Any:
     return tokenizer
 
 
-def batches_for_step(chapters, tokenizer, h: Hyper, step: int) -> list[Example]:
+def batches_for_step(chapters: Any, tokenizer: Any, h: Hyper, step: int) -> list[Example]:
     """The batch for `step`: a pure function of (seed, step), so resuming replays the same data."""
     rng = random.Random(h.seed * 1_000_003 + step)
     return sample_examples(chapters, tokenizer, h.canvas_length, h.max_prefix, rng, h.batch_size)
 
 
-def evaluate_batch(model, examples: list[Example], pad_id: int, t: float) -> tuple[int, int, list[int]]:
+def evaluate_batch(model: Any, examples: list[Example], pad_id: int, t: float) -> tuple[int, int, list[int]]:
     correct = total = 0
     targets: list[int] = []
     device = next(model.parameters()).device
@@ -139,7 +139,7 @@ def evaluate_batch(model, examples: list[Example], pad_id: int, t: float) -> tup
     return correct, total, targets
 
 
-def unigram_mode(chapters, tokenizer, h: Hyper) -> int:
+def unigram_mode(chapters: Any, tokenizer: Any, h: Hyper) -> int:
     """The most frequent non-pad canvas token in training data: the unigram baseline's constant guess."""
     counts: Counter[int] = Counter()
     for e in sample_examples(
@@ -292,7 +292,9 @@ def run(
     return metrics
 
 
-def export(model, tokenizer, folder: Path, h: Hyper, metrics: dict[str, Any], seconds: float) -> Path:
+def export(
+    model: Any, tokenizer: Any, folder: Path, h: Hyper, metrics: dict[str, Any], seconds: float
+) -> Path:
     """Write the loadable checkpoint in the shipped dtype, with the training record beside it."""
     import copy
 
