@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from app.config.commands import canonical
 from app.config.settings import BY_KEY, SETTINGS, Setting, Settings, defaults, key_clash, key_problem
+from app.ui import wheel_guard
 
 SECTION_TITLES = {
     "model": "Model",
@@ -167,6 +168,7 @@ class SettingsDialog(QDialog):
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        wheel_guard.install()  # scrolling this page must not change the value under the pointer
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
         self.settings = settings
