@@ -122,3 +122,29 @@ def test_the_wheel_over_settings_scrolls_the_page_and_changes_no_value(report):
     assert wheel["value_after"] == wheel["value_before"] == pytest.approx(0.1)
     assert wheel["scroll_after"] > wheel["scroll_before"], "the page scrolls instead"
     assert not wheel["field_focused"]
+
+
+@pytest.mark.parametrize("size", ["1000x720", "1280x800"])
+def test_the_status_bar_fits_the_window_and_every_cut_message_is_whole_in_its_tooltip(report, size):
+    """At the default 1000x720 the word count and "Local model" were cut and messages ended mid-word: every
+    label of the status bar now lies inside the window, shows what fits, and where it had to shorten its
+    text it ends at a word with "…" and holds the whole text in its tooltip."""
+    cases = {k: v for k, v in report["status"].items() if k.startswith(f"{size}:")}
+    assert cases
+    width = int(size.split("x")[0])
+    for case, bar in cases.items():
+        assert bar["bar_width"] == width, f"{case}: the status bar made the window {bar['bar_width']} px wide"
+        names = {label["name"] for label in bar["labels"]}
+        assert {"statusMessage", "modelStatus", "wordCount"} <= names, case
+        for label in bar["labels"]:
+            where = f"{case} {label['name']}"
+            assert label["right"] <= bar["bar_width"], f"{where} lies past the window's edge"
+            assert label["needed"] <= label["room"], f"{where} is clipped: {label['shown']!r}"
+            if label["shown"] != label["full"]:
+                assert label["shown"].endswith("…"), where
+                kept = label["shown"][:-1].rstrip()
+                assert label["full"].startswith(kept), where
+                after = label["full"][len(kept) : len(kept) + 1]
+                assert after in (" ", ",", ";", ":", "."), f"{where}: cut mid-word"
+                tip = " ".join(label["tooltip"].split())
+                assert label["full"] in tip, f"{where}: not whole in the tooltip"

@@ -33,6 +33,15 @@ from PySide6.QtWidgets import QApplication, QDoubleSpinBox, QWidget
 
 SYNC = "F12"
 
+# The longest status messages a writer saw cut (issue 34) and one longer than any.
+STATUS_MESSAGES = (
+    "Running on the CPU: fine for the demo model, slow for DiffusionGemma itself; a GPU with 24 GB or a "
+    "server writes real sentences.",
+    "Fix the grammar and spelling without changing the meaning, the tone or the length of the text.",
+    "Every word is at least 80% sure; nothing to re-roll (lower the threshold in Settings ▸ Rewrite, or "
+    "pin words and use Alt+Shift+R).",
+)
+
 # Qt's portable key names -> xdotool's keysyms (letters and digits are the same, lower-cased).
 XKEYS = {
     "Ctrl": "ctrl",
@@ -246,6 +255,48 @@ class Probe:
             )
         return {"steps": steps}
 
+    # -- the status bar at the default size and at 1280x800 ------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Every label of the status bar with what it shows, what it holds and where, at both sizes, with the
+        longest messages the issue saw cut and the demo banner up."""
+        from PySide6.QtWidgets import QLabel
+
+        w = self.window
+        out: dict[str, Any] = {}
+        self.focus_editor()
+        self.set_text(" ".join(["word"] * 12345))
+        for size in ((1000, 720), (1280, 800)):
+            w.resize(*size)
+            self.wait(lambda size=size: (w.width(), w.height()) == size, 10)
+            for i, message in enumerate(STATUS_MESSAGES):
+                w.show_message(message, 0)
+                self.wait(lambda: False, 0.3)  # the debounced word count and the layout settle
+                bar = w.statusBar()
+                labels = []
+                for label in bar.findChildren(QLabel):
+                    if not label.isVisibleTo(bar) or not label.text():
+                        continue
+                    full = label.full_text() if hasattr(label, "full_text") else label.text()
+                    room = label.contentsRect().width()
+                    right = label.mapTo(bar, QPoint(label.width(), 0)).x()
+                    labels.append(
+                        {
+                            "name": label.objectName() or type(label).__name__,
+                            "shown": label.text(),
+                            "full": " ".join(full.split()),
+                            "tooltip": label.toolTip(),
+                            "needed": label.fontMetrics().horizontalAdvance(label.text()),
+                            "room": room,
+                            "right": right,
+                        }
+                    )
+                out[f"{size[0]}x{size[1]}:{i}"] = {"bar_width": bar.width(), "labels": labels}
+                if i == 0:
+                    self.shoot(w, f"window-{size[0]}x{size[1]}")
+        w.resize(1000, 720)
+        return out
+
     # -- the wheel over Settings -----------------------------------------------------------------------------
 
     def wheel(self) -> dict[str, Any]:
@@ -309,6 +360,7 @@ def main(argv: list[str]) -> int:
         probe.focus_editor()
         report: dict[str, Any] = {"model_state": window.model_state, "display": os.environ.get("DISPLAY", "")}
         phases = {
+            "status": probe.status,
             "live": probe.live,
             "editor": probe.editor_keys,
             "wheel": probe.wheel,
