@@ -40,7 +40,7 @@ from app.config.commands import BY_ID, toolbar_layout
 from app.config.model_choice import folder_for
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
-from app.ui import actions, wheel_guard
+from app.ui import actions, wheel_guard, window_place
 from app.ui import help as help_ui
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
 from app.ui.editor import Editor, FindBar
@@ -72,6 +72,7 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.setWindowTitle("Letterpress")
         self.resize(1000, 720)
+        self._keeps_place = False  # `keep_place()`: only the app's own window keeps its size and place
         self.host = host
         self.settings = settings
         self.device = device
@@ -680,10 +681,18 @@ class MainWindow(QMainWindow):
 
     # -- lifetime --------------------------------------------------------------------------------------------
 
+    def keep_place(self) -> None:
+        """Open with the size and position the window had when it last closed, and keep them at this close
+        (`python -m app` asks; windows built by tests keep the default 1000x720)."""
+        self._keeps_place = True
+        window_place.restore(self)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         for guard in self.close_guards:
             if not guard():
                 event.ignore()
                 return
+        if self._keeps_place:  # the next start opens the window where the writer left it
+            window_place.save(self)
         self.host.shutdown(timeout=2.0)
         super().closeEvent(event)

@@ -88,3 +88,29 @@ def test_the_shortcut_sheet_names_one_spelling_per_press_and_only_real_keys(qtbo
     assert "Backtab" not in every_key
     for extra in ("F13", "F14", "F16", "F18", "F20"):
         assert extra not in every_key.split(", "), extra
+
+
+def test_the_window_opens_where_the_writer_left_it(qtbot):
+    """Case 9: the window's size and position were not remembered between starts."""
+    from tests.helpers.gui import fake_window
+
+    first = fake_window(qtbot)
+    first.show()
+    qtbot.waitExposed(first)
+    first.resize(780, 560)  # within the offscreen screen (800x600), which restoreGeometry keeps it on
+    qtbot.waitUntil(lambda: first.size().width() == 780)
+    first.close()
+    second = fake_window(qtbot)
+    assert (second.width(), second.height()) == (780, 560)
+    second.close()
+
+
+def test_a_damaged_place_file_leaves_the_default_size(qtbot):
+    from app.ui import window_place
+    from tests.helpers.gui import fake_window
+
+    window_place.place_file().parent.mkdir(parents=True, exist_ok=True)
+    window_place.place_file().write_text("not base64 at all!\n", encoding="ascii")
+    window = fake_window(qtbot)
+    assert (window.width(), window.height()) == (1000, 720)
+    window.close()
