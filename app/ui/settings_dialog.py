@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.config.commands import canonical
+from app.config.model_choice import is_demo_choice
 from app.config.settings import BY_KEY, SETTINGS, Setting, Settings, defaults, key_clash, key_problem
 from app.ui import wheel_guard
 
@@ -385,6 +386,13 @@ def _set_widget(s: Setting, w: QWidget, value: Any) -> None:
         if w.findText(text) < 0:
             w.addItem(text)
         w.setCurrentText(text)
+    elif isinstance(w, QLineEdit) and s.key == "model.folder":
+        # The stored marker ("builtin:demo") is the app's spelling, not a folder a writer can read: the field
+        # is empty and says what it means; saving keeps the marker (`_get_widget`).
+        demo = is_demo_choice(value) or not value
+        w.setText("" if demo else str(value))
+        w.setPlaceholderText("The built-in demo model (choose a folder for DiffusionGemma)")
+        w.setProperty("storedDemo", str(value) if is_demo_choice(value) else "")
     elif isinstance(w, QLineEdit):
         w.setText(str(value))
 
@@ -403,4 +411,7 @@ def _get_widget(s: Setting, w: QWidget) -> Any:
         text = w.currentText()
         return "" if s.key == "appearance.font_family" and text == SYSTEM_FONT else text
     assert isinstance(w, QLineEdit)
-    return w.text().strip()
+    text = w.text().strip()
+    if s.key == "model.folder" and not text:
+        return str(w.property("storedDemo") or "")  # the demo, spelled as it was stored
+    return text

@@ -114,3 +114,22 @@ def test_a_damaged_place_file_leaves_the_default_size(qtbot):
     window = fake_window(qtbot)
     assert (window.width(), window.height()) == (1000, 720)
     window.close()
+
+
+def test_settings_show_the_demo_choice_in_words_and_keep_it(qtbot, settings):
+    """Case 9: Settings showed "Model folder: builtin:demo", the app's internal marker."""
+    from PySide6.QtWidgets import QLineEdit
+
+    from app.ui.settings_dialog import SettingsDialog
+
+    settings.set("model.folder", "builtin:demo")
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    field = dialog.findChild(QLineEdit, "setting:model.folder")
+    assert field.text() == ""
+    assert "built-in demo" in field.placeholderText()
+    assert dialog.apply()
+    assert settings["model.folder"] == "builtin:demo"
+    field.setText("/models/diffusiongemma")
+    assert dialog.apply()
+    assert settings["model.folder"] == "/models/diffusiongemma"
