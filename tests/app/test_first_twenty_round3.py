@@ -133,3 +133,25 @@ def test_settings_show_the_demo_choice_in_words_and_keep_it(qtbot, settings):
     field.setText("/models/diffusiongemma")
     assert dialog.apply()
     assert settings["model.folder"] == "/models/diffusiongemma"
+
+
+def test_infill_on_the_blank_line_between_paragraphs_is_a_paragraph_of_its_own(qtbot):
+    """Case 5: the accepted text used up the blank line and was glued to both paragraphs."""
+    from PySide6.QtCore import Qt
+
+    from app.assist.joins import join
+
+    assert join("\n", " Some middle text.", "\n").text == "\nSome middle text.\n"
+    assert join("\n", " Some middle text.", "\n", complete=False).text.startswith("\n")
+    assert join("x", " Some middle text.", "\n").text == " Some middle text."  # not on a line of its own
+
+    engine = FakeEngine(steps=2, texts=[" The boats came back at dusk."])
+    window = build_window(qtbot, engine)
+    doc = "The harbour was quiet.\n\nBy noon the gulls had returned."
+    set_text(window, doc, cursor=len("The harbour was quiet.\n"))
+    window.actionInfill.trigger()
+    wait_ready(qtbot, window)
+    qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == (
+        "The harbour was quiet.\n\nThe boats came back at dusk.\n\nBy noon the gulls had returned."
+    )
