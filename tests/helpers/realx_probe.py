@@ -154,9 +154,12 @@ class Probe:
 
     def draft(self) -> bool:
         """A live, settled suggestion at the end of the text, asked for with the real Ctrl+Return."""
-        self.focus_editor()
-        self.press("ctrl+Return")
-        return self.wait(lambda: self.ghost() == "ready")
+        for _try in range(2):  # once more if the first press found the window not yet active again
+            self.focus_editor()
+            self.press("ctrl+Return")
+            if self.wait(lambda: self.ghost() == "ready", 60):
+                return True
+        return False
 
     def shoot(self, widget: QWidget, name: str) -> None:
         if self.shots is not None:
@@ -206,6 +209,7 @@ class Probe:
 
         self.set_text("The harbour was quiet.")
         shown = self.draft()  # the suggestion's keys are enabled only while one is shown
+        self.draft_state = (self.ghost(), self.window.statusBar().currentMessage())
         counts: dict[str, int] = {}
         bound: list[tuple[str, str]] = []
         for act in w.findChildren(QAction):
@@ -233,7 +237,7 @@ class Probe:
                 entry["triggered"] = dict(counts)
                 entry["qt_log"] = self.log[log_before:]
             results.append(entry)
-        return {"draft_ready": shown, "results": results}
+        return {"draft_ready": shown, "draft_state": self.draft_state, "results": results}
 
     def editor_keys(self) -> dict[str, Any]:
         """The keys the editor answers itself, in a sequence whose every step shows if a key acted twice."""
@@ -266,13 +270,16 @@ class Probe:
         out: dict[str, Any] = {}
         self.focus_editor()
         self.set_text(" ".join(["word"] * 12345))
+        self.wait(lambda: w.wordsLabel.text() == "12,345 words", 20)  # the count runs on a debounce
         for size in ((1000, 720), (1280, 800)):
             w.resize(*size)
             self.wait(lambda size=size: (w.width(), w.height()) == size, 10)
             for i, message in enumerate(STATUS_MESSAGES):
                 w.show_message(message, 0)
-                self.wait(lambda: False, 0.3)  # the debounced word count and the layout settle
                 bar = w.statusBar()
+                self.wait(lambda: False, 0.3)  # posted layout requests run
+                bar.layout().activate()
+                self.wait(lambda: False, 0.1)
                 labels = []
                 for label in bar.findChildren(QLabel):
                     if not label.isVisibleTo(bar) or not label.text():
@@ -295,6 +302,12 @@ class Probe:
                 if i == 0:
                     self.shoot(w, f"window-{size[0]}x{size[1]}")
         w.resize(1000, 720)
+        w.show_shortcuts()  # the shortcut sheet as a writer opens it (Help ▸ Keyboard shortcuts)
+        sheet = w.shortcut_sheet
+        self.wait(lambda: sheet.isVisible(), 10)
+        self.shoot(sheet, "shortcut-sheet")
+        out["sheet_rows"] = sheet.visible_rows()
+        sheet.close()
         return out
 
     # -- the wheel over Settings -----------------------------------------------------------------------------
