@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
@@ -178,7 +179,18 @@ class SettingsDialog(QDialog):
         self.problems = ProblemBanner(self)
         self.problems.setObjectName("settingsProblems")
         self.problems.setStyleSheet("color: #b3261e;")
-        layout.addWidget(self.problems)
+        # The banner keeps its room while empty (showing it moves nothing); a quiet line says what the room is
+        # for instead of leaving an empty strip above the page.
+        self.idle_note = QLabel("Point at a setting for what it does; changes apply with OK or Apply.", self)
+        self.idle_note.setObjectName("settingsIdleNote")
+        self.idle_note.setWordWrap(True)
+        self.idle_note.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.idle_note.setEnabled(False)  # drawn in the muted colour of the theme
+        self.idle_note.setMaximumHeight(self.problems.maximumHeight())  # never taller than the banner's room
+        slot = QGridLayout()
+        slot.addWidget(self.problems, 0, 0)
+        slot.addWidget(self.idle_note, 0, 0)
+        layout.addLayout(slot)
         # Every section in one scrolling page; the problems line and the buttons stay outside it, always
         # visible, so the dialog fits a small (800-pixel-high) screen.
         self.scroll_area = QScrollArea(self)
@@ -290,6 +302,7 @@ class SettingsDialog(QDialog):
     def _show_problems(self, problems: list[str]) -> None:
         self.problems.set_full_text("\n".join(problems))
         self.problems.setVisible(bool(problems))
+        self.idle_note.setVisible(not problems)
 
     # -- widgets ---------------------------------------------------------------------------------------------
 
@@ -391,7 +404,7 @@ def _set_widget(s: Setting, w: QWidget, value: Any) -> None:
         # is empty and says what it means; saving keeps the marker (`_get_widget`).
         demo = is_demo_choice(value) or not value
         w.setText("" if demo else str(value))
-        w.setPlaceholderText("The built-in demo model (choose a folder for DiffusionGemma)")
+        w.setPlaceholderText("The built-in demo model")
         w.setProperty("storedDemo", str(value) if is_demo_choice(value) else "")
     elif isinstance(w, QLineEdit):
         w.setText(str(value))

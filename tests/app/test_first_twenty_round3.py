@@ -155,3 +155,20 @@ def test_infill_on_the_blank_line_between_paragraphs_is_a_paragraph_of_its_own(q
     assert window.editor.toPlainText() == (
         "The harbour was quiet.\n\nThe boats came back at dusk.\n\nBy noon the gulls had returned."
     )
+
+
+def test_settings_say_what_the_room_above_the_page_is_for(qtbot, settings):
+    """Case 9: an empty strip sat above the page (the problems line's kept room); it now says what it is
+    for, and a problem takes its place without moving anything."""
+    from app.ui.settings_dialog import SettingsDialog
+
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    assert dialog.idle_note.isVisible() and "OK or Apply" in dialog.idle_note.text()
+    assert not dialog.problems.isVisible()
+    top = dialog.scroll_area.mapTo(dialog, dialog.scroll_area.rect().topLeft())
+    dialog._show_problems(["The end temperature must be lower than the start temperature."])
+    assert dialog.problems.isVisible() and not dialog.idle_note.isVisible()
+    assert dialog.scroll_area.mapTo(dialog, dialog.scroll_area.rect().topLeft()) == top
