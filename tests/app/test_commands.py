@@ -209,8 +209,10 @@ def test_redo_names_one_key_in_the_edit_menu_and_the_context_menu(window):
     try:
         context_redo = next(a for a in menu.actions() if a.objectName() == "edit-redo")
         shown = context_redo.text().split("\t")[-1]
-        edit_redo = window.findChild(QAction, "actionRedo").shortcut().toString(
-            QKeySequence.SequenceFormat.NativeText
+        edit_redo = (
+            window.findChild(QAction, "actionRedo")
+            .shortcut()
+            .toString(QKeySequence.SequenceFormat.NativeText)
         )
         assert shown == edit_redo
     finally:
