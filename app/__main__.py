@@ -194,6 +194,7 @@ def build_window(args: argparse.Namespace) -> MainWindow:
         no_model_reason=reason,
     )
     _install_services(window, settings, list(args.files))
+    window.keep_place()  # the size and place it had when it last closed
     if settings is not None and getattr(settings, "problems", []):
         _add_settings_warning(window, settings)
     return window

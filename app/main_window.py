@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDialog,
     QFileDialog,
+    QHBoxLayout,
     QInputDialog,
     QLabel,
     QMainWindow,
@@ -39,7 +40,7 @@ from app.config.commands import BY_ID, toolbar_layout
 from app.config.model_choice import folder_for
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
-from app.ui import actions
+from app.ui import actions, wheel_guard, window_place
 from app.ui import help as help_ui
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
 from app.ui.editor import Editor, FindBar
@@ -67,9 +68,11 @@ class MainWindow(QMainWindow):
         request_defaults: RequestDefaults | None = None,
     ) -> None:
         super().__init__()
+        wheel_guard.install()  # the wheel scrolls pages; it changes a value only in the field chosen
         self.setObjectName("mainWindow")
         self.setWindowTitle("Letterpress")
         self.resize(1000, 720)
+        self._keeps_place = False  # `keep_place()`: only the app's own window keeps its size and place
         self.host = host
         self.settings = settings
         self.device = device
@@ -112,6 +115,7 @@ class MainWindow(QMainWindow):
         self.modelNotice = ModelNotice(central)
         column.addWidget(self.modelNotice)
         column.addWidget(self.firstRunHint)
+        self._page_column = column  # the demo strip joins it (`_build_status_bar`)
         column.addWidget(self.editor)
         column.addWidget(self.find_bar)
         self.setCentralWidget(central)
@@ -312,11 +316,17 @@ class MainWindow(QMainWindow):
         self.deviceLabel = named(ElidedLabel(self, max_width=STATUS_LABEL_MAX_PX), "deviceStatus")
         self.statsLabel = named(QLabel(self), "requestStats")
         self.wordsLabel = named(QLabel("0 words", self), "wordCount")
-        self.demoBanner = DemoBanner(self)  # shown while the built-in demo model is the one loaded
+        # Shown while the built-in demo model is the one loaded: a strip above the page, not in the status
+        # bar, where its badge and two buttons took ~480 px and pushed the window past its default 1000 px.
+        self.demoBanner = DemoBanner(self)
         self.demoBanner.loadRealModel.connect(self._on_demo_load_real)
         self.demoBanner.useServer.connect(self._on_demo_use_server)
+        strip = self.demoBanner.layout()
+        if isinstance(strip, QHBoxLayout):
+            strip.setContentsMargins(10, 4, 10, 4)
+            strip.addStretch(1)
+        self._page_column.insertWidget(1, self.demoBanner)
         for w in (
-            self.demoBanner,
             self.modelLabel,
             self.loadBar,
             self.deviceLabel,
@@ -437,11 +447,20 @@ class MainWindow(QMainWindow):
         if self._demo_loaded:
             text = f"{text}\n\n{demo_wording().hint}"
         self.firstRunHint.setText(text)
+        self._retain_hint_room(False)
         self.firstRunHint.show()
 
     def _hide_hint_once_used(self) -> None:
         if self.firstRunHint.isVisible() and self.assistant.suggestion_visible:
+            # Its room stays (blank) until the next start: the page jumped ~100 px up under the writer's eyes
+            # at the first draft.
+            self._retain_hint_room(True)
             self.firstRunHint.hide()
+
+    def _retain_hint_room(self, retain: bool) -> None:
+        policy = self.firstRunHint.sizePolicy()
+        policy.setRetainSizeWhenHidden(retain)
+        self.firstRunHint.setSizePolicy(policy)
 
     def show_shortcuts(self) -> None:
         """Help ▸ Keyboard shortcuts: every command and its keys, as bound now, with a search field."""
@@ -545,6 +564,7 @@ class MainWindow(QMainWindow):
     def _on_loaded(self, info: ModelInfo) -> None:
         demo = self._show_demo_banner(info.path)
         self._demo_loaded = demo
+        self.editing.panel.set_demo(demo)  # the demo's confidence is its own certainty, not quality
         if self.firstRunHint.isVisible():  # the hint names the demo while it is the model in use
             self.show_first_run_hint()
         if not (demo and self._fallback_from):  # a model the writer chose: the note about the last one goes
@@ -665,10 +685,18 @@ class MainWindow(QMainWindow):
 
     # -- lifetime --------------------------------------------------------------------------------------------
 
+    def keep_place(self) -> None:
+        """Open with the size and position the window had when it last closed, and keep them at this close
+        (`python -m app` asks; windows built by tests keep the default 1000x720)."""
+        self._keeps_place = True
+        window_place.restore(self)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         for guard in self.close_guards:
             if not guard():
                 event.ignore()
                 return
+        if self._keeps_place:  # the next start opens the window where the writer left it
+            window_place.save(self)
         self.host.shutdown(timeout=2.0)
         super().closeEvent(event)

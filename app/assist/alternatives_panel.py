@@ -60,8 +60,19 @@ class AlternativesPanel(QDockWidget):
         column.addWidget(self.list)
         self.setWidget(body)
         self._shown: tuple[Any, ...] = ()
+        self._demo = False
+        self._last: Any = None
+
+    def set_demo(self, demo: bool) -> None:
+        """On the built-in demo the figures are the tiny model's certainty about its own tokens (97-100% for
+        gibberish): they are then not shown as percentages a writer would trust; the order stays."""
+        if demo != self._demo:
+            self._demo = demo
+            self._shown = ()
+            self.refresh(self._last)
 
     def refresh(self, sug: Any) -> None:
+        self._last = sug
         rows = ranked(sug)
         current = sug.index if sug is not None else -1
         running = sug is not None and sug.running
@@ -72,9 +83,10 @@ class AlternativesPanel(QDockWidget):
         self.list.clear()
         for rank, (i, score, text) in enumerate(rows, 1):
             shown = shorten_words(text, ROW_CHARS)  # ends at a word
-            item = QListWidgetItem(f"{rank}. {score:.1%} · {shown}")
+            item = QListWidgetItem(f"{rank}. {shown}" if self._demo else f"{rank}. {score:.1%} · {shown}")
             item.setData(ROLE_INDEX, i)
-            item.setToolTip(text)
+            own = f"\n\n(the demo model's own certainty: {score:.0%})" if self._demo else ""
+            item.setToolTip(text + own)
             self.list.addItem(item)
             if i == current:
                 item.setSelected(True)
@@ -84,6 +96,7 @@ class AlternativesPanel(QDockWidget):
         else:
             self.hint.setText(
                 f"{len(rows)} alternative{'s' if len(rows) != 1 else ''}, best first"
+                + (" by the demo model's own certainty, which says nothing of quality" if self._demo else "")
                 + (" (still denoising)" if running else "")
                 + ". Click one to show it."
             )

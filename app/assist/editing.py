@@ -17,9 +17,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt
+from PySide6.QtCore import QEvent, QObject, QPointF, QRect, Qt
 from PySide6.QtGui import QAction, QActionGroup, QMouseEvent, QTextCursor
-from PySide6.QtWidgets import QMainWindow, QMenu
+from PySide6.QtWidgets import QMainWindow, QMenu, QToolTip
 
 from app.assist import pins as pinning
 from app.assist.alternatives_panel import AlternativesPanel
@@ -75,6 +75,7 @@ class DiffusionEditing(QObject):
         self.diff_enabled = self._setting("rewrite.view", "below") == "diff"
         self._diff: WordDiff | None = None
         self.rerolls = 0
+        self.last_tip = ""  # the last note shown beside the caret (`say_at_suggestion`)
 
         a = self.assistant
         request_defaults.use_strength(self._strength_for)
@@ -239,15 +240,25 @@ class DiffusionEditing(QObject):
         pinned = pinning.confident(spans, threshold) | self._user_pins(sug)
         uncertain = [i for i in pinning.words(spans) if i not in pinned]
         if not uncertain:
-            self.show_message(
+            text = (
                 f"Every word is at least {threshold:.0%} sure; nothing to re-roll (lower the "
                 "threshold in Settings ▸ Rewrite, or pin words and use "
                 f"{self._key('reroll_around_pins', 'Re-roll around pins')})."
             )
+            self.show_message(text)
+            self.say_at_suggestion(text)
             return False
         return self._reroll(
             sug, pinned, f"Re-rolling {len(uncertain)} uncertain word(s); {len(pinned)} kept."
         )
+
+    def say_at_suggestion(self, text: str) -> None:
+        """`text` whole, in a tip beside the caret: Alt+R that finds nothing to re-roll showed no change in
+        the page, and the only feedback was cut in the status bar."""
+        rect = self.editor.cursorRect()
+        where = self.editor.viewport().mapToGlobal(rect.bottomLeft())
+        QToolTip.showText(where, text, self.editor.viewport(), QRect(), 8000)
+        self.last_tip = text
 
     def reroll_around_pins(self) -> bool:
         """Keep only the pinned words and redraw everything else."""
@@ -258,10 +269,11 @@ class DiffusionEditing(QObject):
             return self._stale()
         pinned = self._user_pins(sug)
         if not pinned:
-            self.show_message(
-                "Pin some words first: click them in the suggestion"
-                + (f", or {key}." if (key := self._key("pin_next_word", "")) else ".")
+            text = "Pin some words first: click them in the suggestion" + (
+                f", or {key}." if (key := self._key("pin_next_word", "")) else "."
             )
+            self.show_message(text)
+            self.say_at_suggestion(text)
             return False
         return self._reroll(sug, pinned, f"Re-rolling around {len(pinned)} pinned word(s).")
 

@@ -68,6 +68,8 @@ def join(left: str, text: str, right: str, *, original: str = "", complete: bool
     """
     o_lead, o_rest = _split_lead(original)
     o_trail = _split_trail(o_rest)[1] if o_rest else ""
+    # On the blank line between two paragraphs the text is a paragraph of its own: it was glued to both.
+    own_line = left == "\n" and right == "\n" and not original.strip()
     # Leading end.
     ws, body = _split_lead(text)
     if ("\n" in o_lead and "\n" not in ws) or (
@@ -79,6 +81,8 @@ def join(left: str, text: str, right: str, *, original: str = "", complete: bool
     elif not ws and body and needs_space(left, body[0]):
         ws = " "
     ws = _SPACE_BEFORE_NEWLINE.sub("\n", ws)
+    if own_line and body and "\n" not in ws:
+        ws = "\n"
     if not body:  # all whitespace so far: only what separates is kept
         return Joined(ws if complete or "\n" in ws else "", "", "")
     if not complete:
@@ -98,6 +102,8 @@ def join(left: str, text: str, right: str, *, original: str = "", complete: bool
         tws = tws.rstrip(H_SPACE)
     elif not tws and needs_space(body[-1], right):
         tws = " "
+    if own_line and "\n" not in tws:
+        tws = "\n"
     return Joined(ws, body, _SPACE_BEFORE_NEWLINE.sub("\n", tws))
 
 

@@ -15,7 +15,7 @@ the clash check.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 # Where a key works: "window" (anywhere in the window), "suggestion" (only while a suggestion is shown or
@@ -401,15 +401,18 @@ EDITOR_KEYS: dict[str, str] = {
     "Del": "Delete",
 }
 
-# Other spellings Qt may deliver for the same press: Shift+Tab arrives as Backtab (with or without Shift),
-# the keypad's Enter beside Return. A binding gets its twins as extra shortcuts; clashes compare canonical
-# keys.
+# Other keys that do the same thing: the keypad's Enter beside Return. They are separate presses of separate
+# keys, so a binding gets its twins as extra shortcuts; clashes compare canonical keys.
 TWINS: dict[str, tuple[str, ...]] = {
-    "Shift+Tab": ("Shift+Backtab", "Backtab"),
     "Ctrl+Return": ("Ctrl+Enter",),
     "Return": ("Enter",),
 }
-_CANONICAL: dict[str, str] = {twin: key for key, twins in TWINS.items() for twin in twins}
+# Other spellings of ONE press: Qt reports Shift+Tab as Backtab, with or without Shift. These are never bound
+# as extra shortcuts: under X11 one press matches both "Shift+Tab" and "Backtab", and Qt then refuses the
+# press as an "Ambiguous shortcut overload" (Accept next line never fired). One spelling is bound; the editor
+# maps the others onto it (`app.ui.editor`), and the clash checks count them as that one key.
+SAME_PRESS: dict[str, str] = {"Backtab": "Shift+Tab", "Shift+Backtab": "Shift+Tab"}
+_CANONICAL: dict[str, str] = {twin: key for key, twins in TWINS.items() for twin in twins} | SAME_PRESS
 
 BY_ID: dict[str, Command] = {c.id: c for c in COMMANDS}
 
@@ -434,9 +437,33 @@ def canonical(key: str) -> str:
     return _CANONICAL.get(key, key)
 
 
+def press(key: str) -> str:
+    """The one physical press a spelling stands for ("Backtab" and "Shift+Backtab" -> "Shift+Tab"; the
+    keypad's "Ctrl+Enter" stays itself: it is another key)."""
+    return SAME_PRESS.get(key, key)
+
+
 def with_twins(key: str) -> list[str]:
-    """`key` and the other spellings of the same press, as shortcuts to bind ([] for no key)."""
+    """`key` and the keys that do the same (the keypad's Enter), as shortcuts to bind ([] for no key).
+    Never another spelling of the same press: see `SAME_PRESS`."""
+    key = press(key)
     return [key, *TWINS.get(key, ())] if key else []
+
+
+def shortcut_clashes(bound: Iterable[tuple[str, str]]) -> list[str]:
+    """Sentences naming every press that more than one (action, key) binding would match, twins and other
+    spellings of one press included ([] when every press reaches one action). `bound` is (action id, key
+    in Qt's portable text) for every shortcut of every action. Every context counts as one: a window key
+    works in the editor and a suggestion is shown in the editor, so two bindings of one press always meet
+    somewhere, and Qt then triggers neither."""
+    owners: dict[str, list[str]] = {}
+    for action_id, key in bound:
+        owners.setdefault(press(key), []).append(f"{action_id} ({key})")
+    return [
+        f"{key} is matched by {' and '.join(names)}: Qt would call the press ambiguous and trigger neither"
+        for key, names in owners.items()
+        if len(names) > 1
+    ]
 
 
 def default_key(setting_name: str) -> str:
@@ -462,13 +489,16 @@ __all__ = [
     "CONTEXTS",
     "EDITOR_KEYS",
     "FAMILIES",
+    "SAME_PRESS",
     "TWINS",
     "Command",
     "by_setting",
     "canonical",
     "command",
     "default_key",
+    "press",
     "rebindable",
     "reserved_keys",
+    "shortcut_clashes",
     "with_twins",
 ]

@@ -67,7 +67,7 @@ def is_demo_model(path: str | Path | None) -> bool:
 
 
 class DemoBanner(QWidget):
-    """The status bar's demo label (objectName `demoBanner`) with one-click ways to something real.
+    """The demo strip above the page (objectName `demoBanner`) with one-click ways to something real.
 
     `loadRealModel` / `useServer` are emitted by the two buttons; the window connects them to its model
     manager and server actions (the server button is hidden when the app has no server action)."""

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.config.commands import SAME_PRESS, press
 from app.ui import display_breaks as breaks
 from app.ui.widgets import named
 
@@ -248,6 +249,11 @@ class Editor(QPlainTextEdit):
         return menu
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
+        aliased = self._aliased_action(e)
+        if aliased is not None:
+            e.accept()
+            aliased.trigger()
+            return
         # The text control's own Ctrl+Z/Ctrl+Shift+Z bypass undo()/redo(); route them through, so the caret
         # lands where the writer expects whichever way undo is asked for.
         if e.matches(QKeySequence.StandardKey.Undo):
@@ -317,10 +323,29 @@ class Editor(QPlainTextEdit):
                 return action
         return None
 
+    def _aliased_action(self, e: QKeyEvent) -> QAction | None:
+        """The enabled priority action bound to another spelling of this press (Backtab for the Shift+Tab
+        the action binds), if any. Only one spelling is bound (binding all of them made X11 call Shift+Tab
+        ambiguous, and Qt then triggered nothing); the editor claims the press and triggers it itself, so it
+        fires exactly once whichever spelling the platform reports."""
+        spelled = QKeySequence(e.keyCombination()).toString(QKeySequence.SequenceFormat.PortableText)
+        if spelled not in SAME_PRESS:
+            return None
+        wanted = QKeySequence.fromString(press(spelled), QKeySequence.SequenceFormat.PortableText)
+        for action in self.priority_actions:
+            if action.isEnabled() and any(
+                s.matches(wanted) == QKeySequence.SequenceMatch.ExactMatch for s in action.shortcuts()
+            ):
+                return action
+        return None
+
     def event(self, e: QEvent) -> bool:
         # Text widgets claim Tab, Ctrl+Right etc. before shortcuts run; let enabled priority actions have
         # them.
         if e.type() == QEvent.Type.ShortcutOverride and isinstance(e, QKeyEvent):
+            if self._aliased_action(e) is not None:
+                e.accept()  # keyPressEvent triggers it: no shortcut may fire it a second time
+                return True
             pressed = QKeySequence(e.keyCombination())
             for action in self.priority_actions:
                 if action.isEnabled() and any(

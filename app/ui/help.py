@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -42,13 +43,31 @@ def redo_keys() -> list[QKeySequence]:
     default is Ctrl+Shift+Z only), Cmd+Shift+Z on macOS."""
     if sys.platform == "darwin":
         return QKeySequence.keyBindings(QKeySequence.StandardKey.Redo)
-    return [QKeySequence("Ctrl+Y"), QKeySequence("Ctrl+Shift+Z")]
+    # The platform's first Redo key first: menus name the first key, and the editor's own context menu
+    # (Qt's) names the platform's first (Ctrl+Shift+Z under X11); the Edit menu named Ctrl+Y beside it.
+    both = [QKeySequence("Ctrl+Y"), QKeySequence("Ctrl+Shift+Z")]
+    first = QKeySequence(QKeySequence.StandardKey.Redo)
+    return sorted(both, key=lambda k: k.matches(first) != QKeySequence.SequenceMatch.ExactMatch)
+
+
+def on_a_writers_keyboard(key: QKeySequence) -> bool:
+    """False for keys an ordinary keyboard lacks: F13-F35 and the dedicated Copy/Undo/Open... keys of Sun and
+    multimedia keyboards, which the platform's standard bindings add (the sheet listed "F16" for Copy)."""
+    code = key[0].key().value  # type: ignore[index]  # PySide6 stubs lack __getitem__
+    extra_f = Qt.Key.Key_F13.value <= code <= Qt.Key.Key_F35.value
+    return not (extra_f or code == Qt.Key.Key_Help.value or code >= Qt.Key.Key_Back.value)
 
 
 def keys_text(action: QAction) -> str:
-    return ", ".join(
-        k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts() if not k.isEmpty()
-    )
+    """The keys of `action` as a writer reads them: one spelling per press, only keys a keyboard has."""
+    shown: list[str] = []
+    for k in action.shortcuts():
+        if k.isEmpty() or not on_a_writers_keyboard(k):
+            continue
+        text = k.toString(QKeySequence.SequenceFormat.NativeText)
+        if text not in shown:
+            shown.append(text)
+    return ", ".join(shown)
 
 
 def label(action: QAction) -> str:

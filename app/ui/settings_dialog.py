@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
@@ -37,7 +38,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.config.commands import canonical
+from app.config.model_choice import is_demo_choice
 from app.config.settings import BY_KEY, SETTINGS, Setting, Settings, defaults, key_clash, key_problem
+from app.ui import wheel_guard
 
 SECTION_TITLES = {
     "model": "Model",
@@ -167,6 +170,7 @@ class SettingsDialog(QDialog):
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        wheel_guard.install()  # scrolling this page must not change the value under the pointer
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
         self.settings = settings
@@ -175,7 +179,18 @@ class SettingsDialog(QDialog):
         self.problems = ProblemBanner(self)
         self.problems.setObjectName("settingsProblems")
         self.problems.setStyleSheet("color: #b3261e;")
-        layout.addWidget(self.problems)
+        # The banner keeps its room while empty (showing it moves nothing); a quiet line says what the room is
+        # for instead of leaving an empty strip above the page.
+        self.idle_note = QLabel("Point at a setting for what it does; changes apply with OK or Apply.", self)
+        self.idle_note.setObjectName("settingsIdleNote")
+        self.idle_note.setWordWrap(True)
+        self.idle_note.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.idle_note.setEnabled(False)  # drawn in the muted colour of the theme
+        self.idle_note.setMaximumHeight(self.problems.maximumHeight())  # never taller than the banner's room
+        slot = QGridLayout()
+        slot.addWidget(self.problems, 0, 0)
+        slot.addWidget(self.idle_note, 0, 0)
+        layout.addLayout(slot)
         # Every section in one scrolling page; the problems line and the buttons stay outside it, always
         # visible, so the dialog fits a small (800-pixel-high) screen.
         self.scroll_area = QScrollArea(self)
@@ -287,6 +302,7 @@ class SettingsDialog(QDialog):
     def _show_problems(self, problems: list[str]) -> None:
         self.problems.set_full_text("\n".join(problems))
         self.problems.setVisible(bool(problems))
+        self.idle_note.setVisible(not problems)
 
     # -- widgets ---------------------------------------------------------------------------------------------
 
@@ -383,6 +399,13 @@ def _set_widget(s: Setting, w: QWidget, value: Any) -> None:
         if w.findText(text) < 0:
             w.addItem(text)
         w.setCurrentText(text)
+    elif isinstance(w, QLineEdit) and s.key == "model.folder":
+        # The stored marker ("builtin:demo") is the app's spelling, not a folder a writer can read: the field
+        # is empty and says what it means; saving keeps the marker (`_get_widget`).
+        demo = is_demo_choice(value) or not value
+        w.setText("" if demo else str(value))
+        w.setPlaceholderText("The built-in demo model")
+        w.setProperty("storedDemo", str(value) if is_demo_choice(value) else "")
     elif isinstance(w, QLineEdit):
         w.setText(str(value))
 
@@ -401,4 +424,7 @@ def _get_widget(s: Setting, w: QWidget) -> Any:
         text = w.currentText()
         return "" if s.key == "appearance.font_family" and text == SYSTEM_FONT else text
     assert isinstance(w, QLineEdit)
-    return w.text().strip()
+    text = w.text().strip()
+    if s.key == "model.folder" and not text:
+        return str(w.property("storedDemo") or "")  # the demo, spelled as it was stored
+    return text

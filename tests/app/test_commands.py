@@ -160,12 +160,60 @@ def test_the_window_binds_the_tables_default_keys(window):
             assert bound == set(commands.with_twins(entry.key) if entry.setting else entry.keys), entry.id
 
 
-def test_shift_tab_accepts_a_line_in_each_of_its_spellings():
-    """One twin list: the window binds Shift+Tab with every spelling Qt may deliver, and the clash check knows
-    them as one key (a second command cannot take Backtab)."""
+def test_shift_tab_is_bound_once_and_its_other_spellings_count_as_it():
+    """Binding Shift+Tab, Shift+Backtab and Backtab made one X11 press match twice, and Qt refused it as an
+    "Ambiguous shortcut overload": one spelling is bound, and the clash check still knows the others as it
+    (a second command cannot take Backtab)."""
     from app.ui.keys import sequences
 
-    spelled = {s.toString(QKeySequence.SequenceFormat.PortableText) for s in sequences("Shift+Tab")}
-    assert {"Shift+Tab", "Shift+Backtab", "Backtab"} <= spelled
+    spelled = [s.toString(QKeySequence.SequenceFormat.PortableText) for s in sequences("Shift+Tab")]
+    assert spelled == ["Shift+Tab"]
+    assert [s.toString() for s in sequences("Backtab")] == ["Shift+Tab"]
     clash = key_clash({**defaults(), "keys.infill": "Backtab"}, ["keys.infill"])
     assert "Accept next line" in clash
+
+
+def test_no_two_bindings_of_the_table_match_one_press():
+    """Every default key of the table, with its twins and the platform's standard keys, reaches one action:
+    two bindings of one press (even of one action) make Qt trigger neither."""
+    from app.ui.actions import default_sequences
+
+    bound = [
+        (entry.id, seq.toString(QKeySequence.SequenceFormat.PortableText))
+        for entry in COMMANDS
+        for seq in default_sequences(entry)
+    ]
+    assert commands.shortcut_clashes(bound) == []
+
+
+def test_the_clash_check_sees_one_press_bound_twice():
+    assert commands.shortcut_clashes([("a", "Shift+Tab"), ("a", "Backtab")])
+    assert commands.shortcut_clashes([("a", "Shift+Tab"), ("b", "Shift+Backtab")])
+    assert commands.shortcut_clashes([("a", "Ctrl+Return"), ("a", "Ctrl+Enter")]) == []
+
+
+def test_no_two_actions_of_the_window_match_one_press(window):
+    """The built window (rebound keys, Redo's extra key, docks' toggles included): each press one action."""
+    bound = [
+        (act.objectName(), seq.toString(QKeySequence.SequenceFormat.PortableText))
+        for act in window.findChildren(QAction)
+        for seq in act.shortcuts()
+        if not seq.isEmpty()
+    ]
+    assert commands.shortcut_clashes(bound) == []
+
+
+def test_redo_names_one_key_in_the_edit_menu_and_the_context_menu(window):
+    """The Edit menu said Ctrl+Y and the editor's context menu Ctrl+Shift+Z for the same Redo."""
+    menu = window.editor.createStandardContextMenu()
+    try:
+        context_redo = next(a for a in menu.actions() if a.objectName() == "edit-redo")
+        shown = context_redo.text().split("\t")[-1]
+        edit_redo = (
+            window.findChild(QAction, "actionRedo")
+            .shortcut()
+            .toString(QKeySequence.SequenceFormat.NativeText)
+        )
+        assert shown == edit_redo
+    finally:
+        menu.deleteLater()
