@@ -454,8 +454,10 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     )
     start = time.perf_counter()
     gen = model.generation_config
-    eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
-    pad = gen.pad_token_id if gen.pad_token_id is not None else 0
+    # null in generation_config.json (what save_pretrained writes when unset): the tokenizer's, as in session
+    stop = gen.eos_token_id if gen.eos_token_id is not None else tok.eos_token_id
+    eos = list(stop) if isinstance(stop, (list, tuple)) else [stop]
+    pad = gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0)
 
     def on_step(state: Any) -> None:
         ids_now = session.token_text.visible_ids(state.argmax[0].tolist())
