@@ -170,7 +170,7 @@ class ServerDialog(QDialog):
                 if caps.canvas_control
                 else "without canvas control (strength, pins and re-roll will be off)"
             )
-            name = found.model.id  # type: ignore[attr-defined]
+            name = redact.shown(found.model.id, 256, partial=False)  # type: ignore[attr-defined]
             self.resultLabel.setText(
                 f"Connected: {name}, {caps.context_length:,} tokens of context, "
                 f"vLLM {caps.server_version or '?'}, {control}."

@@ -52,26 +52,38 @@ def forget_all() -> None:
         _secrets.clear()
 
 
-def scrub(text: object, extra: tuple[str | None, ...] = ()) -> str:
+def scrub(text: object, extra: tuple[str | None, ...] = (), *, partial: bool = True) -> str:
     """`text` with every remembered secret (whole, partial or URL-encoded), every `extra` one, and every
-    credential-looking value replaced by "[hidden]"."""
+    credential-looking value replaced by "[hidden]". `partial=False` hides whole secrets only: for a name
+    (a model id) that may share a few letters with a key without being an echo of it."""
     out = str(text)[:_SCAN_LIMIT]
     with _lock:
         known = sorted(_secrets | {s for s in extra if s}, key=len, reverse=True)
     if known:
-        out = _hide_secrets(out, known)
+        size = MIN_PARTIAL if partial else 0
+        out = _hide_secrets(out, known, size)
         decoded = unquote(out)
-        if decoded != out and _hide_secrets(decoded, known) != decoded:
-            out = _hide_secrets(decoded, known)  # a secret encoded in a way remember() did not list
+        if decoded != out and _hide_secrets(decoded, known, size) != decoded:
+            out = _hide_secrets(decoded, known, size)  # a secret encoded in a way remember() did not list
     out = _URL_CREDENTIALS.sub(lambda m: m.group(1), out)
     return _CREDENTIAL.sub(lambda m: m.group(1) + HIDDEN, out)
 
 
-def _hide_secrets(text: str, secrets: list[str]) -> str:
-    """Hide each run of non-space characters that holds a secret or `MIN_PARTIAL` characters of one."""
+def shown(text: object, limit: int = 300, *, partial: bool = True) -> str:
+    """A server's text as a sentence may quote it: secrets hidden, control and formatting characters (a
+    terminal escape, a right-to-left override, a line break) turned into spaces, at most `limit`
+    characters."""
+    clean = "".join(c if c.isprintable() else " " for c in scrub(text, partial=partial))
+    clean = " ".join(clean.split())
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
+def _hide_secrets(text: str, secrets: list[str], partial: int) -> str:
+    """Hide each run of non-space characters that holds a secret or `partial` characters of one (0: whole
+    secrets only)."""
     marked = [False] * len(text)
     for secret in secrets:
-        size = min(len(secret), MIN_PARTIAL)
+        size = min(len(secret), partial) if partial else len(secret)
         for start in range(len(secret) - size + 1):
             piece = secret[start : start + size]
             at = text.find(piece)

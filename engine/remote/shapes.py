@@ -38,9 +38,7 @@ class StreamChoice:
 
 def quoted(value: Any, limit: int = 40) -> str:
     """A server's value as a sentence may show it: short, one line, secrets hidden."""
-    text = redact.scrub(repr(value) if not isinstance(value, str) else f"'{value}'")
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redact.shown(repr(value) if not isinstance(value, str) else f"'{value}'", limit)
 
 
 def wrong(host: str, endpoint: str, what: str) -> ServerAnswerError:
@@ -93,8 +91,13 @@ def version(answer: Any) -> str:
     """/version: {"version": str}; optional, so anything else is "" (no version shown)."""
     value = answer.get("version") if isinstance(answer, dict) else None
     if isinstance(value, str) and len(value) <= 64 and value.isprintable():
-        return value
+        return redact.shown(value, 64, partial=False)
     return ""
+
+
+def shown_name(model: ServedModel) -> str:
+    """A model id as the writer sees it (status bar, dialog): plain, one line, no secret in it."""
+    return redact.shown(model.id, MAX_NAME, partial=False)
 
 
 def completion_token_ids(answer: Any, host: str) -> list[int]:

@@ -240,3 +240,22 @@ def test_an_address_that_cannot_be_used_is_a_sentence(url):
     with pytest.raises(ServerAddressError) as info:
         _engine(url, connect=False).connect()
     assert "Write it as http://" in info.value.message
+
+
+def test_what_a_server_says_is_quoted_as_plain_text(stub):
+    said = "bad \x1b[2J\x1b[31mred\x1b[0m \u202eenil\nnext line"
+    stub.tamper[("GET", "/v1/models")] = bad_server.json_answer({"error": {"message": said}}, 500)
+    with pytest.raises(ServerFailedError) as info:
+        _engine(stub.url)
+    message = info.value.message
+    assert "\x1b" not in message and "\u202e" not in message and "\n" not in message
+    assert "red" in message and "next line" in message
+
+
+def test_a_model_id_that_is_the_key_is_not_shown(stub):
+    stub.tamper[("GET", "/v1/models")] = bad_server.json_answer({"data": [{"id": ODD_KEY}]})
+    stub.tamper[("POST", "/v1/completions")] = bad_server.json_answer({"choices": [{"logprobs": None}]})
+    engine = RemoteEngine(ServerConfig(stub.url, None, ODD_KEY, Timeouts(connect=2.0, read=20.0)))
+    _opened.append(engine)
+    engine.connect()
+    assert ODD_KEY not in engine.capabilities.where and redact.HIDDEN in engine.capabilities.where
