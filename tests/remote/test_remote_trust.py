@@ -259,3 +259,28 @@ def test_a_model_id_that_is_the_key_is_not_shown(stub):
     _opened.append(engine)
     engine.connect()
     assert ODD_KEY not in engine.capabilities.where and redact.HIDDEN in engine.capabilities.where
+
+
+def test_more_pieces_of_answer_than_tokens_asked_are_cut(stub):
+    engine = _engine(stub.url)
+
+    def trickle(handler, body):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        try:
+            for _ in range(500):  # one character a piece: each would reprint the whole text so far
+                data = bad_server.chunk("a")
+                handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+        except OSError:
+            handler.close_connection = True
+        return True
+
+    stub.tamper[("POST", "/v1/completions")] = bad_server.streamed_only(trickle)
+    events = []
+    with pytest.raises(ServerTooLargeError, match="more pieces of answer"):
+        engine.run(sc.draft(), on_step=events.append)
+    assert len(events) <= 32 + 8
