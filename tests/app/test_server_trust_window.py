@@ -206,3 +206,16 @@ def test_a_flood_far_larger_than_asked_is_cut_and_the_document_kept(qtbot, windo
     stub.tamper[("POST", "/v1/completions")] = bad_server.streamed_only(flood)
     _draft_fails_with(qtbot, window, "stopped reading")
     assert not flood.finished
+
+
+def test_a_key_with_a_line_break_in_the_environment_is_refused_at_start(qtbot, tmp_path, monkeypatch, stub):
+    monkeypatch.setenv("LETTERPRESS_API_KEY", "sk-abc\ndef-secret")
+    settings = Settings(tmp_path / "config")
+    settings.update({"server.url": stub.url, "server.model": sc.MODEL})
+    w = build_window(qtbot, FakeEngine(steps=2), settings=settings)
+    try:
+        qtbot.waitUntil(lambda: "printable ASCII without spaces" in _everything_shown(w), timeout=10_000)
+        assert "secret" not in _everything_shown(w) and stub.seen == []
+        assert w.server_mode.whereLabel.text() == "Local model" and w.host.backend == "local"
+    finally:
+        w.host.shutdown()
