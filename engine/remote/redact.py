@@ -27,12 +27,18 @@ _SCAN_LIMIT = 20_000  # characters of a server's text scanned (and so shown at m
 _lock = threading.Lock()
 _secrets: set[str] = set()
 
-# Credentials whoever they belong to: the value after these words is hidden up to the next space or quote.
-_CREDENTIAL = re.compile(
-    r"(?i)(\b(?:authorization|proxy-authorization)\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)?\s*"
-    r"|\b(?:bearer|basic)\s+"
-    r"|\b(?:api[_-]?key|access[_-]?token|token|password|passwd|secret)\b[\"']?\s*[:=]\s*[\"']?)"
-    r"([^\s\"',;}]+)"
+# Credentials whoever they belong to: group 2 (the value) is hidden, group 1 (what names it) kept.
+_VALUE = r"([^\s\"',;}&]+)"
+_CREDENTIALS = (
+    re.compile(
+        r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?)" + _VALUE
+    ),
+    re.compile(r"(?i)(\bbearer\s+)" + _VALUE),
+    re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/=]{8,})"),  # base64 of user:password, not "basic auth"
+    re.compile(
+        r"(?i)(\b(?:api[_-]?key|access[_-]?token|token|password|passwd|secret)\b[\"']?\s*[:=]\s*[\"']?)"
+        + _VALUE
+    ),
 )
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"']*@")
 
@@ -66,7 +72,9 @@ def scrub(text: object, extra: tuple[str | None, ...] = (), *, partial: bool = T
         if decoded != out and _hide_secrets(decoded, known, size) != decoded:
             out = _hide_secrets(decoded, known, size)  # a secret encoded in a way remember() did not list
     out = _URL_CREDENTIALS.sub(lambda m: m.group(1), out)
-    return _CREDENTIAL.sub(lambda m: m.group(1) + HIDDEN, out)
+    for pattern in _CREDENTIALS:
+        out = pattern.sub(lambda m: m.group(1) + (m.group(2) if m.group(2) == HIDDEN else HIDDEN), out)
+    return out
 
 
 def shown(text: object, limit: int = 300, *, partial: bool = True) -> str:

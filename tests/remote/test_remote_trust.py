@@ -284,3 +284,17 @@ def test_more_pieces_of_answer_than_tokens_asked_are_cut(stub):
     with pytest.raises(ServerTooLargeError, match="more pieces of answer"):
         engine.run(sc.draft(), on_step=events.append)
     assert len(events) <= 32 + 8
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        ("Please use basic auth here", "Please use basic auth here"),  # words, not a credential
+        ("max 512 tokens; you asked 600 tokens", "max 512 tokens; you asked 600 tokens"),
+        ("Basic dXNlcjpwYXNzd29yZA== refused", "Basic [hidden] refused"),
+        ("GET /v1/models?api_key=xyz123&x=1", "GET /v1/models?api_key=[hidden]&x=1"),
+        ('{"token": "abc"}', '{"token": "[hidden]"}'),
+    ],
+)
+def test_credentials_of_anyone_are_hidden_and_ordinary_words_kept(said, shown):
+    assert redact.scrub(said) == shown
