@@ -298,3 +298,15 @@ def test_more_pieces_of_answer_than_tokens_asked_are_cut(stub):
 )
 def test_credentials_of_anyone_are_hidden_and_ordinary_words_kept(said, shown):
     assert redact.scrub(said) == shown
+
+
+def test_a_canvas_length_no_model_has_is_not_believed(stub):
+    def huge(handler, body):
+        xargs = body.get("vllm_xargs", {}) if isinstance(body, dict) else {}
+        if xargs.get("diffusion_seed_canvas") == [3]:  # the canvas-length question
+            message = "diffusion_seed_canvas must hold exactly 99999999999999 ids"
+            return bad_server.json_answer({"error": {"message": message}}, 400)(handler, body)
+        return False
+
+    stub.tamper[("POST", "/v1/completions")] = huge
+    assert _engine(stub.url).canvas_length == 256  # the reference canvas, not 10**14 tokens per request
