@@ -310,3 +310,16 @@ def test_a_canvas_length_no_model_has_is_not_believed(stub):
 
     stub.tamper[("POST", "/v1/completions")] = huge
     assert _engine(stub.url).canvas_length == 256  # the reference canvas, not 10**14 tokens per request
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [({"tokens": "many"}, "'tokens' is a string, not a list"), ({"tokens": [1, -2]}, "the token -2")],
+)
+def test_a_tokenizer_answer_of_the_wrong_shape_is_a_sentence_and_the_server_stays(stub, answer, words):
+    engine = _engine(stub.url)
+    stub.tamper[("POST", "/tokenize")] = bad_server.json_answer(answer)
+    with pytest.raises(ServerAnswerError, match=words):
+        engine.run(sc.draft())
+    del stub.tamper[("POST", "/tokenize")]
+    assert engine.run(sc.draft()).text.strip()  # still connected: the next request works
