@@ -3,7 +3,9 @@ optional API key (stored in the OS keychain, never in the settings file), and a 
 probes it on a worker thread, so the window never waits on the network.
 
 Test reports in one sentence what was found (model, context, version, whether the server has canvas control)
-or what failed and what to do; OK is enabled once a test succeeded for the URL shown.
+or what failed and what to do; OK is enabled once a test succeeded for the URL shown. Everything the server
+sent (model ids, its version, its error messages) is shown as plain text: no link or image of its making.
+A key that no HTTP header can carry is refused as it is typed.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.api import EngineError
-from engine.remote.client import is_plain_http_to_another_machine
+from engine.api import EngineError, ServerFailedError
+from engine.remote import redact
+from engine.remote.client import host_label, is_plain_http_to_another_machine
 
 PLAIN_HTTP_WARNING = (
     "This is plain http:// to another machine: your text would cross the network unencrypted. "
@@ -64,10 +67,12 @@ class ServerDialog(QDialog):
         self.test.setObjectName("serverTest")
         self.resultLabel = QLabel("Press Test to connect and see what the server can do.")
         self.resultLabel.setObjectName("serverResult")
+        self.resultLabel.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the server: never rich text
         self.resultLabel.setWordWrap(True)
         self.resultLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.warning = QLabel("")
         self.warning.setObjectName("serverHttpWarning")
+        self.warning.setTextFormat(Qt.TextFormat.PlainText)
         self.warning.setWordWrap(True)
         form = QFormLayout()
         form.addRow("Server URL", self.url)
@@ -89,7 +94,9 @@ class ServerDialog(QDialog):
         self._tested_url = ""
         self.test.clicked.connect(self.run_test)
         self.url.textChanged.connect(self._on_url_changed)
+        self.key.textChanged.connect(self._on_key_changed)
         self._on_url_changed(self.url.text())
+        self._on_key_changed(self.key.text())
 
     def choice(self) -> ServerChoice:
         return ServerChoice(self.url.text().strip(), self.model.currentText().strip(), self.key.text())
@@ -99,12 +106,29 @@ class ServerDialog(QDialog):
         from engine.remote import RemoteEngine, ServerConfig
 
         url, key = self.url.text().strip(), self.key.text() or None
+        problem = redact.check_key(key)
+        if problem:
+            self.resultLabel.setText(problem)
+            return
         wanted = self.model.currentText().strip() or None
         self.test.setEnabled(False)
-        self.resultLabel.setText(f"Connecting to {url}…")
+        self.resultLabel.setText(f"Connecting to {host_label(url)}…")
         relay = self._relay
 
         def work() -> None:
+            try:
+                connect_and_report()
+            except Exception as exc:  # noqa: BLE001 - the dialog must hear back, whatever happened
+                relay.tested.emit(
+                    url,
+                    None,
+                    ServerFailedError(
+                        f"Testing {host_label(url)} failed ({type(exc).__name__}: "
+                        f"{redact.scrub(str(exc))[:160]}). Check the address, then press Test again."
+                    ),
+                )
+
+        def connect_and_report() -> None:
             engine = RemoteEngine(ServerConfig(url, wanted, key))
             try:
                 found = engine.connect()
@@ -146,7 +170,7 @@ class ServerDialog(QDialog):
                 if caps.canvas_control
                 else "without canvas control (strength, pins and re-roll will be off)"
             )
-            name = found.model.id  # type: ignore[attr-defined]
+            name = redact.shown(found.model.id, 256, partial=False)  # type: ignore[attr-defined]
             self.resultLabel.setText(
                 f"Connected: {name}, {caps.context_length:,} tokens of context, "
                 f"vLLM {caps.server_version or '?'}, {control}."
@@ -160,6 +184,15 @@ class ServerDialog(QDialog):
         )
         self._update_ok()
 
+    def _on_key_changed(self, text: str) -> None:
+        problem = redact.check_key(text)
+        self.key.setToolTip(problem)
+        if problem:
+            self.resultLabel.setText(problem)
+        self.test.setEnabled(not problem)
+        self._update_ok()
+
     def _update_ok(self) -> None:
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setEnabled(bool(self._tested_url) and self._tested_url == self.url.text().strip())
+        usable = not redact.check_key(self.key.text())
+        ok.setEnabled(usable and bool(self._tested_url) and self._tested_url == self.url.text().strip())
