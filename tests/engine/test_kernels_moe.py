@@ -80,6 +80,32 @@ def check(
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_gpu_tiles_several_n_and_k_tiles_blocks_and_scale_groups_per_expert(dtype) -> None:
+    """4 experts, hidden 192 (three K tiles of gate_up, three N tiles of down), expert width 160 (three N
+    tiles of each half of gate_up; down's K ends in a half tile); 40 tokens top-2: 20 assignments per expert
+    on average, more than one M block of 16; gate_up holds 4 absmax2 groups, down 2."""
+    gate_up, down = stacks(4, 192, 160, dtype, seed=11)
+    assert gate_up.absmax2.shape[-1] == 4 and down.absmax2.shape[-1] == 2
+    x = torch.randn(40, 192, generator=torch.Generator().manual_seed(12)).to(dtype).to(DEVICE)
+    index, weights = routing(40, 4, 2, dtype, seed=13)
+    counts = torch.bincount(index.reshape(-1).cpu(), minlength=4)
+    assert int(counts.min()) > 16, counts
+    check(x, index, weights, gate_up, down)
+
+
+def test_gpu_tiles_dequantize_every_weight_exactly_in_fp32() -> None:
+    """x = the identity: each output row is one column of W, one product with 1.0 and zeros elsewhere, so the
+    kernel must give the dequantized weights bit for bit (N 160 and K 192: three tiles each way, two absmax2
+    groups)."""
+    weight = NF4Weight((160, 192), None, device="cpu", dtype=torch.float32)
+    weight.store(grouped(torch.randn(160, 192, generator=torch.Generator().manual_seed(14))))
+    weight = weight.to(DEVICE)
+    assert weight.absmax2.shape[-1] == 2
+    ours = nf4_linear(torch.eye(192, device=DEVICE), weight)
+    assert torch.equal(ours, weight.dequantize().float().t())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize(
     ("experts", "tokens", "top_k", "hidden", "inter"),
     [(1, 5, 1, 64, 32), (3, 7, 2, 64, 48), (8, 33, 4, 128, 64), (5, 1, 2, 64, 32), (6, 19, 3, 40, 24)],
@@ -145,32 +171,6 @@ def test_nf4_dense_linear_matches_dequantize_then_matmul(dtype) -> None:
     ours = nf4_linear(x, weight)
     assert ours.shape == ref.shape
     assert (ours.float() - ref.float()).abs().max().item() <= TOL[dtype] * ref.abs().max().item()
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_gpu_tiles_several_n_and_k_tiles_blocks_and_scale_groups_per_expert(dtype) -> None:
-    """4 experts, hidden 192 (three K tiles of gate_up, three N tiles of down), expert width 160 (three N
-    tiles of each half of gate_up; down's K ends in a half tile); 40 tokens top-2: 20 assignments per expert
-    on average, more than one M block of 16; gate_up holds 4 absmax2 groups, down 2."""
-    gate_up, down = stacks(4, 192, 160, dtype, seed=11)
-    assert gate_up.absmax2.shape[-1] == 4 and down.absmax2.shape[-1] == 2
-    x = torch.randn(40, 192, generator=torch.Generator().manual_seed(12)).to(dtype).to(DEVICE)
-    index, weights = routing(40, 4, 2, dtype, seed=13)
-    counts = torch.bincount(index.reshape(-1).cpu(), minlength=4)
-    assert int(counts.min()) > 16, counts
-    check(x, index, weights, gate_up, down)
-
-
-def test_gpu_tiles_dequantize_every_weight_exactly_in_fp32() -> None:
-    """x = the identity: each output row is one column of W, one product with 1.0 and zeros elsewhere, so the
-    kernel must give the dequantized weights bit for bit (N 160 and K 192: three tiles each way, two absmax2
-    groups)."""
-    weight = NF4Weight((160, 192), None, device="cpu", dtype=torch.float32)
-    weight.store(grouped(torch.randn(160, 192, generator=torch.Generator().manual_seed(14))))
-    weight = weight.to(DEVICE)
-    assert weight.absmax2.shape[-1] == 2
-    ours = nf4_linear(torch.eye(192, device=DEVICE), weight)
-    assert torch.equal(ours, weight.dequantize().float().t())
 
 
 @pytest.mark.slow
