@@ -142,6 +142,22 @@ def variants() -> list[Variant]:
             configs.PHILOX,
         ),
         Variant(
+            "grouped mm bf16 (cc 8.x)",
+            "grouped_mm",
+            {
+                "x_ptr": "*bf16",
+                "w_ptr": "*bf16",
+                "out_ptr": "*bf16",
+                "tile_expert_ptr": "*i32",
+                "tile_first_ptr": "*i32",
+                "ends_ptr": "*i32",
+                "N": "i32",
+                **{f"stride_{s}": "i32" for s in ("xm", "xk", "we", "wn", "wk", "om", "on")},
+            },
+            {"K": 2816},
+            configs.GROUPED_MM,
+        ),
+        Variant(
             "rms norm bf16",
             "rms_norm_kernel",
             {"x_ptr": "*bf16", "w_ptr": "*bf16", "out_ptr": "*bf16", "D": "i32", "eps": "fp32"},
@@ -209,13 +225,21 @@ def _ptxas_report(ptx: str, capability: int) -> tuple[int, int]:
     return regs, spills
 
 
+def _kernel_fn(name: str) -> Any:
+    if name == "grouped_mm":
+        from engine.kernels.grouped_gemm import _kernel
+
+        return _kernel(False)
+    from engine.kernels import triton_src
+
+    return getattr(triton_src, name)
+
+
 def build(variant: Variant, capability: int) -> Built:
     """Compile `variant` for `capability` with the configuration chosen for that target."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-
-    from engine.kernels import triton_src
 
     target = configs.TARGETS[capability]
     config = configs.for_target(variant.config_key, target)
@@ -227,7 +251,7 @@ def build(variant: Variant, capability: int) -> Built:
     sig = {**variant.signature, **dict.fromkeys(constants, "constexpr")}
     try:
         kernel = triton.compile(
-            ASTSource(fn=getattr(triton_src, variant.kernel), signature=sig, constexprs=constants),
+            ASTSource(fn=_kernel_fn(variant.kernel), signature=sig, constexprs=constants),
             target=GPUTarget("cuda", capability, 32),
             options=config.launch(),
         )

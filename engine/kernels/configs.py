@@ -78,6 +78,7 @@ INT8 = "int8"
 VOCAB_TAIL = "vocab_tail"
 PHILOX = "philox"
 RMS_NORM = "rms_norm"
+GROUPED_MM = "grouped_mm"  # engine.kernels.grouped_gemm: the bf16 experts' grouped GEMM on cc 8.x
 
 CONFIGS: dict[str, tuple[Config, ...]] = {
     NF4_GATED_BF16: (
@@ -94,6 +95,7 @@ CONFIGS: dict[str, tuple[Config, ...]] = {
     VOCAB_TAIL: (Config(8, 1, 4_096),),
     PHILOX: (Config(4, 1, 4_096),),
     RMS_NORM: (Config(4, 1, 4_096),),
+    GROUPED_MM: (Config(4, 3, 32_768, 32, 64, 32),),
 }
 
 

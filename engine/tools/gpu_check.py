@@ -228,7 +228,21 @@ def _draft(ctx: dict[str, Any], max_steps: int, candidates: int = 1) -> dict[str
 
 def _cuda_tests(ctx: dict[str, Any]) -> dict[str, Any]:
     left = max(10, int(ctx["deadline"] - time.monotonic() - 120))  # leave room for the checks after it
-    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/engine", "-p", "no:cacheprovider"]
+    # -W: the lent image has no pytest-qt, so pyproject's qt_* options are unknown there, which pytest warns
+    # about and our filterwarnings=error would turn into an internal error before a test runs
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-m",
+        "gpu",
+        "tests/engine",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::pytest.PytestConfigWarning",
+    ]
     if ctx["dry_run"]:
         cmd.append("--collect-only")
     try:
