@@ -58,6 +58,10 @@ class Config:
     block_m: int = 0
     block_n: int = 0
     block_k: int = 0
+    triton: tuple[tuple[int, int], tuple[int, int]] = ((0, 0), (99, 0))  # [from, below): Triton versions
+
+    def for_triton(self, version: tuple[int, int]) -> bool:
+        return self.triton[0] <= version < self.triton[1]
 
     def tiles(self) -> dict[str, int]:
         """The tile constexprs of a GEMM kernel (empty for the row kernels)."""
@@ -83,14 +87,14 @@ GROUPED_MM = "grouped_mm"  # engine.kernels.grouped_gemm: the bf16 experts' grou
 CONFIGS: dict[str, tuple[Config, ...]] = {
     NF4_GATED_BF16: (
         Config(8, 2, 110_000, 16, 64, 64),  # data-centre cards: one K step staged ahead
-        Config(4, 1, 16_384, 16, 64, 64),  # consumer cards: no staging, latency hidden by occupancy
+        # consumer cards: no staging, latency hidden by occupancy; Triton 3.6 (the lent image's) spills 12 B
+        # at 4 warps where 3.9 spills 20-76 B at 8, so the warps follow the compiler
+        Config(4, 1, 16_384, 16, 64, 64, triton=((3, 9), (99, 0))),
+        Config(8, 1, 16_384, 16, 64, 64, triton=((0, 0), (3, 9))),
     ),
-    NF4_BF16: (
-        Config(8, 2, 65_536, 16, 64, 64),
-        Config(8, 1, 16_384, 16, 64, 64),
-    ),
+    NF4_BF16: (Config(4, 1, 16_384, 16, 64, 64),),  # staged or at 8 warps it spills on 3.6 or 3.9
     NF4_GATED_FP32: (Config(8, 1, 24_576, 16, 64, 64),),
-    NF4_FP32: (Config(8, 1, 24_576, 16, 64, 64),),
+    NF4_FP32: (Config(4, 1, 16_384, 16, 64, 32),),
     INT8: (Config(8, 2, 32_768, 32, 64, 64),),
     VOCAB_TAIL: (Config(8, 1, 4_096),),
     PHILOX: (Config(4, 1, 4_096),),
@@ -103,12 +107,28 @@ class KernelsUnavailable(RuntimeError):
     """No launch configuration of a kernel fits this device: the caller takes the torch path instead."""
 
 
-def select(kernel: str, shared_optin: int, capability: int) -> Config | None:
-    """The first candidate of `kernel` that fits a block's opt-in shared memory on a device of
-    `capability` (e.g. 89), or None."""
+def triton_version() -> tuple[int, int]:
+    """(major, minor) of the installed Triton, read from its metadata (no import); (0, 0) when absent."""
+    import importlib.metadata
+
+    try:
+        major, minor = importlib.metadata.version("triton").split(".")[:2]
+        return int(major), int(minor)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return (0, 0)
+
+
+def select(
+    kernel: str, shared_optin: int, capability: int, triton: tuple[int, int] | None = None
+) -> Config | None:
+    """The first candidate of `kernel` for this Triton that fits a block's opt-in shared memory on a device
+    of `capability` (e.g. 89), or None."""
     if capability < MIN_CAPABILITY:
         return None
-    return next((c for c in CONFIGS[kernel] if c.shared_bound <= shared_optin), None)
+    version = triton or triton_version()
+    return next(
+        (c for c in CONFIGS[kernel] if c.shared_bound <= shared_optin and c.for_triton(version)), None
+    )
 
 
 def for_target(kernel: str, target: Target) -> Config | None:
@@ -167,7 +187,7 @@ def config_for(kernel: str, device: torch.device) -> Config:
     """The configuration `kernel` launches with on `device` (the interpreter: the smallest-staged one, whose
     tiles the GPU uses too)."""
     if device.type != "cuda":
-        return CONFIGS[kernel][-1]
+        return [c for c in CONFIGS[kernel] if c.for_triton(triton_version())][-1]
     chosen = select(kernel, *device_limits(device))
     if chosen is None:
         raise KernelsUnavailable(why_not(*device_limits(device)) or kernel)

@@ -149,3 +149,19 @@ def test_every_kernel_compiles_for_every_target_within_its_shared_memory_and_wit
         )
         assert shared <= limit, line
         assert " 0 B spilled" in line, line
+
+
+def test_the_configuration_follows_the_triton_that_compiles_it() -> None:
+    """The lent image's Triton 3.6 spills at the 4 warps 3.9 needs on a consumer card, and 3.9 at the 8 that
+    suit 3.6: each version gets its own (both compiled by their compile checks: CI's and the stand-in's)."""
+    on_36 = configs.select(configs.NF4_GATED_BF16, CONSUMER, 89, triton=(3, 6))
+    on_39 = configs.select(configs.NF4_GATED_BF16, CONSUMER, 89, triton=(3, 9))
+    assert on_36 is not None and on_39 is not None
+    assert (on_36.num_warps, on_39.num_warps) == (8, 4)
+    for version in ((3, 6), (3, 9), (3, 10)):
+        for target in configs.TARGETS.values():
+            for key in configs.CONFIGS:
+                assert configs.select(key, target.shared_optin, target.capability, triton=version), (
+                    key,
+                    version,
+                )
