@@ -11,6 +11,8 @@ It answers what the CPU tests can only simulate, and writes one JSON report (`re
 * kernels: the fused kernels timed against today's path and bitsandbytes (early: the most decisive figures);
 * real-shape layers: a 1-layer checkpoint with the 26B-A4B's exact shapes is written, loaded in NF4 and
   stepped;
+* real shape for real: the 30-layer model at vocabulary 262,144 built on the GPU (no download, no
+  checkpoint), one canvas forward timed at 8K and 32K against the traffic model's prediction;
 * CUDA tests: `pytest -m gpu tests/engine` (bounded by what is left of the time limit);
 * syncs: one draft's decoder steps under `torch.cuda.set_sync_debug_mode("warn")`, syncs counted per step;
 * step memory: `torch.cuda.max_memory_allocated` over a step vs the fit's step term, as bytes per cell;
@@ -262,6 +264,53 @@ def _cuda_tests(ctx: dict[str, Any]) -> dict[str, Any]:
         "returncode": proc.returncode,
         "line": tail[0],
         "stdout_tail": proc.stdout[-3000:],
+    }
+
+
+def _real_shape_30(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The whole 26B-A4B for real on the GPU: 30 layers at the real vocabulary (262,144), random weights built
+    directly on the device and quantized there (engine.tools.realbench.build_model: no checkpoint on disk),
+    one canvas forward timed at 8K and 32K tokens of context. Not built in the dry run: one real-shaped layer
+    takes over 2 minutes on 2 busy CPU cores; its code path (`run_real_shape`) is tested on the CPU by
+    tests/engine/test_bench.py."""
+    import torch
+
+    from engine.tools import traffic
+    from engine.tools.realbench import REAL_LAYERS, REAL_VOCAB, run_real_shape
+
+    rule = (
+        "the 30-layer model at vocabulary 262,144 builds on the GPU and its forward at 8K is within 0.5-2x "
+        "the traffic model's eager prediction of today's path for this card"
+    )
+    if ctx["device"] != "cuda":
+        line = "not built on the CPU (run_real_shape is tested by tests/engine/test_bench.py)"
+        return _gpu_only(rule, {}, line)
+    layers, vocab, prefixes = REAL_LAYERS, REAL_VOCAB, [8192, 32768]
+    report = run_real_shape(
+        layers=layers, device="cuda", vocab=vocab, prefixes=prefixes, experts="grouped", iters=3
+    )
+    forwards = {str(p["prefix"]): p["forward_ms_built"] for p in report["prefixes"]}
+    measured: dict[str, Any] = {
+        "layers": layers,
+        "vocab": vocab,
+        "build_s": report["build_seconds"],
+        "forward_ms": forwards,
+        "peak_memory_gb": report["peak_memory_gb"],
+        "report": report,
+    }
+    line = f"{layers} layers, vocabulary {vocab:,}: forward ms by context {forwards}"
+    name = torch.cuda.get_device_name()
+    card = next((c for key, c in traffic.CARDS.items() if key in name), None)
+    if card is None:
+        return _gpu_only(rule + " (a card the traffic model knows)", measured, line)
+    predicted = traffic.predict_path(traffic.forward_ops(8192, 1), card, "today", graphs=False)
+    ratio = forwards["8192"] / predicted
+    measured["predicted_today_eager_ms_8k"] = round(predicted, 2)
+    return {
+        **measured,
+        "rule": rule,
+        "ok": 0.5 <= ratio <= 2.0,
+        "line": f"{line}; 8K is {ratio:.2f}x the traffic model's {predicted:.1f} ms ({card.name})",
     }
 
 
@@ -523,6 +572,7 @@ CHECKS: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
     ("environment", _env),
     ("kernels", _kernels),
     ("real_shape_layer", _model),
+    ("real_shape_30", _real_shape_30),
     ("syncs", _syncs),
     ("step_memory", _step_memory),
     ("roofline", _roofline),

@@ -113,3 +113,12 @@ def test_the_run_stops_itself_at_the_time_limit(tmp_path: Path) -> None:
     assert proc.returncode == 124
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["status"] == "timed_out" and report["time_limit_s"] == 4
+
+
+def test_the_30_layer_real_shape_is_a_gpu_check_with_its_rule(tmp_path: Path) -> None:
+    from engine.tools.gpu_check import run
+
+    data = run(tmp_path / "out", dry_run=True, time_limit=120, only=["real_shape_30"])
+    check = data["checks"]["real_shape_30"]
+    assert check["skipped"] is True and "262,144" in check["rule"] and "8K" in check["rule"]
+    assert data["status"] == "ok"
