@@ -7,7 +7,8 @@ a second double-quantization group. This script keeps that from coming back: eac
 substitution in `engine/kernels/triton_src.py` (it must match exactly once, so a renamed line makes the script
 fail instead of planting nothing), applied to a copy of the project in a temporary folder, where the fast
 kernel tests run (`pytest -x -m "not slow"`, under the interpreter). A plant that passes them is a hole in the
-tests: the script prints which and exits 1. Also run by CI (.ci/run); a few minutes on 2 cores.
+tests: the script prints which and exits 1. Plants run side by side (`--jobs`, default the CPU count). Also
+run by CI (.ci/run); a few minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,25 +130,32 @@ def main(argv: list[str] | None = None) -> int:
         "--only", action="append", choices=[p.name for p in PLANTS], help="run only this plant"
     )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per plant (default 600)")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="plants tested at once (default: the CPU count)"
+    )
     args = parser.parse_args(argv)
     chosen = [p for p in PLANTS if not args.only or p.name in args.only]
     original = (ROOT / SOURCE).read_text(encoding="utf-8")
     for plant in chosen:
         planted(original, plant)  # every plant applies before any test runs
     holes = []
-    with tempfile.TemporaryDirectory(prefix="letterpress-mutants-") as tmp:
-        project = Path(tmp)
+
+    def one(plant: Plant, tmp: Path) -> tuple[Plant, int, str, float]:
+        project = tmp / plant.name
         _copy_project(project)
-        for plant in chosen:
-            (project / SOURCE).write_text(planted(original, plant), encoding="utf-8")
-            t0 = time.monotonic()
-            code, tail = run_tests(project, args.timeout)
+        (project / SOURCE).write_text(planted(original, plant), encoding="utf-8")
+        t0 = time.monotonic()
+        code, tail = run_tests(project, args.timeout)
+        return plant, code, tail, time.monotonic() - t0
+
+    with (
+        tempfile.TemporaryDirectory(prefix="letterpress-mutants-") as tmp,
+        ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
+    ):
+        for plant, code, tail, seconds in pool.map(lambda p: one(p, Path(tmp)), chosen):
             caught = code == 1  # tests ran and one failed (not a collection error, a crash or a timeout)
             verdict = "caught" if caught else ("MISSED" if code == 0 else f"ERROR (pytest exit {code})")
-            print(
-                f"{verdict:<8} {plant.name:<26} [{plant.kind}] {time.monotonic() - t0:5.0f} s  {tail}",
-                flush=True,
-            )
+            print(f"{verdict:<8} {plant.name:<26} [{plant.kind}] {seconds:5.0f} s  {tail}", flush=True)
             if not caught:
                 holes.append(plant.name)
     if holes:
