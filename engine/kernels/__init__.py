@@ -14,8 +14,8 @@ interpreter.
                 it); the experts switch through `engine.fastpath.sync_free_experts`.
 
 Imports: torch, triton (lazily), `engine.weights.quantize` (the layouts) and `engine.lean_step` (the
-chunking), `engine.sampling`, and `engine.fastpath` lazily (the torch path a refused launch falls back to);
-never `engine.tools` or `engine.training`. `engine.weights` does not import this package.
+chunking), `engine.sampling`; never `engine.fastpath`, `engine.tools` or `engine.training`.
+`engine.weights` does not import this package.
 
 The one switch is `LETTERPRESS_KERNELS`: "triton" turns the kernels on (on CUDA, and on CPU tensors when
 `TRITON_INTERPRET=1` was set before Triton was imported: the interpreter, for tests), "off" (the default)

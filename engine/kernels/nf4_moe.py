@@ -281,16 +281,17 @@ def triton_experts_forward(
     self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
     """The experts forward registered as `TRITON_IMPLEMENTATION` (transformers' ExpertsInterface
-    signature). Where the device refuses the kernel (`KernelsUnavailable`) this layer, and every later one
-    (the kernels are then off for the device), runs the sync-free torch path instead."""
+    signature). Where the device refuses the kernel (`KernelsUnavailable`) this layer runs the bitsandbytes
+    experts forward instead (later steps take the model's default path: the kernels are then off for the
+    device)."""
     act = activation_code(self.act_fn)
     assert act is not None
     try:
         return fused_moe(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj, act)
     except configs.KernelsUnavailable:
-        from engine.fastpath import sync_free_nf4_experts_forward
+        from engine.weights.quantize import nf4_experts_forward
 
-        return sync_free_nf4_experts_forward(self, hidden_states, top_k_index, top_k_weights)
+        return nf4_experts_forward(self, hidden_states, top_k_index, top_k_weights)
 
 
 TRITON_IMPLEMENTATION = "letterpress_nf4_triton"
