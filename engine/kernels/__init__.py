@@ -14,14 +14,18 @@ interpreter.
                 it); the experts switch through `engine.fastpath.sync_free_experts`.
 
 Imports: torch, triton (lazily), `engine.weights.quantize` (the layouts) and `engine.lean_step` (the
-chunking), `engine.sampling`; never `engine.tools` or `engine.training`. `engine.weights` does not import this
-package.
+chunking), `engine.sampling`; never `engine.fastpath`, `engine.tools` or `engine.training`.
+`engine.weights` does not import this package.
 
 The one switch is `LETTERPRESS_KERNELS`: "triton" turns the kernels on (on CUDA, and on CPU tensors when
 `TRITON_INTERPRET=1` was set before Triton was imported: the interpreter, for tests), "off" (the default)
 keeps today's path. It is off by default because no kernel has run on a GPU yet (see docs/performance.md):
 turning it on by default is for the session that times it on one. "auto" means "triton" on CUDA when Triton
 imports.
+
+Where no launch configuration fits the card (`engine.kernels.configs`: shared memory per block, compute
+capability), `kernels_for` answers False for that device and says why once in the log, and a launch the device
+still refuses turns the kernels off for it: the request goes on on the torch path.
 
 Nothing here imports Triton at import time: the kernels are decorated when first used, so the interpreter
 switch, read by Triton when a kernel is decorated, can be set by a test before that.
@@ -59,5 +63,7 @@ def kernels_for(device: torch.device | str) -> bool:
     if chosen == "off" or not triton_installed():
         return False
     if dev.type == "cuda":
-        return True
+        from engine.kernels.configs import unavailable_reason
+
+        return unavailable_reason(dev) is None
     return chosen == "triton" and dev.type == "cpu" and interpreting()

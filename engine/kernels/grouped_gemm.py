@@ -64,7 +64,8 @@ def _grouped_mm_body(
     tile_first_ptr,
     ends_ptr,
     N,
-    K,
+    K: tl.constexpr,  # the K loop's bound as a Python int: Triton 3.6's interpreter cannot iterate over a
+    # runtime scalar with NumPy 2 ("only 0-dimensional arrays can be converted"); two values per model
     stride_xm,
     stride_xk,
     stride_we,
@@ -149,7 +150,13 @@ def grouped_mm_nt(x: torch.Tensor, w: torch.Tensor, offsets: torch.Tensor) -> to
     tile_expert, tile_first = tile_schedule(offsets, rows)
     ends = offsets.to(torch.int32)
     grid = (tile_expert.shape[0], (n + BLOCK_N - 1) // BLOCK_N)
-    _kernel(interpret)[grid](
+    from engine.kernels import configs
+
+    configs.launch(
+        _kernel(interpret),
+        grid,
+        configs.GROUPED_MM,
+        x.device,
         x,
         w,
         out,

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from engine.kernels import kernels_for
+from engine.kernels.configs import KernelsUnavailable
 
 _MARK = "_letterpress_kernel_forward"
 
@@ -22,7 +23,10 @@ def _wrap(module: Any, kernel: Callable[[torch.Tensor], torch.Tensor]) -> None:
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         if kernels_for(x.device):
-            return kernel(x)
+            try:
+                return kernel(x)
+            except KernelsUnavailable:  # the device refused the launch: the kernels are now off for it
+                pass
         return original(x)
 
     module.forward = forward

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from engine.kernels import configs
 from engine.kernels.common import check_device, dot_in_bf16, source
 
 
@@ -29,12 +30,16 @@ def int8_linear(x: torch.Tensor, module: Any) -> torch.Tensor:
     lead = x.shape[:-1]
     a = x.reshape(-1, in_f).contiguous()
     rows = a.shape[0]
-    cuda = a.device.type == "cuda"
-    bm, bn, bk = (32, 64, 64) if cuda else (16, min(128, _pow2(out_f)), min(128, _pow2(in_f)))
+    config = configs.config_for(configs.INT8, a.device)
+    bm, bn = config.block_m, config.block_n
     out = torch.empty((rows, out_f), dtype=x.dtype, device=a.device)
     round_bf16 = module.compute_dtype == torch.bfloat16 or x.dtype == torch.bfloat16
     grid = ((rows + bm - 1) // bm, (out_f + bn - 1) // bn)
-    source().int8_gemm_kernel[grid](
+    configs.launch(
+        source().int8_gemm_kernel,
+        grid,
+        configs.INT8,
+        a.device,
         a,
         a.stride(0),
         module.CB,
@@ -46,12 +51,6 @@ def int8_linear(x: torch.Tensor, module: Any) -> torch.Tensor:
         in_f,
         ROUND=round_bf16,
         DOT_BF16=round_bf16 and dot_in_bf16(a.device),
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
+        **config.tiles(),
     )
     return out.view(*lead, out_f)
-
-
-def _pow2(n: int) -> int:
-    return max(16, 1 << max(0, (int(n) - 1).bit_length()))

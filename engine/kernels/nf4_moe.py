@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from engine.kernels import configs
 from engine.kernels.common import ACT_NONE, activation_code, check_device, dot_in_bf16, source
 
 NF4_CODE = (
@@ -57,16 +58,19 @@ def nf4_lut(device: torch.device) -> torch.Tensor:
     return _LUTS[key]
 
 
-def block_sizes(device: torch.device, n: int, k: int) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K). On a GPU: M 16 (a 256-token canvas gives ~16 assignments per expert at
-    top-8 of 128), N and K 64. Under the interpreter bigger N/K tiles (fewer, larger numpy steps: faster)."""
-    if device.type == "cuda":
-        return 16, 64, 64
-    return 16, max(16, min(128, triton_next_pow2(n))), max(16, min(128, triton_next_pow2(k)))
+def nf4_kernel_key(gated: bool, round_bf16: bool) -> str:
+    """The configuration key (`engine.kernels.configs`) of an NF4 GEMM variant."""
+    if gated:
+        return configs.NF4_GATED_BF16 if round_bf16 else configs.NF4_GATED_FP32
+    return configs.NF4_BF16 if round_bf16 else configs.NF4_FP32
 
 
-def triton_next_pow2(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
+def block_m(device: torch.device) -> int:
+    """The M tile every NF4 variant uses (one value, so one `align` serves gate_up and down): 16, since a
+    256-token canvas gives ~16 assignments per expert at top-8 of 128."""
+    tiles = {c.block_m for key in (configs.NF4_GATED_BF16, configs.NF4_BF16) for c in configs.CONFIGS[key]}
+    assert len(tiles) == 1, tiles
+    return tiles.pop()
 
 
 def align(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,15 +111,22 @@ def _launch(
     act: int,
     route: torch.Tensor | None,
     round_bf16: bool,
-    blocks: tuple[int, int, int],
 ) -> None:
     src = source()
-    bm, bn, bk = blocks
+    key = nf4_kernel_key(gated, round_bf16)
+    config = configs.config_for(key, a.device)
+    bn = config.block_n
+    if (2 * n if gated else n) * k >= 2**31:
+        raise ValueError(f"an NF4 matrix of {n} x {k} is past the kernel's 32-bit in-matrix offsets")
     count = weight.count or 1
     lead = weight.count is not None
     qweight = weight.qweight
     grid = (block_expert.numel(), (n + bn - 1) // bn)
-    src.nf4_gemm_kernel[grid](
+    configs.launch(
+        src.nf4_gemm_kernel,
+        grid,
+        key,
+        a.device,
         a,
         a.stride(0),
         sorted_ids,
@@ -141,9 +152,7 @@ def _launch(
         HAS_ROUTE=route is not None,
         ROUND=round_bf16,
         DOT_BF16=round_bf16 and dot_in_bf16(a.device),
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
+        **config.tiles(),
     )
 
 
@@ -163,8 +172,7 @@ def fused_moe(
     inter = gate_up.shape[0] // 2
     round_bf16 = gate_up.compute_dtype == torch.bfloat16
     a = hidden.contiguous()
-    bm = block_sizes(a.device, inter, hidden_dim)[0]
-    sorted_ids, block_expert = align(top_k_index, num_experts, bm)
+    sorted_ids, block_expert = align(top_k_index, num_experts, block_m(a.device))
     mid = torch.empty((tokens * top_k, inter), dtype=gate_up.compute_dtype, device=a.device)
     _launch(
         a,
@@ -179,7 +187,6 @@ def fused_moe(
         act=act,
         route=None,
         round_bf16=round_bf16,
-        blocks=block_sizes(a.device, inter, hidden_dim),
     )
     out = torch.empty((tokens * top_k, hidden_dim), dtype=torch.float32, device=a.device)
     route = top_k_weights.reshape(-1).contiguous()
@@ -196,7 +203,6 @@ def fused_moe(
         act=ACT_NONE,
         route=route,
         round_bf16=round_bf16,
-        blocks=block_sizes(a.device, hidden_dim, inter),
     )
     return out.view(tokens, top_k, hidden_dim).sum(1).to(hidden.dtype)
 
@@ -209,7 +215,7 @@ def nf4_linear(x: torch.Tensor, weight: Any) -> torch.Tensor:
     lead = x.shape[:-1]
     a = x.reshape(-1, in_f).contiguous()
     rows = a.shape[0]
-    bm, bn, bk = block_sizes(a.device, out_f, in_f)
+    bm = block_m(a.device)
     capacity = max(bm, (rows + bm - 1) // bm * bm)
     sorted_ids = torch.full((capacity,), -1, dtype=torch.int32, device=a.device)
     sorted_ids[:rows] = torch.arange(rows, dtype=torch.int32, device=a.device)
@@ -228,7 +234,6 @@ def nf4_linear(x: torch.Tensor, weight: Any) -> torch.Tensor:
         act=ACT_NONE,
         route=None,
         round_bf16=weight.compute_dtype == torch.bfloat16 or x.dtype == torch.bfloat16,
-        blocks=(bm, bn, bk),
     )
     return out.view(*lead, out_f)
 
@@ -276,10 +281,17 @@ def triton_experts_forward(
     self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
 ) -> torch.Tensor:
     """The experts forward registered as `TRITON_IMPLEMENTATION` (transformers' ExpertsInterface
-    signature)."""
+    signature). Where the device refuses the kernel (`KernelsUnavailable`) this layer runs the bitsandbytes
+    experts forward instead (later steps take the model's default path: the kernels are then off for the
+    device)."""
     act = activation_code(self.act_fn)
     assert act is not None
-    return fused_moe(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj, act)
+    try:
+        return fused_moe(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj, act)
+    except configs.KernelsUnavailable:
+        from engine.weights.quantize import nf4_experts_forward
+
+        return nf4_experts_forward(self, hidden_states, top_k_index, top_k_weights)
 
 
 TRITON_IMPLEMENTATION = "letterpress_nf4_triton"

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from engine.kernels import configs
 from engine.kernels.common import check_device, source
 
 
@@ -26,7 +27,11 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.
     rows = x.contiguous().view(-1, dim)
     out = torch.empty_like(rows)
     block = max(16, 1 << max(0, (dim - 1).bit_length()))
-    source().rms_norm_kernel[(rows.shape[0],)](
+    configs.launch(
+        source().rms_norm_kernel,
+        (rows.shape[0],),
+        configs.RMS_NORM,
+        x.device,
         rows,
         weight if weight is not None else rows,
         out,

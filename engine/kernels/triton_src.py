@@ -68,7 +68,7 @@ def mma(a, w, acc, DOT_BF16: tl.constexpr):
 @triton.jit
 def nf4_tile(qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols, ks, K, col_ok, k_ok, ROUND: tl.constexpr):
     """W[cols, ks] transposed to a [BLOCK_K, BLOCK_N] tile, dequantized in registers."""
-    flat = cols[None, :].to(tl.int64) * K + ks[:, None]
+    flat = cols[None, :] * K + ks[:, None]  # int32: one matrix of a stack stays below 2**31 weights
     m = k_ok[:, None] & col_ok[None, :]
     byte = tl.load(qbase + flat // 2, mask=m, other=0).to(tl.int32)
     nib = tl.where(flat % 2 == 0, byte >> 4, byte & 15)

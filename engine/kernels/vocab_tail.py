@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from engine.kernels import configs
 from engine.kernels.common import check_device, source
 
 Draw = Callable[[tuple[int, int], torch.Generator, torch.device], torch.Tensor]
@@ -69,7 +70,11 @@ def _run(
     n, vocab = rows.shape
     sampled, argmax, entropy, conf = outs
     dummy = seeds if seeds is not None else fid
-    src.vocab_tail_kernel[(n,)](
+    configs.launch(
+        src.vocab_tail_kernel,
+        (n,),
+        configs.VOCAB_TAIL,
+        rows.device,
         rows,
         rows.stride(0),
         temp,
@@ -197,7 +202,15 @@ def philox_uniforms(seeds: torch.Tensor, batch: int, length: int, vocab: int) ->
     """[B * L, V] uniforms exactly as `tail_philox` draws them (for tests and reference checks)."""
     check_device(seeds)
     out = torch.empty((batch * length, vocab), dtype=torch.float32, device=seeds.device)
-    source().philox_uniforms_kernel[(batch * length,)](
-        seeds.to(torch.int64), out, vocab, length, BLOCK_V=_block_v(vocab, seeds.device)
+    configs.launch(
+        source().philox_uniforms_kernel,
+        (batch * length,),
+        configs.PHILOX,
+        seeds.device,
+        seeds.to(torch.int64),
+        out,
+        vocab,
+        length,
+        BLOCK_V=_block_v(vocab, seeds.device),
     )
     return out

@@ -11,6 +11,12 @@ Everything goes to DIR: corpus/, run/ (state, log, model/), judge.json, figures.
 time each phase took), recipe.log. Rerunning with the same DIR resumes (the corpus and the run are resumable).
 `--dry-run` does the same on the CPU with a tiny model and a few minutes, to prove the path before a GPU
 comes.
+
+On the lent machine (engine.training.gpu_recipe_envelope): gpu-check's preflight runs first and stops the
+recipe with its one sentence when a package is missing; `--minutes` is at most 8 (default 6: the whole call);
+DIR/return holds what the machine can send back (figures, judge, log, the model as tar.gz parts). Carry it
+with `python -m engine gpu-check --prepare CARRY` and start it there with
+`bash CARRY/run.sh --module engine.training.gpu_recipe --out DIR`.
 """
 
 from __future__ import annotations
@@ -76,12 +82,29 @@ def fitted_steps(out: Path, h: Any, minutes: float, device: str) -> tuple[int, f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--minutes", type=float, default=6, help="the whole call's budget (at most 8)")
     parser.add_argument("--corpus-dir", type=Path, action="append", default=[])
     parser.add_argument("--teacher", help="the teacher's GGUF (default: found as corpus_gen finds it)")
     parser.add_argument("--no-generate", action="store_true")
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny model: prove the path")
     args = parser.parse_args(argv)
+    from engine.training.gpu_recipe_envelope import (
+        RecipeEnvelopeError,
+        check_minutes,
+        pack_return,
+        preflight_or_reason,
+    )
+
+    try:
+        check_minutes(args.minutes)
+    except RecipeEnvelopeError as exc:
+        parser.error(str(exc))
+    args.out.mkdir(parents=True, exist_ok=True)
+    first, reason = preflight_or_reason(dry_run=args.dry_run)
+    if reason is not None:
+        (args.out / "figures.json").write_text(json.dumps({"preflight": first}, indent=2) + "\n")
+        sys.stderr.write(reason + "\n")
+        return 2
 
     import torch
 
@@ -94,7 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     device = "cuda" if torch.cuda.is_available() and not args.dry_run else "cpu"
     torch.set_num_threads(1 if device == "cpu" else max(1, torch.get_num_threads()))
-    figures: dict[str, Any] = {"device": device, "minutes": args.minutes, "dry_run": args.dry_run}
+    figures: dict[str, Any] = {
+        "device": device,
+        "minutes": args.minutes,
+        "dry_run": args.dry_run,
+        "preflight": first["line"],
+    }
     if device == "cuda":
         figures["gpu"] = torch.cuda.get_device_name(0)
     _log(out, f"device {device}, {args.minutes} minutes")
@@ -169,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     figures["seconds"] = round(time.time() - started)
     (out / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
     _log(out, f"done in {figures['seconds']} s: {json.dumps(figures['judge'])}")
+    returned = pack_return(out)
+    _log(out, f"written back: {', '.join(p.name for p in returned)} in {out / 'return'}")
     return 0
 
 

@@ -3,7 +3,13 @@ CPU.
 
 Tolerance (stated in engine.kernels.nf4_moe and docs/performance.md): fp32 compute, max |err| <= 1e-5 x the
 output's largest magnitude; bf16 compute, <= 2**-6 x it (the same bf16-rounded weights and intermediates, only
-the order of the fp32 accumulation and of the k-way sum differs).
+the order of the fp32 accumulation and of the k-way sum differs). No floor: small outputs get a small bar.
+
+The kernels run at the GPU's own tiles (16 x 64 x 64, engine.kernels.configs) under the interpreter, and the
+shapes of the `gpu_tiles` cases are chosen so a wrong kernel shows: N and K larger than a tile (K with a
+partial last tile), more than one block of 16 assignments per expert, and weights whose scale doubles from one
+double-quantization group (256 blocks of 64) to the next, so absmax2 differs in every group. `python -m
+engine.tools.kernel_mutations` plants one bug of each class in the kernel and checks that these tests fail.
 """
 
 from __future__ import annotations
@@ -31,9 +37,21 @@ def stacks(
     gate_up = NF4Weight((2 * inter, hidden), experts, device="cpu", dtype=dtype)
     down = NF4Weight((hidden, inter), experts, device="cpu", dtype=dtype)
     for e in range(experts):
-        gate_up.store(torch.randn(2 * inter, hidden, generator=gen) * hidden**-0.5, e)
-        down.store(torch.randn(hidden, inter, generator=gen) * inter**-0.5, e)
+        gate_up.store(grouped(torch.randn(2 * inter, hidden, generator=gen) * hidden**-0.5, e), e)
+        down.store(grouped(torch.randn(hidden, inter, generator=gen) * inter**-0.5, e), e)
     return gate_up.to(DEVICE), down.to(DEVICE)
+
+
+GROUP = 64 * 256  # weights per double-quantization group (absmax2 entry)
+
+
+def grouped(weight: torch.Tensor, expert: int = 0) -> torch.Tensor:
+    """`weight` with its scale doubling from one absmax2 group to the next (and differing per expert), so
+    reading the wrong group's or the wrong expert's scale changes the result."""
+    flat = weight.reshape(-1).clone()
+    for g, start in enumerate(range(0, flat.numel(), GROUP)):
+        flat[start : start + GROUP] *= 2.0 ** (g % 4) * (1.0 + 0.25 * expert)
+    return flat.view(weight.shape)
 
 
 def routing(
@@ -54,10 +72,37 @@ def check(
     ours = fused_moe(hidden, index, weights, gate_up, down, act=1)
     ref = reference_moe(hidden, index, weights, gate_up, down, GELU)
     assert ours.shape == ref.shape and ours.dtype == ref.dtype
-    scale = max(1.0, ref.float().abs().max().item())
+    scale = ref.float().abs().max().item()
+    assert scale > 0
     err = (ours.float() - ref.float()).abs().max().item()
     assert err <= TOL[gate_up.compute_dtype] * scale, (err, scale)
     return err
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_gpu_tiles_several_n_and_k_tiles_blocks_and_scale_groups_per_expert(dtype) -> None:
+    """4 experts, hidden 192 (three K tiles of gate_up, three N tiles of down), expert width 160 (three N
+    tiles of each half of gate_up; down's K ends in a half tile); 40 tokens top-2: 20 assignments per expert
+    on average, more than one M block of 16; gate_up holds 4 absmax2 groups, down 2."""
+    gate_up, down = stacks(4, 192, 160, dtype, seed=11)
+    assert gate_up.absmax2.shape[-1] == 4 and down.absmax2.shape[-1] == 2
+    x = torch.randn(40, 192, generator=torch.Generator().manual_seed(12)).to(dtype).to(DEVICE)
+    index, weights = routing(40, 4, 2, dtype, seed=13)
+    counts = torch.bincount(index.reshape(-1).cpu(), minlength=4)
+    assert int(counts.min()) > 16, counts
+    check(x, index, weights, gate_up, down)
+
+
+def test_gpu_tiles_dequantize_every_weight_exactly_in_fp32() -> None:
+    """x = the identity: each output row is one column of W, one product with 1.0 and zeros elsewhere, so the
+    kernel must give the dequantized weights bit for bit (N 160 and K 192: three tiles each way, two absmax2
+    groups)."""
+    weight = NF4Weight((160, 192), None, device="cpu", dtype=torch.float32)
+    weight.store(grouped(torch.randn(160, 192, generator=torch.Generator().manual_seed(14))))
+    weight = weight.to(DEVICE)
+    assert weight.absmax2.shape[-1] == 2
+    ours = nf4_linear(torch.eye(192, device=DEVICE), weight)
+    assert torch.equal(ours, weight.dequantize().float().t())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
@@ -103,9 +148,7 @@ def test_the_kernel_never_dequantizes_a_stack(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(NF4Weight, "dequantize", refuse)
     ours = fused_moe(x, index, weights, gate_up, down, act=1)
-    assert (ours.float() - ref.float()).abs().max().item() <= TOL[torch.bfloat16] * max(
-        1.0, ref.abs().max().item()
-    )
+    assert (ours.float() - ref.float()).abs().max().item() <= TOL[torch.bfloat16] * ref.abs().max().item()
 
 
 def test_grouping_by_expert_reads_nothing_back_to_the_host() -> None:
@@ -127,7 +170,7 @@ def test_nf4_dense_linear_matches_dequantize_then_matmul(dtype) -> None:
     ref = torch.nn.functional.linear(x, weight.dequantize().to(dtype))
     ours = nf4_linear(x, weight)
     assert ours.shape == ref.shape
-    assert (ours.float() - ref.float()).abs().max().item() <= TOL[dtype] * max(1.0, ref.abs().max().item())
+    assert (ours.float() - ref.float()).abs().max().item() <= TOL[dtype] * ref.abs().max().item()
 
 
 @pytest.mark.slow
@@ -138,24 +181,3 @@ def test_real_expert_shapes_with_fewer_experts() -> None:
     x = torch.randn(8, 2816, generator=torch.Generator().manual_seed(8)).to(torch.bfloat16).to(DEVICE)
     index, weights = routing(8, 3, 2, torch.bfloat16, only=[0, 2])  # expert 1 empty
     check(x, index, weights, gate_up, down)
-
-
-@pytest.mark.slow
-def test_every_kernel_compiles_for_a_4090_and_an_h100() -> None:
-    """Triton compiles each kernel variant the wrappers launch down to a cubin without a GPU (a subprocess:
-    the interpreter, on in this one, replaces the kernels by Python functions)."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run(
-        [sys.executable, "-m", "engine.kernels.compile_check", "89", "90"],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert out.stdout.count("ok ") == 16
