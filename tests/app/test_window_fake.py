@@ -121,7 +121,8 @@ def test_infill_fills_the_empty_line_between_paragraphs(qtbot):
     assert request.kind == "infill" and request.before == DOC[:gap] and request.after == DOC[gap:]
     assert len(seen()) >= 3
     window.actionAcceptSuggestion.trigger()
-    assert window.editor.toPlainText() == DOC[:gap] + middle + DOC[gap:]
+    # A paragraph of its own: the blank line stays on both sides (it was used up, gluing the paragraphs).
+    assert window.editor.toPlainText() == DOC[:gap] + "\n" + middle + "\n" + DOC[gap:]
     window.editor.undo()
     assert window.editor.toPlainText() == DOC
 
