@@ -148,8 +148,6 @@ def _show(window: MainWindow, text: str) -> None:
 
 def _add_model_action(window: MainWindow, settings: Settings | None) -> QAction | None:
     host = window.host
-    if host is None:
-        return None
 
     def open_dialog() -> None:
         from app.ui.model_dialog import ModelDialog

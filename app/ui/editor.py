@@ -15,12 +15,15 @@ from PySide6.QtGui import (
     QAction,
     QFont,
     QFontDatabase,
+    QInputMethodEvent,
     QKeyEvent,
     QKeySequence,
     QPainter,
     QPaintEvent,
+    QTextBlock,
     QTextCursor,
     QTextDocument,
+    QWheelEvent,
 )
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -56,7 +59,7 @@ class _ReservingLayout(QPlainTextDocumentLayout):
         super().__init__(document)
         self.reserved: tuple[int, float] | None = None  # (block number, pixels)
 
-    def blockBoundingRect(self, block) -> QRectF:  # noqa: N802 - Qt virtual
+    def blockBoundingRect(self, block: QTextBlock) -> QRectF:  # noqa: N802 - Qt virtual
         rect = super().blockBoundingRect(block)
         reserved = self.reserved
         if (
@@ -197,7 +200,7 @@ class Editor(QPlainTextEdit):
         finally:
             cursor.endEditBlock()
 
-    def inputMethodEvent(self, e) -> None:  # noqa: N802 - Qt virtual
+    def inputMethodEvent(self, e: QInputMethodEvent) -> None:  # noqa: N802 - Qt virtual
         commit = e.commitString()
         if commit and breaks.has_breaks(self.document()) and _has_break(commit) and not e.preeditString():
             self._input_step(lambda: self._insert_plain(commit))
@@ -209,7 +212,7 @@ class Editor(QPlainTextEdit):
         super().inputMethodEvent(e)
         breaks.settle_edits(self.document())
 
-    def insertFromMimeData(self, source) -> None:  # noqa: N802 - Qt virtual
+    def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 - Qt virtual
         if breaks.has_breaks(self.document()) and source.hasText():
             # Qt's own paste would copy a display-break mark onto every pasted line break (long-lines.md).
             text = source.text()
@@ -399,7 +402,7 @@ class Editor(QPlainTextEdit):
             self._zoom = steps
             self.zoomChanged.emit(steps)
 
-    def wheelEvent(self, e) -> None:
+    def wheelEvent(self, e: QWheelEvent) -> None:
         if e.modifiers() & Qt.KeyboardModifier.ControlModifier:
             (self.zoom_in if e.angleDelta().y() > 0 else self.zoom_out)()
             e.accept()

@@ -194,7 +194,9 @@ def config_for(kernel: str, device: torch.device) -> Config:
     return chosen
 
 
-def launch(kernel_fn: Any, grid: tuple[int, ...], kernel: str, device: torch.device, *args: Any, **kw: Any):
+def launch(
+    kernel_fn: Any, grid: tuple[int, ...], kernel: str, device: torch.device, *args: Any, **kw: Any
+) -> Any:
     """Launch a Triton kernel with the configuration chosen for `device`. Should the device still refuse it
     (Triton's `OutOfResources` at load), the kernels are turned off for that device and
     `KernelsUnavailable` raised, which the callers answer with the torch path."""

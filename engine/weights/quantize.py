@@ -343,7 +343,7 @@ def convert_to_nf4(model: nn.Module, compute_dtype: torch.dtype, scheme: str = "
                     storage = storage_for(scheme, kind) if kind is not None else "nf4"
                     if storage not in ("nf4", "int8"):
                         continue  # the router (and anything else the plan keeps 16-bit)
-                    if child.bias is not None:
+                    if getattr(child, "bias", None) is not None:  # torch types it as always set
                         raise ValueError("quantized linears do not support biases; DiffusionGemma has none")
                     key = id(child.weight)
                     if key not in converted:
