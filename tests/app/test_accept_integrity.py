@@ -301,7 +301,8 @@ def test_badge_count_when_the_engine_computes_more_rows_than_it_offers(qtbot, se
     class SearchingEngine(FakeEngine):
         def run(self, request, on_step=None, cancel=None):
             def wider(event):
-                extra = CandidateView((Span(" a fourth length", 0.5),), row=3)  # a row the result will not keep
+                # a row the result will not keep
+                extra = CandidateView((Span(" a fourth length", 0.5),), row=3)
                 on_step(
                     type(event)(
                         event.request_id,
