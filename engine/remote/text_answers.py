@@ -54,23 +54,39 @@ def clean(text: str, source: str = "") -> str:
     return out
 
 
-def cut_to_words(text: str, words: Words) -> str:
-    """`text` held to the window's top: cut after the last sentence that ends within it (if that keeps at
-    least the window's bottom), else after its top word."""
-    parts = text.split()
-    if len(parts) <= words.high:
+def cut_to_words(text: str, words: Words, hard: int | None = None) -> str:
+    """`text` held to the window: past its top, cut after the last whole sentence within it that keeps at
+    least the window's bottom; with no such sentence the text stays whole up to `hard` words (twice the
+    selection: a sentence cut in the middle is worse than one a little long), and past `hard` it is cut at
+    the last sentence end within `hard`, else after word `hard`."""
+    count = len(text.split())
+    if count <= words.high:
         return text
-    head = text[: _end_of_word(text, words.high)]
+    cut = _last_sentence_within(text, words.high, words.low)
+    if cut:
+        return cut
+    hard = hard if hard is not None else max(words.high, 2 * max(1, words.target))
+    if count <= hard:
+        return text
+    return _last_sentence_within(text, hard, 1) or text[: _end_of_word(text, hard)].rstrip()
+
+
+def _last_sentence_within(text: str, top: int, bottom: int) -> str:
+    head = text[: _end_of_word(text, top)]
     best = ""
     for m in _SENTENCE_END.finditer(head):
-        if len(head[: m.end()].split()) >= words.low:
+        if len(head[: m.end()].split()) >= bottom:
             best = head[: m.end()]
-    return (best or head).rstrip()
+    return best.rstrip()
 
 
-def over_window(text: str, words: Words) -> bool:
-    """The answer has gone past the window's top: reading on is wasted (the cut drops it)."""
-    return len(text.split()) > words.high + 1
+def over_window(text: str, words: Words, selected: int) -> bool:
+    """The answer has gone past all the cut could keep (twice the selection, or the window's top once a
+    sentence has ended within it): reading on is wasted."""
+    count = len(text.split())
+    if count > 2 * max(1, selected) + 1:
+        return True
+    return count > words.high + 1 and bool(_last_sentence_within(text, words.high, words.low))
 
 
 def _end_of_word(text: str, count: int) -> int:
@@ -85,7 +101,7 @@ def rewrite_text(answer: str, selection: str, words: Words | None) -> str:
     leading and trailing whitespace (so the join with the text around it is unchanged)."""
     core = clean(answer, selection)
     if words is not None:
-        core = cut_to_words(core, words)
+        core = cut_to_words(core, words, hard=2 * max(1, len(selection.split())))
     if not core:
         return ""
     lead = selection[: len(selection) - len(selection.lstrip())]
@@ -105,7 +121,7 @@ def infill_text(answer: str, before: str, after: str) -> str:
     text before it), and a space where words would otherwise run together."""
     text = clean(answer, "")
     text = _drop_repeat_of_after(text, after)
-    text = _drop_repeat_of_before(text, before)
+    text = drop_repeat_of_before(text, before)
     text = _join_left(text, before)
     if text and after and not text[-1].isspace() and after[0].isalnum():
         text += " "
@@ -124,23 +140,44 @@ def _join_left(text: str, before: str) -> str:
     return " " + text
 
 
+def _norm(word: str) -> str:
+    return word.strip(".,;:!?\"'“”‘’()[]—–-").lower()
+
+
 def _drop_repeat_of_after(text: str, after: str) -> str:
-    """The answer without the start of `after` that a model often writes on into."""
-    tail = after.strip()
-    if not tail or not text:
+    """The answer without the text after the gap that a model often writes on into: from where the first
+    words of `after` start in it (case and punctuation aside), or the end of it that is the start of
+    `after`."""
+    words = list(re.finditer(r"\S+", text))
+    ahead = [_norm(w) for w in after.split()[:6]]
+    if not words or not ahead or not ahead[0]:
         return text
-    head = tail[: max(len(text), 1)]
-    for size in range(min(len(text), len(head)), 3, -1):  # the longest overlap of >= 4 characters
-        if text.endswith(head[:size]):
-            return text[: len(text) - size].rstrip()
-    at = text.find(tail[: min(len(tail), 40)])
-    if at > 0 and len(tail) >= 12:  # the ending repeated whole, with more after it
-        return text[:at].rstrip()
+    found = [_norm(m.group()) for m in words]
+    need = min(3, len(ahead))
+    for i in range(len(found) - need + 1):
+        if found[i : i + need] == ahead[:need] and i > 0:
+            return text[: words[i].start()].rstrip(" ,;:—–-")
+    for size in range(min(len(found), len(ahead)), 0, -1):  # the answer's end is the ending's start
+        if found[-size:] == ahead[:size] and (size >= 2 or len(ahead[0]) > 3) and size < len(found):
+            return text[: words[-size].start()].rstrip()
     return text
 
 
-def _drop_repeat_of_before(text: str, before: str) -> str:
-    end = before.strip()[-60:]
-    if len(end) >= 12 and text.startswith(end):
-        return text[len(end) :]
+def drop_repeat_of_before(text: str, before: str) -> str:
+    """The answer without a repeat of the last words before the gap (case and punctuation aside)."""
+    words = list(re.finditer(r"\S+", text))
+    behind = [_norm(w) for w in before.split()[-12:]]
+    found = [_norm(m.group()) for m in words]
+    for size in range(min(len(found), len(behind)), 2, -1):
+        if found[:size] == behind[-size:]:
+            return text[words[size].start() :] if size < len(words) else ""
     return text
+
+
+def first_sentences(text: str, limit: int) -> str:
+    """A continuation up to its first sentence end (one that has at least three words), for a gap filled by
+    continuing the text before it; the whole of it when no sentence ends."""
+    for m in _SENTENCE_END.finditer(text):
+        if len(text[: m.end()].split()) >= 3:
+            return text[: m.end()]
+    return text.split("\n\n", 1)[0] if limit else text

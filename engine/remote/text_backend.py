@@ -14,6 +14,7 @@ DiffusionGemma tier.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -69,6 +70,15 @@ class TextModel:
     id: str
     context_length: int  # 0: the server does not say
     owned_by: str = ""
+
+
+class _OptionBrokeStreamError(Exception):
+    """The stream broke before any text on a request with an optional field (llama-cpp-python without
+    --logits_all answers 200 to `logprobs`, then fails mid-stream): resend once without it."""
+
+    def __init__(self, option: str, cause: EngineError) -> None:
+        super().__init__(option)
+        self.option, self.cause = option, cause
 
 
 @dataclass
@@ -171,21 +181,19 @@ class TextEngine:
             views = tuple(CandidateView((Span(t, 1.0),) if t else ()) for t in self._texts(the_plan, current))
             on_step(StepEvent(request.request_id, len(self.sent), 0, 0, views, time.perf_counter() - start))
 
-        cancelled = False
-        while len(answers) < the_plan.n:
-            if cancel is not None and cancel.is_set():
-                cancelled = True
-                break
-            want = the_plan.n - len(answers)
-            got, was_cancelled, extra = self._one_call(the_plan, want, answers, show, cancel)
-            notice = " ".join(x for x in (notice, extra) if x)
-            if was_cancelled:
-                cancelled = True
-                break
-            answers.extend(got)
-            if not got or not any(a.raw.strip() for a in got):
-                break  # nothing came back: asking again would get nothing too
+        answers, cancelled, notice = self._gather(the_plan, show, cancel, notice)
         texts = self._texts(the_plan, answers)
+        if (
+            the_plan.kind == "infill"
+            and not cancelled
+            and not any(t.strip() for t in texts)
+            and self.features.completions is not False
+        ):
+            # The model only repeated the two sides (small chat models do): continue the text before the
+            # gap instead, cut at its first sentence end, which joins a gap between sentences.
+            the_plan = dataclasses.replace(the_plan, continuation=the_plan.before[-4000:].rstrip())
+            answers, cancelled, notice = self._gather(the_plan, show, cancel, notice)
+            texts = self._texts(the_plan, answers)
         candidates = _ranked(the_plan, texts, answers)
         seconds = time.perf_counter() - start
         self.last_timings["total"] = seconds
@@ -205,6 +213,34 @@ class TextEngine:
         return Result(request.request_id, candidates, stats, cancelled=cancelled, notice=notice)
 
     # -- one request -----------------------------------------------------------------------------------------
+
+    def _gather(
+        self,
+        the_plan: TextPlan,
+        show: Callable[[list[_Answer]], None],
+        cancel: threading.Event | None,
+        notice: str,
+    ) -> tuple[list[_Answer], bool, str]:
+        """The plan's `n` alternatives: one request with `n`, then one at a time for those a server that
+        ignores `n` left out."""
+        answers: list[_Answer] = []
+        cancelled = False
+        while len(answers) < the_plan.n:
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            got, was_cancelled, extra = self._one_call(
+                the_plan, the_plan.n - len(answers), answers, show, cancel
+            )
+            if extra and extra not in notice:
+                notice = f"{notice} {extra}".strip()
+            if was_cancelled:
+                cancelled = True
+                break
+            answers.extend(got)
+            if not got or not any(a.raw.strip() for a in got):
+                break  # nothing came back: asking again would get nothing too
+        return answers, cancelled, notice
 
     def _one_call(
         self,
@@ -229,6 +265,10 @@ class TextEngine:
             except ServerFailedError as exc:
                 if not self._learn_template(path, exc):
                     raise
+            except _OptionBrokeStreamError as broke:
+                if path in self.features.no_logprobs:
+                    raise broke.cause from None
+                self.features.no_logprobs.add(path)
         raise ServerFailedError(
             f"The server at {self.client.host} refused every form of this request Letterpress can send."
         )
@@ -247,16 +287,16 @@ class TextEngine:
                 "n_predict": the_plan.max_tokens,
                 "stream": True,
             }
-        use_completions = (the_plan.kind == "draft" and f.completions is not False) or (
+        use_completions = (bool(the_plan.continuation) and f.completions is not False) or (
             f.chat is False or f.chat_template is False
         )
         if use_completions and f.completions is not False:
             body = {**base, "prompt": the_plan.completion_prompt()}
-            if f.logprobs is not False:
+            if "/v1/completions" not in f.no_logprobs:
                 body["logprobs"] = 1
             return "/v1/completions", body
         body = {**base, "messages": the_plan.messages()}
-        if f.logprobs is not False:
+        if "/v1/chat/completions" not in f.no_logprobs:
             body["logprobs"] = True
         return "/v1/chat/completions", body
 
@@ -275,8 +315,8 @@ class TextEngine:
 
     def _learn_rejected(self, path: str, body: dict[str, Any], exc: ServerRejectedError) -> bool:
         f = self.features
-        if exc.field == "logprobs" and f.logprobs is not False and "logprobs" in body:
-            f.logprobs = False
+        if exc.field == "logprobs" and "logprobs" in body and path not in f.no_logprobs:
+            f.no_logprobs.add(path)
             return True
         if exc.field == "n" and f.n is not False and "n" in body:
             f.n = False
@@ -340,7 +380,11 @@ class TextEngine:
                     notice = "The server wrote past the length asked for; the rest was not read."
                     break
                 if the_plan.words is not None and all(
-                    text_answers.over_window(text_answers.clean(a.raw, the_plan.selection), the_plan.words)
+                    text_answers.over_window(
+                        text_answers.clean(a.raw, the_plan.selection),
+                        the_plan.words,
+                        len(the_plan.selection.split()),
+                    )
                     or a.finished
                     for a in answers
                 ):
@@ -353,9 +397,15 @@ class TextEngine:
                     )
         except AnswerTooLongError:
             notice = "The server sent more than the length asked for; the rest was not read."
-        except EngineError:
+        except EngineError as exc:
             if cancel is not None and cancel.is_set():
                 cancelled = True
+            elif (
+                "logprobs" in body
+                and path not in self.features.no_logprobs
+                and not isinstance(exc, (ServerRejectedError, MissingEndpointError, ServerModelNotFoundError))
+            ):
+                raise _OptionBrokeStreamError("logprobs", exc) from exc
             else:
                 raise
         except Exception as exc:
@@ -427,6 +477,11 @@ class TextEngine:
         for a in answers:
             if the_plan.kind == "rewrite":
                 out.append(text_answers.rewrite_text(a.raw, the_plan.selection, the_plan.words))
+            elif the_plan.kind == "infill" and the_plan.continuation:
+                first = text_answers.first_sentences(
+                    text_answers.drop_repeat_of_before(a.raw.lstrip(), the_plan.before), the_plan.max_tokens
+                )
+                out.append(text_answers.infill_text(first, the_plan.before, the_plan.after))
             elif the_plan.kind == "infill":
                 out.append(text_answers.infill_text(a.raw, the_plan.before, the_plan.after))
             else:

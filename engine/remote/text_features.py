@@ -5,7 +5,7 @@ sent again in this run of the app. None: not known yet (try it); False: refused 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -15,7 +15,7 @@ class Features:
     chat_template: bool | None = None  # False: the server has no chat template for this model
     infill: bool | None = None  # llama.cpp's /infill
     n: bool | None = None  # False: the server answers one choice whatever `n` asks
-    logprobs: bool | None = None
+    no_logprobs: set[str] = field(default_factory=set)  # paths that refused `logprobs` (or broke on it)
     served_as: str = ""  # the model name the server's first answer gave (a later change is refused)
 
 

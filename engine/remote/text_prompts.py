@@ -131,7 +131,7 @@ def plan(request: Request, context_length: int, candidates: int) -> TextPlan:
     user = tokenizer.decode(prompt.ids)
     head = prompts.with_brief(request.brief, prompts.draft_message("", request.instruction))
     kept_before = user[len(head) :] if user.startswith(head) else request.before
-    continuation = kept_before
+    continuation = kept_before.rstrip()  # a BPE model continues "word" better than "word " (its space)
     if request.brief.strip() or request.instruction.strip():
         steer = "\n".join(p for p in (request.brief.strip(), request.instruction.strip()) if p)
         continuation = f"{steer}\n\n{kept_before}"

@@ -49,12 +49,20 @@ class EventStream:
 
     def open(self) -> None:
         """Send the request and check the status (raises the typed error of a refusal)."""
-        try:
-            request = self.client.http.build_request("POST", self.path, json=self.body)
-            self._response = self.client.http.send(request, stream=True)
-        except Exception as exc:
-            raise translate(exc, self.client.host, read_timeout=self.client.timeouts.read) from exc
+        for attempt in (1, 2):
+            try:
+                request = self.client.http.build_request("POST", self.path, json=self.body)
+                self._response = self.client.http.send(request, stream=True)
+                break
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                # A pooled connection the server closed after its last answer (llama.cpp's Python server
+                # does after a failed stream): the request never reached the model, so send it once more.
+                if attempt == 2:
+                    raise translate(exc, self.client.host, read_timeout=self.client.timeouts.read) from exc
+            except Exception as exc:
+                raise translate(exc, self.client.host, read_timeout=self.client.timeouts.read) from exc
         response = self._response
+        assert response is not None
         if response.status_code >= 400:
             raw = self._read_capped(response, MAX_ERROR_BYTES)
             self.close()

@@ -95,11 +95,11 @@ class _Handler(BaseHTTPRequestHandler):
         sent = 0
         try:
             for k, piece in enumerate(pieces):
+                if k == 0:
+                    b.first_piece_at.append(time.perf_counter())  # stamped as it goes on the wire
                 for index in range(n):
                     text = piece if index == 0 else piece.upper()
                     self._event(self._chunk(body, model, index, text, None))
-                if k == 0:
-                    b.first_piece_at.append(time.perf_counter())
                 sent += 1
                 if b.stop_after is not None and sent >= b.stop_after:
                     self.wfile.flush()
