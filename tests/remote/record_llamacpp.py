@@ -2,7 +2,7 @@
 
     bash tests/remote/run_llamacpp.sh record   # builds/serves if needed, records, stops the server
     # or, against a server already running with --api_key letterpress-test-key:
-    python tests/remote/record_llamacpp.py http://127.0.0.1:8766/v1
+    python tests/remote/record_llamacpp.py http://127.0.0.1:8766/v1 [RUN ...]   (default: every run)
 
 Every exchange goes through a recording proxy to the real server and is written to
 tests/remote/recordings/llamacpp/: connect (/v1/models) and one file per run of
@@ -24,12 +24,14 @@ from tests.helpers.vllm_replay import RECORDINGS, TEST_KEY, RecordingProxy, save
 FOLDER = RECORDINGS / "llamacpp"
 
 
-def record(upstream: str) -> None:
+def record(upstream: str, only: tuple[str, ...] = ()) -> None:
     with RecordingProxy(upstream.removesuffix("/v1")) as proxy:
         engine = RemoteEngine(ServerConfig(proxy.url, sc.MODEL, TEST_KEY, context_length=sc.CONTEXT))
         engine.connect()
         save(proxy.settle(), "connect", FOLDER)
         for name, make in sc.RUNS.items():
+            if only and name not in only:
+                continue
             text_features.forget()
             proxy.exchanges.clear()
             result = engine.run(make())
@@ -39,4 +41,4 @@ def record(upstream: str) -> None:
 
 
 if __name__ == "__main__":
-    record(sys.argv[1])
+    record(sys.argv[1], tuple(sys.argv[2:]))

@@ -20,7 +20,7 @@ trap 'bash "$SERVE" stop --port "$PORT"; bash "$SERVE" stop --port "$TPORT"' EXI
 KEY=letterpress-test-key
 start_writer() {
   bash "$SERVE" start --port "$PORT" --model "$SMOL" --alias smollm2-135m-instruct --api-key "$KEY" \
-    --ctx 2048 --lifetime 2400
+    --ctx 2048 --logits-all --lifetime 2400
 }
 URL="$(start_writer)"
 export PYTHONPATH="$ROOT" LETTERPRESS_LLAMACPP=1 LETTERPRESS_LLAMACPP_URL="$URL"
