@@ -418,11 +418,12 @@ def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
     import os
 
     from engine.remote import RemoteEngine, ServerConfig
-    from engine.remote.client import Timeouts, is_plain_http_to_another_machine
+    from engine.remote.client import Timeouts, host_label, is_plain_http_to_another_machine
 
+    shown = host_label(args.server)  # never the user:password@ of the address
     if is_plain_http_to_another_machine(args.server):
         print(
-            f"warning: {args.server} is plain http:// to another machine: your text crosses the network "
+            f"warning: {shown} is plain http:// to another machine: your text crosses the network "
             "unencrypted.",
             file=sys.stderr,
         )
@@ -432,7 +433,7 @@ def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
             file=sys.stderr,
         )
     if isinstance(emit, _LivePrinter):
-        emit.status(f"connecting to {args.server}")
+        emit.status(f"connecting to {shown}")
     timeouts = Timeouts(read=float(args.server_timeout))
     key = os.environ.get("LETTERPRESS_API_KEY") or None
     context = getattr(args, "server_context", None)
@@ -454,8 +455,10 @@ def _raw_draft(session: Any, args: argparse.Namespace, emit: Any) -> dict[str, A
     )
     start = time.perf_counter()
     gen = model.generation_config
-    eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
-    pad = gen.pad_token_id if gen.pad_token_id is not None else 0
+    # null in generation_config.json (what save_pretrained writes when unset): the tokenizer's, as in session
+    stop = gen.eos_token_id if gen.eos_token_id is not None else tok.eos_token_id
+    eos = list(stop) if isinstance(stop, (list, tuple)) else [stop]
+    pad = gen.pad_token_id if gen.pad_token_id is not None else (tok.pad_token_id or 0)
 
     def on_step(state: Any) -> None:
         ids_now = session.token_text.visible_ids(state.argmax[0].tolist())
@@ -806,8 +809,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _unexpected(exc: BaseException) -> int:
+    detail = str(exc)
+    try:  # an HTTP library's error can quote a request's header: no key, token or password is printed
+        from engine.remote.redact import scrub
+
+        detail = scrub(detail)
+    except Exception:  # noqa: BLE001 - without the remote room there is no secret to hide
+        pass
     print(
-        f"error: an unexpected {type(exc).__name__} stopped the command ({str(exc)[:200]}). Please "
+        f"error: an unexpected {type(exc).__name__} stopped the command ({detail[:200]}). Please "
         "report it; run with PYTHONDEVMODE=1 for details.",
         file=sys.stderr,
     )

@@ -585,6 +585,39 @@ class ServerTimeoutError(ServerError):
     kind = "server_timeout"
 
 
+class ServerAddressError(ServerError):
+    """The server address cannot be used (a port out of range, a broken bracket): refused before any
+    connection."""
+
+    kind = "server_address"
+
+
+class ServerKeyError(ServerAuthError):
+    """The API key cannot travel in an HTTP header (a line break, a space, a non-ASCII character)."""
+
+    kind = "server_bad_key"
+
+
+class ServerRedirectError(ServerError):
+    """The server tried to send the request to another origin (scheme, host, port); it was not followed."""
+
+    kind = "server_redirect"
+
+
+class ServerAnswerError(ServerError):
+    """The server answered in a shape its endpoint never has (a list where an object belongs, a word where a
+    number belongs)."""
+
+    kind = "server_bad_answer"
+
+
+class ServerTooLargeError(ServerError):
+    """The server sent more than the request could need (tokens asked x a bound per token); reading
+    stopped."""
+
+    kind = "server_too_large"
+
+
 # The words for memory, by the device that ran short: GPU memory on a GPU, RAM on the CPU. Every refusal used
 # to say "close other programs using the GPU", also on a CPU-only machine short of RAM, where it names a
 # device the machine does not have and hides the fix. Every memory message (the load-time fit, the load, the

@@ -31,6 +31,7 @@ from app.assist.strength import LEVELS, StrengthDial, StrengthMemory, factory_de
 from app.config.commands import MENU_BY_ID, default_key
 from app.ui import actions
 from app.ui.display_breaks import selected_text
+from app.ui.widgets import plain_tip
 from engine.api import (
     LOCAL_CAPABILITIES,
     Capabilities,
@@ -448,9 +449,9 @@ class DiffusionEditing(QObject):
         reason = caps.canvas_control_reason or "The engine in use cannot start from existing text."
         for act in (*self.edit_actions, *self.strength_actions):
             tip = act.statusTip() if caps.canvas_control else reason
-            act.setToolTip(tip or act.text().replace("&", ""))
+            act.setToolTip(plain_tip(tip or act.text().replace("&", "")))  # the reason quotes the server
         self.dial.setEnabled(caps.canvas_control)
-        self.dial.setToolTip("" if caps.canvas_control else reason)
+        self.dial.setToolTip("" if caps.canvas_control else plain_tip(reason))
         for act in self.strength_actions:
             act.setEnabled(caps.canvas_control)
         self._sync_levels()

@@ -40,6 +40,14 @@ from engine.api import (
 
 log = logging.getLogger(__name__)
 
+
+def scrub(text: str) -> str:
+    """`text` without the server key or credentials (`engine.remote.redact`, imported only when needed)."""
+    from engine.remote.redact import scrub as hide
+
+    return hide(text)
+
+
 EngineFactory = Callable[[], Engine]
 
 
@@ -307,12 +315,11 @@ class EngineHost(QObject):
                     cancel=item.cancel,
                 )
         except EngineError as exc:
-            if self.backend == "server":  # a server that cannot be used: requests go where they went before
-                self._wanted = "local"
-                self._do_switch(_Switch("local", None))
+            self._leave_a_failed_server()
             self._loadFailedX.emit(exc)
         except Exception as exc:
             log.exception("model load failed")
+            self._leave_a_failed_server()  # whatever went wrong, never left on a server that is not in use
             self._loadFailedX.emit(
                 EngineError(
                     f"The model could not be loaded ({type(exc).__name__}); the model in use stays loaded. "
@@ -321,6 +328,12 @@ class EngineHost(QObject):
             )
         else:
             self._loadedX.emit(info)
+
+    def _leave_a_failed_server(self) -> None:
+        """A server that cannot be used: requests go where they went before (the local model)."""
+        if self.backend == "server":
+            self._wanted = "local"
+            self._do_switch(_Switch("local", None))
 
     def _do_run(self, item: _Run) -> None:
         request = item.request
@@ -334,7 +347,8 @@ class EngineHost(QObject):
             self._failedX.emit(request.request_id, exc)
         except Exception as exc:
             log.exception("request %s failed", request.request_id)
-            self._failedX.emit(request.request_id, GenerationError(f"Generation failed: {exc}. Try again."))
+            said = scrub(str(exc))[:300]  # an HTTP library's error can quote the key it sent
+            self._failedX.emit(request.request_id, GenerationError(f"Generation failed: {said}. Try again."))
         else:
             self._finishedX.emit(result)
         finally:

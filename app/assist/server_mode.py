@@ -14,14 +14,15 @@ import dataclasses
 import logging
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import QDialog, QLabel
 
 from app.config.model_choice import folder_for
 from app.platform import keychain, privacy
 from app.ui import actions
 from app.ui.server_dialog import PLAIN_HTTP_WARNING, ServerDialog
-from engine.api import Capabilities, EngineError, ModelInfo
+from engine.api import Capabilities, EngineError, ModelInfo, ServerAddressError, ServerKeyError
+from engine.remote import address, redact
 from engine.remote.client import host_label, is_plain_http_to_another_machine
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class ServerMode(QObject):
         actions.add_window_action(window, self.actionUseLocalModel)
         self.whereLabel = QLabel(window)
         self.whereLabel.setObjectName("whereStatus")
+        self.whereLabel.setTextFormat(Qt.TextFormat.PlainText)  # a model id is the server's text
         window.statusBar().addPermanentWidget(self.whereLabel)
         self.host.loaded.connect(self._on_loaded)
         self.host.loadFailed.connect(self._on_load_failed)
@@ -77,6 +79,14 @@ class ServerMode(QObject):
 
         if key is None:
             key = keychain.load_key(url)
+        try:  # an address or a key that cannot be used is refused here, before anything connects
+            public_url = address.parse(url).public_url
+            problem = redact.check_key(key)
+            if problem:
+                raise ServerKeyError(problem)
+        except (ServerAddressError, ServerKeyError) as exc:
+            self._refuse(exc)
+            return
         if is_plain_http_to_another_machine(url) and url not in self._warned:
             self._warned.add(url)
             self.window.show_message(PLAIN_HTTP_WARNING, 0)
@@ -86,7 +96,16 @@ class ServerMode(QObject):
             config = dataclasses.replace(config, timeouts=self.timeouts)
         self._pending = url
         self.whereLabel.setText(f"Server: {host_label(url)} · connecting…")
-        self.host.use_server(lambda: RemoteEngine(config), url)
+        self.host.use_server(lambda: RemoteEngine(config), public_url)  # never user:password@ in view
+
+    def _refuse(self, error: EngineError) -> None:
+        """A server that cannot even be tried: its sentence, and requests keep going where they went."""
+        log.warning("server refused before connecting: %s", error.kind)
+        self.window.show_message(error.message, 0)
+        notice = getattr(self.window, "modelNotice", None)
+        if notice is not None:
+            notice.show_text(error.message, topic="server")  # stays when the local model loads
+        self._show_where()
 
     def use_local(self) -> None:
         """One action back to the local model (still loaded if it was)."""
@@ -112,6 +131,9 @@ class ServerMode(QObject):
             self.window.model_dir = folder_for(self._setting("model.folder")) or None  # never a URL
             self.window.deviceLabel.setText(info.notice or "server")
             self.window.modelLabel.setText(f"Ready: {info.name}")
+            notice = getattr(self.window, "modelNotice", None)
+            if notice is not None:
+                notice.clear("server")  # a refusal of an earlier address is over
         elif getattr(self.host, "wanted_backend", "local") == "local":
             self._set("server.url", "")  # a local model was chosen: the next start stays local too
         self._show_where()

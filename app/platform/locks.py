@@ -9,6 +9,12 @@ for "switch to the other window".
 Used for one file, one editor (`document_lock_path`, keyed by `document_key`) and by recovery, where
 each running session holds `<session>.lock` so its autosave is never offered while it is alive.
 
+Taking and letting go are atomic against each other: the open-create, the lock and the check that the path
+still names the locked file (acquire), and the removal and unlock (release), each run while holding the
+folder's `.mutex` (a blocking `flock`/`msvcrt` lock on a file that is never removed), so no process can create
+a fresh lock file at the path between another's check and its lock, or between its removal and unlock: several
+processes opening one document at the same instant get exactly one editor.
+
 We use our own few lines rather than the `filelock` package: we need the lock to conflict between two windows
 of one process (flock does, per open file description; `filelock` instances are re-entrant per process), the
 holder's details inside the lock file, and a race-free removal of the file on release.
@@ -22,6 +28,8 @@ import json
 import os
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +59,25 @@ class FileLock:
         if self._fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(10):  # the file can be removed by its last holder between our open and our lock
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            if not _lock(fd):
+        with folder_mutex(self.path.parent):
+            for _ in range(10):  # the file can be removed (by a person, a tool) between our open and our lock
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                if not _lock(fd):
+                    os.close(fd)
+                    return False
+                try:
+                    there = os.stat(self.path)
+                    held = os.fstat(fd)
+                    same = (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    self._fd = fd
+                    if info is not None:
+                        self.write_info(info)
+                    return True
+                _unlock(fd)
                 os.close(fd)
-                return False
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                self._fd = fd
-                if info is not None:
-                    self.write_info(info)
-                return True
-            _unlock(fd)
-            os.close(fd)
         return False
 
     def still_here(self) -> bool:
@@ -95,15 +106,64 @@ class FileLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-        with contextlib.suppress(OSError):
-            _unlock(fd)
-        os.close(fd)
+        with folder_mutex(self.path.parent):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            with contextlib.suppress(OSError):
+                _unlock(fd)
+            os.close(fd)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.release()
+
+
+MUTEX_NAME = ".mutex"
+
+
+_mutex_guard = threading.Lock()
+_mutexes: dict[str, threading.RLock] = {}
+_depth: dict[str, int] = {}
+
+
+@contextlib.contextmanager
+def folder_mutex(folder: Path) -> Iterator[None]:
+    """Hold the lock folder's mutex (blocking, held for a few system calls): taking and letting go of a lock
+    in `folder` are then one step each for every process. Re-entrant within a process (a collected lock's
+    `__del__` may release inside another's step, on the same thread). A folder where the mutex cannot be
+    made (read-only) goes on without it: the per-file lock still excludes, only its creation is no longer
+    serialized."""
+    key = str(folder)
+    with _mutex_guard:
+        local = _mutexes.setdefault(key, threading.RLock())
+    with local:
+        depth = _depth.get(key, 0)
+        _depth[key] = depth + 1
+        fd = -1
+        try:
+            if depth == 0:
+                fd = _open_mutex(folder)
+            yield
+        finally:
+            _depth[key] -= 1
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    _unlock(fd)
+                os.close(fd)
+
+
+def _open_mutex(folder: Path) -> int:
+    """The locked mutex file's descriptor, or -1 when it cannot be made or locked here."""
+    try:
+        fd = os.open(folder / MUTEX_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return -1
+    try:
+        _lock_blocking(fd)
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
 
 
 def is_locked(path: Path) -> bool:
@@ -167,6 +227,14 @@ def _lock(fd: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def _lock_blocking(fd: int) -> None:
+    if sys.platform == "win32":  # pragma: no cover - LK_LOCK retries for about 10 s, then raises
+        os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 def _unlock(fd: int) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
-from app.ui.widgets import named
+from app.ui.widgets import named, plain_tip
 
 MAX_SHOWN_PATH = 60  # longer paths are shown by their last two parts (the whole path is in the tooltip)
 
@@ -116,7 +116,7 @@ class ModelNotice(QWidget):
 
     def _render(self) -> None:
         self.label.setText(self.text())
-        self.label.setToolTip("\n\n".join(d for d in self._details.values() if d))
+        self.label.setToolTip(plain_tip("\n\n".join(d for d in self._details.values() if d)))
         self.setVisible(bool(self._texts))
 
     def _on_close(self) -> None:

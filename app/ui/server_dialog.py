@@ -6,7 +6,8 @@ and probes on a worker thread, so the window never waits on the network.
 Test reports in one sentence what was found (the model, its tier: DiffusionGemma or an ordinary text model,
 its context, what is off and why) or what failed and what to do; OK is enabled once a test succeeded for the
 URL shown. The dialog grows to show its whole sentence (issue 34: an error was cut at "…Check the" until the
-dialog was resized), and server text is shown as plain text, never as markup.
+dialog was resized). Everything the server sent (model ids, its version, its error messages) is shown as
+plain text: no link or image of its making. A key that no HTTP header can carry is refused as it is typed.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.api import EngineError
-from engine.remote.client import base_url, is_plain_http_to_another_machine
+from engine.api import EngineError, ServerFailedError
+from engine.remote import redact
+from engine.remote.client import base_url, host_label, is_plain_http_to_another_machine
 
 PLAIN_HTTP_WARNING = (
     "This is plain http:// to another machine: your text would cross the network unencrypted. "
@@ -136,7 +138,7 @@ class ServerDialog(QDialog):
         self.test.setObjectName("serverTest")
         self.resultLabel = QLabel("Press Test to connect and see what the server can do.")
         self.resultLabel.setObjectName("serverResult")
-        self.resultLabel.setTextFormat(Qt.TextFormat.PlainText)  # server words are never markup
+        self.resultLabel.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the server: never rich text
         self.resultLabel.setWordWrap(True)
         self.resultLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.warning = QLabel("")
@@ -166,7 +168,9 @@ class ServerDialog(QDialog):
         self.test.clicked.connect(self.run_test)
         self.url.textChanged.connect(self._on_url_changed)
         self.preset.currentIndexChanged.connect(self._on_preset)
+        self.key.textChanged.connect(self._on_key_changed)
         self._on_url_changed(self.url.text())
+        self._on_key_changed(self.key.text())
 
     def choice(self) -> ServerChoice:
         return ServerChoice(
@@ -178,13 +182,30 @@ class ServerDialog(QDialog):
         from engine.remote import RemoteEngine, ServerConfig
 
         url, key = self.url.text().strip(), self.key.text() or None
+        problem = redact.check_key(key)
+        if problem:
+            self._say(problem)
+            return
         wanted = self.model.currentText().strip() or None
         context = self.context.value() or None
         self.test.setEnabled(False)
-        self._say(f"Connecting to {url}…")
+        self._say(f"Connecting to {host_label(url)}…")
         relay = self._relay
 
         def work() -> None:
+            try:
+                connect_and_report()
+            except Exception as exc:  # noqa: BLE001 - the dialog must hear back, whatever happened
+                relay.tested.emit(
+                    url,
+                    None,
+                    ServerFailedError(
+                        f"Testing {host_label(url)} failed ({type(exc).__name__}: "
+                        f"{redact.scrub(str(exc))[:160]}). Check the address, then press Test again."
+                    ),
+                )
+
+        def connect_and_report() -> None:
             engine = RemoteEngine(ServerConfig(url, wanted, key, context_length=context))
             try:
                 found = engine.connect()
@@ -270,6 +291,15 @@ class ServerDialog(QDialog):
             self._fit_to_content()
         self._update_ok()
 
+    def _on_key_changed(self, text: str) -> None:
+        problem = redact.check_key(text)
+        self.key.setToolTip(problem)
+        if problem:
+            self._say(problem)
+        self.test.setEnabled(not problem)
+        self._update_ok()
+
     def _update_ok(self) -> None:
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setEnabled(bool(self._tested_url) and self._tested_url == self.url.text().strip())
+        usable = not redact.check_key(self.key.text())
+        ok.setEnabled(usable and bool(self._tested_url) and self._tested_url == self.url.text().strip())

@@ -13,6 +13,7 @@ from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QWidget
 
 from app.platform.text_fit import ELLIPSIS, elide_words
+from app.ui.widgets import plain_tip
 from engine.api import Stats
 
 
@@ -80,7 +81,7 @@ class ElidedLabel(QLabel):
         shown = elide_words(one_line, lambda t: fm.horizontalAdvance(t) <= room) if laid_out else one_line
         super().setText(shown)
         full = self._full if shown != one_line or self._full != one_line else ""
-        QLabel.setToolTip(self, "\n".join(t for t in (full, self._tip) if t and t != shown))
+        QLabel.setToolTip(self, plain_tip("\n".join(t for t in (full, self._tip) if t and t != shown)))
 
 
 class MessageBar(QStatusBar):

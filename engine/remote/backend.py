@@ -38,18 +38,20 @@ from engine.api import (
     Result,
     RewriteRequest,
     ServerError,
+    ServerTooLargeError,
     Span,
     Stats,
     StepCallback,
     StepEvent,
 )
 from engine.remote import canvas as canvas_xargs
-from engine.remote import tiers
+from engine.remote import shapes, tiers
 from engine.remote.client import ServerClient, Timeouts, translate
 from engine.remote.probe import Probe, probe
 from engine.remote.text_backend import TextEngine
 from engine.remote.tokenizer import ServerTokenizer
 
+MAX_CHARS_PER_TOKEN = 128  # no tokenizer's token is longer; a server sending more sends something else
 DEFAULT_CANVAS = 256  # DiffusionGemma's canvas; a server may run another (the demo model: 64)
 INSTRUCTION_INFILL_TOKENS = 64  # the gap's length asked for when the server cannot pin the ending
 
@@ -108,7 +110,7 @@ class RemoteEngine:
         m = self._probe.model
         return ModelInfo(
             name=m.id,
-            path=self._client.url if self._client else "",
+            path=self._client.url if self._client else "",  # without credentials
             device="server",
             dtype="",
             quantization="",
@@ -275,11 +277,10 @@ class RemoteEngine:
                 break
         if not kept:
             return ""
-        return str(
-            self._client.post_json(
-                "/detokenize", {"model": self._probe.model.id if self._probe else "", "tokens": kept}
-            )["prompt"]
+        answer = self._client.post_json(
+            "/detokenize", {"model": self._probe.model.id if self._probe else "", "tokens": kept}
         )
+        return shapes.detokenize(answer, self._client.host)
 
     def _stop_ids(self) -> set[int]:
         if self._stops is None:
@@ -336,16 +337,17 @@ class RemoteEngine:
                     cancelled = True
                     break
                 touched = False
-                for choice in chunk.choices:
+                for choice in shapes.stream_choices(chunk, client.host, call.n):
                     i = choice.index
-                    if i >= call.n or (not choice.text and not getattr(choice, "logprobs", None)):
+                    if not choice.text and not choice.tokens:
                         continue
                     if call.middle is not None:  # the canvas holds middle + pinned ending: keep the middle
-                        ids[i].extend(canvas_xargs.token_ids(choice))
+                        ids[i].extend(shapes.token_ids(choice.tokens, client.host))
                         texts[i] = self._middle_text(ids[i], call.middle)
                     else:
                         texts[i] += choice.text
                         confs[i].extend(_confidences(choice))
+                    _check_length(texts[i], call.max_tokens, client.host)
                     touched = True
                 if not touched:
                     continue
@@ -425,14 +427,23 @@ def completion_kwargs(model: str, call: _Call) -> dict[str, Any]:
     return kwargs
 
 
-def _confidences(choice: Any) -> list[tuple[str, float]]:
-    lp = getattr(choice, "logprobs", None)
-    tokens = getattr(lp, "tokens", None) or []
-    values = getattr(lp, "token_logprobs", None) or []
+def _confidences(choice: shapes.StreamChoice) -> list[tuple[str, float]]:
     out = []
-    for tok, value in zip(tokens, values, strict=False):
-        out.append((str(tok), math.exp(value) if value is not None else 1.0))
+    for tok, value in zip(choice.tokens, choice.logprobs, strict=False):
+        out.append((tok, min(1.0, math.exp(min(value, 0.0))) if value is not None else 1.0))
     return out
+
+
+def _check_length(text: str, max_tokens: int, host: str) -> None:
+    """A choice's text may not outgrow what `max_tokens` tokens can spell (`MAX_CHARS_PER_TOKEN` each):
+    more is a server answering something else, and showing it would only bury the writer's page."""
+    limit = max(1, max_tokens) * MAX_CHARS_PER_TOKEN
+    if len(text) > limit:
+        raise ServerTooLargeError(
+            f"The server at {host} sent more than {limit:,} characters for a request of {max_tokens:,} "
+            "tokens, far more than that can hold, so Letterpress stopped reading it. Your document was not "
+            "changed; check that the address is a DiffusionGemma (or OpenAI-compatible) server."
+        )
 
 
 def _spans(text: str, confs: list[tuple[str, float]]) -> tuple[Span, ...]:

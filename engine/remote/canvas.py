@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from engine.api import InfillRequest, Request, RewriteRequest, ServerError, ServerRejectedError
+from engine.remote import shapes
 from engine.remote.client import ServerClient
 
 PROBE_TOKEN = 7  # any id every vocabulary has; the probe pins it at position 0 and expects it back
@@ -48,7 +49,7 @@ def probe(client: ServerClient, model: str, prompt: list[int]) -> tuple[bool, st
         answer = client.post_json("/v1/completions", probe_body(model, prompt))
     except ServerRejectedError as exc:
         return False, f"it refused the probe ({exc.field or 'vllm_xargs'})"
-    ids = token_ids(answer["choices"][0])
+    ids = shapes.completion_token_ids(answer, client.host)
     if not ids or ids[0] != PROBE_TOKEN:
         return False, "it ignored a pinned position"
     return True, ""

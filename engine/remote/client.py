@@ -13,7 +13,6 @@ import re
 import ssl
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import openai
@@ -23,12 +22,15 @@ from engine.api import (
     ServerDiedError,
     ServerError,
     ServerFailedError,
+    ServerKeyError,
     ServerModelNotFoundError,
     ServerRejectedError,
     ServerTimeoutError,
     ServerTLSError,
     ServerUnreachableError,
 )
+from engine.remote import address, redact
+from engine.remote.transport import Guard
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 120.0  # seconds without a byte from the server; the first request of a new shape can take 30 s
@@ -57,26 +59,22 @@ _KNOWN_FIELDS = (
 def base_url(url: str) -> str:
     """The server's root URL: scheme://host:port without a trailing slash or /v1 (both spellings are
     common)."""
-    url = url.strip().rstrip("/")
-    if "://" not in url:
-        url = "http://" + url
-    return url.removesuffix("/v1").rstrip("/")
+    return address.normalize(url)
 
 
 def host_label(url: str) -> str:
-    """host:port as the writer typed it, for sentences and the status bar."""
-    parts = urlsplit(base_url(url))
-    return parts.netloc or url
+    """host:port as the writer typed it, for sentences and the status bar: never the credentials in front
+    of it, and never an exception for an address that cannot be used."""
+    return address.shown(url)
 
 
 def is_plain_http_to_another_machine(url: str) -> bool:
     """http:// to a host that is not this machine: the writer's text would cross a network unencrypted."""
-    parts = urlsplit(base_url(url))
-    return (
-        parts.scheme == "http"
-        and (parts.hostname or "") not in LOOPBACK
-        and not (parts.hostname or "").startswith("127.")
-    )
+    found = address.origin(base_url(url))
+    if found is None:
+        return False  # not an address at all: connecting refuses it with a sentence
+    scheme, host, _port = found
+    return scheme == "http" and host not in LOOPBACK and not host.startswith("127.")
 
 
 @dataclass(frozen=True)
@@ -90,12 +88,31 @@ class ServerClient:
 
     def __init__(self, url: str, api_key: str | None = None, timeouts: Timeouts | None = None) -> None:
         timeouts = timeouts or Timeouts()
-        self.url = base_url(url)
-        self.host = host_label(url)
+        self.address = address.parse(url)  # a ServerAddressError before anything connects
+        problem = redact.check_key(api_key)
+        if problem:
+            raise ServerKeyError(problem)
+        redact.remember(api_key)
+        self.url = self.address.public_url  # credentials travel as Basic auth (below), never in a URL
+        self.host = self.address.shown
+        # user:password@ in the address is HTTP Basic auth (a proxy in front of the server); a key, when
+        # there is one, is what the server reads instead.
+        auth = (
+            (self.address.username, self.address.password) if self.address.username and not api_key else None
+        )
         self.timeouts = timeouts
+        guard = Guard(self.address)  # no redirect to another origin; no answer larger than the request needs
         timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, trust_env=False)
+        self.http = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=timeout,
+            trust_env=False,
+            follow_redirects=True,
+            event_hooks=guard.hooks(),
+            auth=auth,
+        )
         # The openai client brings its own HTTP stack (httpx or, in newer releases, httpx2): give it its own
         # timeout object and client, never ours.
         self.openai = openai.OpenAI(
@@ -103,7 +120,7 @@ class ServerClient:
             api_key=api_key or "no-key",
             max_retries=0,
             timeout=openai.Timeout(timeouts.read, connect=timeouts.connect),
-            http_client=openai.DefaultHttpxClient(trust_env=False),
+            http_client=openai.DefaultHttpxClient(trust_env=False, event_hooks=guard.hooks(), auth=auth),
         )
 
     def close(self) -> None:
@@ -137,7 +154,7 @@ def _json_or_raise(response: httpx.Response, host: str) -> Any:
         raise status_error(response.status_code, _body(response), host)
     try:
         return response.json()
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than Python parses
         raise ServerFailedError(
             f"The server at {host} answered something that is not JSON; is it an "
             "OpenAI-compatible server (vLLM)?"
@@ -147,7 +164,7 @@ def _json_or_raise(response: httpx.Response, host: str) -> Any:
 def _body(response: httpx.Response) -> Any:
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return response.text
 
 
@@ -186,8 +203,10 @@ def rejected_field(message: str, param: str = "", sent: tuple[str, ...] = ()) ->
 def status_error(
     status: int, body: Any, host: str, model: str = "", sent: tuple[str, ...] = ()
 ) -> ServerError:
+    """The sentence for an HTTP error status; what the server said is quoted with every secret removed."""
     message, param = error_message(body)
-    said = f" It said: {message[:300]}" if message else ""
+    shown = " ".join(redact.scrub(message).split())
+    said = f" It said: {shown[:300]}" if shown else ""
     if status in (401, 403):
         return ServerAuthError(
             f"The server at {host} refused the API key (HTTP {status}). Check the key in Model ▸ Use a "
@@ -227,8 +246,9 @@ def translate(
 ) -> ServerError:
     """Any failure of a call to the server as a typed error with a sentence; `streaming`: the answer had
     begun."""
-    if isinstance(exc, ServerError):
-        return exc
+    found = _server_error_in(exc)
+    if found is not None:
+        return found  # said by the transport's guard (a redirect, too large an answer) or a shape check
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if exc.body is not None else exc.message
         if isinstance(body, dict) and "message" in body and "error" not in body:
@@ -237,7 +257,7 @@ def translate(
     cause: BaseException = exc
     if isinstance(exc, openai.APIConnectionError) and exc.__cause__ is not None:
         cause = exc.__cause__
-    text = f"{type(cause).__name__}: {cause}"
+    text = redact.scrub(f"{type(cause).__name__}: {cause}")  # an HTTP library may quote the request
     if isinstance(exc, openai.APITimeoutError) or _is(cause, "TimeoutException"):
         if _is(cause, "ConnectTimeout"):
             return ServerUnreachableError(
@@ -265,6 +285,18 @@ def translate(
             "that the server is running."
         )
     return ServerFailedError(f"The request to {host} failed ({text[:200]}).")
+
+
+def _server_error_in(exc: BaseException) -> ServerError | None:
+    """The `ServerError` that `exc` is or was raised from (the openai client wraps what a hook raised)."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 6:
+        if isinstance(current, ServerError):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
 
 
 def _is(exc: BaseException, *names: str) -> bool:

@@ -11,21 +11,15 @@ from engine.api import (
     ServerError,
     ServerModelNotFoundError,
 )
-from engine.remote import canvas
+from engine.remote import canvas, shapes
 from engine.remote.client import ServerClient
+from engine.remote.shapes import ServedModel
 
 MAX_CANDIDATES = 8  # what the app offers; vLLM accepts larger n, the canvas rows cost memory on the server
 NO_CANVAS_CONTROL = (
     "This server has no canvas control (seeded canvases with pinned words), so strength, pins "
     "and re-roll are off; rewrite and infill work by instruction."
 )
-
-
-@dataclass(frozen=True)
-class ServedModel:
-    id: str
-    max_model_len: int
-    root: str = ""
 
 
 @dataclass(frozen=True)
@@ -37,15 +31,7 @@ class Probe:
 
 
 def list_models(client: ServerClient) -> tuple[ServedModel, ...]:
-    answer = client.get_json("/v1/models")
-    found = []
-    for item in answer.get("data", []):
-        found.append(
-            ServedModel(
-                str(item.get("id", "")), int(item.get("max_model_len") or 0), str(item.get("root") or "")
-            )
-        )
-    return tuple(found)
+    return shapes.models(client.get_json("/v1/models"), client.host)
 
 
 def pick_model(models: tuple[ServedModel, ...], wanted: str | None, host: str) -> ServedModel:
@@ -56,7 +42,7 @@ def pick_model(models: tuple[ServedModel, ...], wanted: str | None, host: str) -
     for m in models:
         if wanted in (m.id, m.root):
             return m
-    names = ", ".join(m.id for m in models)
+    names = ", ".join(m.id for m in models[:20]) + (", …" if len(models) > 20 else "")
     raise ServerModelNotFoundError(
         f"The server at {host} does not serve the model '{wanted}'; it serves: {names}."
     )
@@ -66,8 +52,8 @@ def probe(client: ServerClient, wanted_model: str | None = None) -> Probe:
     models = list_models(client)
     model = pick_model(models, wanted_model, client.host)
     try:
-        version = str(client.get_json("/version").get("version", ""))
-    except ServerError:
+        version = shapes.version(client.get_json("/version"))
+    except ServerError:  # optional: an error, a wrong shape or no /version at all is no version shown
         version = ""
     control, reason = probe_canvas_control(client, model.id)
     caps = Capabilities(

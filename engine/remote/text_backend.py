@@ -43,8 +43,9 @@ from engine.api import (
     StepCallback,
     StepEvent,
 )
-from engine.remote import text_answers
+from engine.remote import shapes, text_answers
 from engine.remote.client import ServerClient, translate
+from engine.remote.shapes import TextModel
 from engine.remote.text_features import Features, features_for
 from engine.remote.text_prompts import TextPlan, plan
 from engine.remote.text_stream import AnswerTooLongError, EventStream, MissingEndpointError
@@ -61,15 +62,6 @@ CONTEXT_UNKNOWN = (
     "tokens; set the model's context length in Model ▸ Use a server… if it reads more."
 )
 SERVER_NAMES = {"llamacpp": "llama.cpp", "library": "Ollama", "ollama": "Ollama", "vllm": "vLLM"}
-
-
-@dataclass(frozen=True)
-class TextModel:
-    """The served model as `/v1/models` describes it."""
-
-    id: str
-    context_length: int  # 0: the server does not say
-    owned_by: str = ""
 
 
 class _OptionBrokeStreamError(Exception):
@@ -441,34 +433,16 @@ class TextEngine:
             )
 
     def _take(self, event: dict[str, Any], path: str, answers: list[_Answer]) -> bool:
-        """Add one event's pieces to the answers; False when it carried no text."""
-        if path == "/infill":
-            content = event.get("content")
-            if isinstance(content, str) and content:
-                answers[0].raw += content
-                answers[0].pieces += 1
-                answers[0].finished = bool(event.get("stop"))
-                return True
-            answers[0].finished = answers[0].finished or bool(event.get("stop"))
-            return False
-        choices = event.get("choices")
-        if not isinstance(choices, list):
-            return False
+        """Add one event's pieces (parsed by `engine.remote.shapes`) to the answers; False when it carried
+        no text."""
         touched = False
-        for choice in choices:
-            if not isinstance(choice, dict):
-                continue
-            index = choice.get("index", 0)
-            if not isinstance(index, int) or not 0 <= index < len(answers):
-                continue
-            answer = answers[index]
-            piece = _piece(choice)
-            if choice.get("finish_reason"):
-                answer.finished = True
-            if piece:
-                answer.raw += piece
+        for piece in shapes.text_pieces(event, self.client.host, path, len(answers)):
+            answer = answers[piece.index]
+            answer.finished = answer.finished or piece.finished
+            if piece.text:
+                answer.raw += piece.text
                 answer.pieces += 1
-                answer.logprobs.extend(_logprobs(choice))
+                answer.logprobs.extend(piece.logprobs)
                 touched = True
         return touched
 
@@ -488,30 +462,6 @@ class TextEngine:
                 cleaned = self.features.completions is False
                 out.append(text_answers.draft_text(a.raw, the_plan.before, cleaned=cleaned))
         return out
-
-
-def _piece(choice: dict[str, Any]) -> str:
-    """The text of one streamed choice: completions' `text`, chat's `delta.content` (or a whole `message`)."""
-    text = choice.get("text")
-    if isinstance(text, str):
-        return text
-    for key in ("delta", "message"):
-        part = choice.get(key)
-        if isinstance(part, dict) and isinstance(part.get("content"), str):
-            return str(part["content"])
-    return ""
-
-
-def _logprobs(choice: dict[str, Any]) -> list[float]:
-    lp = choice.get("logprobs")
-    if not isinstance(lp, dict):
-        return []
-    values: list[Any] = []
-    if isinstance(lp.get("token_logprobs"), list):  # completions
-        values = lp["token_logprobs"]
-    elif isinstance(lp.get("content"), list):  # chat
-        values = [c.get("logprob") for c in lp["content"] if isinstance(c, dict)]
-    return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
 
 
 def _ranked(the_plan: TextPlan, texts: list[str], answers: list[_Answer]) -> tuple[Candidate, ...]:

@@ -82,7 +82,7 @@ class EventStream:
     def _read_capped(self, response: httpx.Response, cap: int) -> bytes:
         got = b""
         with contextlib.suppress(Exception):  # an error body that breaks off is still an error
-            for chunk in response.iter_raw():
+            for chunk in response.iter_bytes():
                 got += chunk
                 if len(got) >= cap:
                     break
@@ -109,7 +109,7 @@ class EventStream:
             return
         buffer = b""
         try:
-            for chunk in response.iter_raw():
+            for chunk in response.iter_bytes():
                 self.read_bytes += len(chunk)
                 if self.read_bytes > self.max_bytes:
                     raise AnswerTooLongError(

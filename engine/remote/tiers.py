@@ -9,51 +9,21 @@ never sent a field they do not know.
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.api import ServerError, ServerModelNotFoundError
-from engine.remote import canvas
+from engine.remote import canvas, shapes
 from engine.remote.client import ServerClient
-from engine.remote.text_backend import TextModel
+from engine.remote.shapes import TextModel
 
 NO_MODEL = (
     "The server at {host} serves no model. Load one in it (Ollama: `ollama pull llama3.2`; LM Studio: load a "
     "model in its Developer tab; llama.cpp: start it with -m MODEL.gguf) and press Test again."
 )
 DIFFUSION_CANVAS = 256  # DiffusionGemma's canvas, when a server named so does not say its own
-_CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length", "loaded_context_length")
 
 
 def served_models(client: ServerClient) -> tuple[TextModel, ...]:
-    """The models `/v1/models` lists, with the context length where the server states it (vLLM:
-    `max_model_len`; LM Studio: `max_context_length`; llama.cpp's server: `meta.n_ctx_train`)."""
-    answer = client.get_json("/v1/models")
-    data = answer.get("data") if isinstance(answer, dict) else None
-    if not isinstance(data, list):
-        data = answer.get("models") if isinstance(answer, dict) else None  # a few servers say "models"
-    found = []
-    for item in data if isinstance(data, list) else []:
-        if not isinstance(item, dict):
-            continue
-        name = item.get("id") or item.get("name") or item.get("model")
-        if not isinstance(name, str) or not name.strip():
-            continue
-        found.append(TextModel(name, _context(item), str(item.get("owned_by") or "")[:40]))
-    return tuple(found)
-
-
-def _context(item: dict[str, Any]) -> int:
-    for key in _CONTEXT_KEYS:
-        value = item.get(key)
-        if isinstance(value, int) and value > 0:
-            return value
-    meta = item.get("meta")
-    if isinstance(meta, dict):
-        for key in ("n_ctx", "n_ctx_train"):
-            value = meta.get(key)
-            if isinstance(value, int) and value > 0:
-                return value
-    return 0
+    """The models `/v1/models` lists (parsed by `engine.remote.shapes.text_models`)."""
+    return shapes.text_models(client.get_json("/v1/models"), client.host)
 
 
 def pick(models: tuple[TextModel, ...], wanted: str | None, host: str) -> TextModel:
@@ -90,4 +60,4 @@ def server_version(client: ServerClient, model: TextModel) -> str:
         answer = client.get_json("/version")
     except ServerError:
         return ""
-    return str(answer.get("version", ""))[:40] if isinstance(answer, dict) else ""
+    return shapes.version(answer)

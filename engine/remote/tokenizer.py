@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from engine.remote import shapes
 from engine.remote.client import ServerClient
 
 _BYTE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
@@ -37,7 +38,7 @@ class ServerTokenizer:
             "add_generation_prompt": add_generation_prompt,
             "add_special_tokens": False,
         }
-        return [int(t) for t in self.client.post_json("/tokenize", body)["tokens"]]
+        return shapes.tokenize(self.client.post_json("/tokenize", body), self.client.host)[0]
 
     def __call__(
         self, text: str, add_special_tokens: bool = False, return_offsets_mapping: bool = False, **_: Any
@@ -49,11 +50,10 @@ class ServerTokenizer:
             "add_special_tokens": add_special_tokens,
             "return_token_strs": bool(return_offsets_mapping),
         }
-        answer = self.client.post_json("/tokenize", body)
-        ids = [int(t) for t in answer["tokens"]]
+        ids, pieces = shapes.tokenize(self.client.post_json("/tokenize", body), self.client.host)
         out: dict[str, Any] = {"input_ids": ids}
         if return_offsets_mapping:
-            out["offset_mapping"] = offsets_from_pieces(text, answer.get("token_strs") or [])
+            out["offset_mapping"] = offsets_from_pieces(text, pieces)
             if len(out["offset_mapping"]) != len(ids):  # a server without token strings: spread evenly
                 out["offset_mapping"] = _even(len(text), len(ids))
         return out

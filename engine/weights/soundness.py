@@ -121,10 +121,18 @@ def _token_id(value: Any, vocab: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < max(vocab, 1)
 
 
+def _given(values: dict[str, Any], key: str, default: float) -> Any:
+    """`values[key]`, or `default` when it is absent or null: transformers' own `save_pretrained` writes every
+    sampler field it was not given as null ("t_min": null, "max_denoising_steps": null, …), and reads a null
+    as the model's default, so a null is the default here too and only a value that is set is checked."""
+    value = values.get(key)
+    return default if value is None else value
+
+
 def check_generation_config(gen: dict[str, Any], path: Path, vocab: int) -> None:
     """generation_config.json (already parsed by `validate.read_json`): token ids are ids of this vocabulary,
     the step and length bounds are whole numbers a draft can afford, the temperatures and thresholds
-    finite."""
+    finite. A null anywhere means the model's default, as in transformers."""
     again = f"Download {path.name} again (or delete it: the model's defaults are then used)."
     bad = _non_finite(gen)
     if bad:
@@ -158,7 +166,7 @@ def check_generation_config(gen: dict[str, Any], path: Path, vocab: int) -> None
                 "step "
                 f"costs memory and time for every draft. {again}"
             )
-    t_min, t_max = _number(gen.get("t_min", 0.4)), _number(gen.get("t_max", 0.8))
+    t_min, t_max = _number(_given(gen, "t_min", 0.4)), _number(_given(gen, "t_max", 0.8))
     if t_min is None or t_max is None or not 0 <= t_min < t_max <= 1:
         raise ModelDamagedError(
             f"{path} sets t_min {gen.get('t_min')!r} and t_max {gen.get('t_max')!r}; the noise schedule "
@@ -168,14 +176,14 @@ def check_generation_config(gen: dict[str, Any], path: Path, vocab: int) -> None
     sampler = gen.get("sampler_config")
     if sampler is not None and not isinstance(sampler, dict):
         raise ModelDamagedError(f"{path}: 'sampler_config' is {str(sampler)[:40]}, not an object. {again}")
-    bound = _number((sampler or {}).get("entropy_bound", 0.1))
+    bound = _number(_given(sampler or {}, "entropy_bound", 0.1))
     if bound is None or bound <= 0:
         raise ModelDamagedError(
             f"{path} sets sampler_config.entropy_bound to {(sampler or {}).get('entropy_bound')!r}; it must "
             "be a "
             f"positive number (the reference uses 0.1). {again}"
         )
-    confidence = _number(gen.get("confidence_threshold", 0.005))
+    confidence = _number(_given(gen, "confidence_threshold", 0.005))
     if confidence is None or confidence < 0:
         raise ModelDamagedError(
             f"{path} sets confidence_threshold to {gen.get('confidence_threshold')!r}; it must be a number "

@@ -81,6 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
         srv = self.server
         path = self.path.split("?")[0]
         srv.seen.append((method, path, body))
+        tamper = srv.tamper.get((method, path))
+        if tamper is not None and tamper(self, body):  # a misbehaving server (tests/helpers/bad_server.py)
+            return
         rec = srv.recordings.get(key_of(method, path, body, _authorized(self.headers, TEST_KEY)))
         if rec is None and path == "/health":  # vLLM answers /health with or without a key
             rec = srv.recordings.get(key_of(method, path, body, True))
@@ -137,26 +140,46 @@ class _Server(ThreadingHTTPServer):
     knobs: Knobs
     seen: list[tuple[str, str, Any]]
     closed_early: int
+    tamper: dict[tuple[str, str], Any]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a capped read, a cancel) is no server error worth a traceback."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class ReplayServer:
     """A stub vLLM on 127.0.0.1 and an ephemeral port that only replays recordings; a context manager."""
 
     def __init__(
-        self, knobs: Knobs | None = None, folder: Path = RECORDINGS, overrides: tuple[str, ...] = ()
+        self,
+        knobs: Knobs | None = None,
+        folder: Path = RECORDINGS,
+        overrides: tuple[str, ...] = (),
+        host: str = "127.0.0.1",
     ) -> None:
-        self._srv = _Server(("127.0.0.1", 0), _Handler)
+        self._srv = _Server((host, 0), _Handler)
         self._srv.recordings = load_recordings(folder, overrides)
         self._srv.knobs = knobs or Knobs()
         self._srv.seen = []
         self._srv.closed_early = 0
+        self._srv.tamper = {}
         self._thread = threading.Thread(
             target=self._srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._srv.server_address[1]}"
+        return f"http://{self._srv.server_address[0]}:{self._srv.server_address[1]}"
+
+    @property
+    def tamper(self) -> dict[tuple[str, str], Any]:
+        """(method, path) -> answer(handler, body): what a misbehaving server sends instead of a recording
+        (it returns False to let the recording answer after all)."""
+        return self._srv.tamper
 
     @property
     def knobs(self) -> Knobs:
