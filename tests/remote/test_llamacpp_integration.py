@@ -97,7 +97,7 @@ def test_window_drafts_rewrites_with_every_preset_infills_and_cycles_alternative
 
     from app.config.settings import Settings
     from engine.fake import FakeEngine
-    from tests.helpers.gui import build_window, set_text
+    from tests.helpers.gui import build_window, ghost_text, set_text
 
     settings = Settings(tmp_path / "config")
     settings.set("server.context", sc.CONTEXT)
@@ -126,9 +126,12 @@ def test_window_drafts_rewrites_with_every_preset_infills_and_cycles_alternative
         set_text(window, text, select=(start, end))
         window.findChild(type(window.actionRewrite), f"actionPreset_{preset}").trigger()
         settle()
+        shown = ghost_text(window)
+        assert shown.strip(), preset  # a rewrite came back (a small model may return the text as it was)
         qtbot.keyClick(window.editor, Qt.Key.Key_Tab)
         now = window.editor.toPlainText()
-        assert now.startswith(sc.DOC_BEFORE) and now.endswith(sc.DOC_AFTER) and now != text, preset
+        assert now.startswith(sc.DOC_BEFORE) and now.endswith(sc.DOC_AFTER), preset
+        assert " ".join(shown.split()) in " ".join(now.split()), preset
     set_text(window, sc.DOC_BEFORE + sc.DOC_AFTER, cursor=len(sc.DOC_BEFORE))
     window.actionInfill.trigger()
     settle()
