@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDockWidget, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from app.platform.text_fit import shorten_words
+from app.ui.widgets import plain_tip
 
 ROLE_INDEX = Qt.ItemDataRole.UserRole
 ROW_CHARS = 160  # a row shows this much of an alternative (the whole of it in the row's tooltip)
@@ -74,7 +75,7 @@ class AlternativesPanel(QDockWidget):
             shown = shorten_words(text, ROW_CHARS)  # ends at a word
             item = QListWidgetItem(f"{rank}. {score:.1%} · {shown}")
             item.setData(ROLE_INDEX, i)
-            item.setToolTip(text)
+            item.setToolTip(plain_tip(text))  # the suggestion may come from a server: never rich text
             self.list.addItem(item)
             if i == current:
                 item.setSelected(True)

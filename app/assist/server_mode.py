@@ -130,7 +130,7 @@ class ServerMode(QObject):
             self._set("server.model", info.name)
             self.window.model_dir = folder_for(self._setting("model.folder")) or None  # never a URL
             self.window.deviceLabel.setText(info.notice or "server")
-            self.window.modelLabel.setText(f"Ready: {info.name}")
+            self.window.modelLabel.setText(f"Ready: {redact.shown(info.name, 256, partial=False)}")
             notice = getattr(self.window, "modelNotice", None)
             if notice is not None:
                 notice.clear("server")  # a refusal of an earlier address is over

@@ -66,9 +66,12 @@ def allow_server(url: str) -> None:
     from urllib.parse import urlsplit
 
     forbid_servers()
-    parts = urlsplit(url if "://" in url else "http://" + url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        parts = urlsplit(url if "://" in url else "http://" + url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # not an address (port 99999, an unclosed '['): nothing is opened; connecting says why
+        return
     if not host or _is_local(host):
         return
     _allowed_names.add(host.lower())

@@ -73,7 +73,7 @@ def preset_for(url: str) -> str:
 def describe(found: Any) -> str:
     """The sentence for a successful test: the model, its tier and what that means for the controls."""
     caps = found.capabilities
-    name = found.model.id
+    name = redact.shown(found.model.id, 256, partial=False)  # a server's words: plain, no secrets
     if getattr(caps, "model_kind", "diffusion") == "text":
         context = (
             f"{caps.context_length:,} tokens of context"

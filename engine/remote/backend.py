@@ -352,6 +352,8 @@ class RemoteEngine:
                 if not touched:
                     continue
                 canvases += 1
+                if canvases > call.max_tokens * call.n + 8:  # each event commits a token at least
+                    raise _too_many_events(client.host, call.max_tokens)
                 if not first_canvas:
                     first_canvas = time.perf_counter() - start
                     self.last_timings["first_canvas"] = first_canvas
@@ -432,6 +434,14 @@ def _confidences(choice: shapes.StreamChoice) -> list[tuple[str, float]]:
     for tok, value in zip(choice.tokens, choice.logprobs, strict=False):
         out.append((tok, min(1.0, math.exp(min(value, 0.0))) if value is not None else 1.0))
     return out
+
+
+def _too_many_events(host: str, max_tokens: int) -> ServerTooLargeError:
+    return ServerTooLargeError(
+        f"The server at {host} sent more pieces of answer than a request of {max_tokens:,} tokens can have, "
+        "so Letterpress stopped reading it. Your document was not changed; check that the address is a "
+        "DiffusionGemma (or OpenAI-compatible) server."
+    )
 
 
 def _check_length(text: str, max_tokens: int, host: str) -> None:

@@ -18,6 +18,8 @@ from engine.api import InfillRequest, Request, RewriteRequest, ServerError, Serv
 from engine.remote import shapes
 from engine.remote.client import ServerClient
 
+MAX_CANVAS = 8192  # a canvas length a server may claim (DiffusionGemma: 256; the demo: 64)
+MAX_VOCAB = 1 << 24  # a vocabulary size a server may claim (DiffusionGemma: 262,144)
 PROBE_TOKEN = 7  # any id every vocabulary has; the probe pins it at position 0 and expects it back
 _EXACTLY = re.compile(r"must hold exactly (\d+) ids")
 
@@ -63,9 +65,9 @@ def canvas_length_of(client: ServerClient, model: str, default: int) -> int:
         client.post_json("/v1/completions", body)
     except ServerError as exc:
         found = _EXACTLY.search(exc.message)
-        if found:
+        if found and len(found.group(1)) <= 6 and 1 <= int(found.group(1)) <= MAX_CANVAS:
             return int(found.group(1))
-    return default
+    return default  # no length said, or one no DiffusionGemma canvas has: the reference canvas
 
 
 def token_ids(choice: dict[str, Any] | Any) -> list[int]:
@@ -138,7 +140,7 @@ def vocab_size_of(client: ServerClient, model: str, default: int) -> int:
         client.post_json("/v1/completions", body)
     except ServerError as exc:
         found = _VOCAB.search(exc.message)
-        if found:
+        if found and len(found.group(1)) <= 9 and 8 <= int(found.group(1)) <= MAX_VOCAB:
             return int(found.group(1))
     return default
 

@@ -205,8 +205,8 @@ def status_error(
 ) -> ServerError:
     """The sentence for an HTTP error status; what the server said is quoted with every secret removed."""
     message, param = error_message(body)
-    shown = " ".join(redact.scrub(message).split())
-    said = f" It said: {shown[:300]}" if shown else ""
+    shown = redact.shown(message)
+    said = f" It said: {shown}" if shown else ""
     if status in (401, 403):
         return ServerAuthError(
             f"The server at {host} refused the API key (HTTP {status}). Check the key in Model ▸ Use a "
@@ -224,7 +224,7 @@ def status_error(
             f"OpenAI-compatible server (vLLM)?{said}"
         )
     if status == 400 or status == 422:
-        field = rejected_field(message, param, sent)
+        field = redact.shown(rejected_field(message, param, sent), 60)  # the server named it: plain
         named = f" the field '{field}'" if field else " the request"
         return ServerRejectedError(f"The server at {host} rejected{named} (HTTP {status}).{said}", field)
     if status >= 500:
@@ -257,7 +257,7 @@ def translate(
     cause: BaseException = exc
     if isinstance(exc, openai.APIConnectionError) and exc.__cause__ is not None:
         cause = exc.__cause__
-    text = redact.scrub(f"{type(cause).__name__}: {cause}")  # an HTTP library may quote the request
+    text = redact.shown(f"{type(cause).__name__}: {cause}", 400)  # an HTTP library may quote the request
     if isinstance(exc, openai.APITimeoutError) or _is(cause, "TimeoutException"):
         if _is(cause, "ConnectTimeout"):
             return ServerUnreachableError(

@@ -27,12 +27,18 @@ _SCAN_LIMIT = 20_000  # characters of a server's text scanned (and so shown at m
 _lock = threading.Lock()
 _secrets: set[str] = set()
 
-# Credentials whoever they belong to: the value after these words is hidden up to the next space or quote.
-_CREDENTIAL = re.compile(
-    r"(?i)(\b(?:authorization|proxy-authorization)\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)?\s*"
-    r"|\b(?:bearer|basic)\s+"
-    r"|\b(?:api[_-]?key|access[_-]?token|token|password|passwd|secret)\b[\"']?\s*[:=]\s*[\"']?)"
-    r"([^\s\"',;}]+)"
+# Credentials whoever they belong to: group 2 (the value) is hidden, group 1 (what names it) kept.
+_VALUE = r"([^\s\"',;}&]+)"
+_CREDENTIALS = (
+    re.compile(
+        r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?)" + _VALUE
+    ),
+    re.compile(r"(?i)(\bbearer\s+)" + _VALUE),
+    re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/=]{8,})"),  # base64 of user:password, not "basic auth"
+    re.compile(
+        r"(?i)(\b(?:api[_-]?key|access[_-]?token|token|password|passwd|secret)\b[\"']?\s*[:=]\s*[\"']?)"
+        + _VALUE
+    ),
 )
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"']*@")
 
@@ -52,26 +58,40 @@ def forget_all() -> None:
         _secrets.clear()
 
 
-def scrub(text: object, extra: tuple[str | None, ...] = ()) -> str:
+def scrub(text: object, extra: tuple[str | None, ...] = (), *, partial: bool = True) -> str:
     """`text` with every remembered secret (whole, partial or URL-encoded), every `extra` one, and every
-    credential-looking value replaced by "[hidden]"."""
+    credential-looking value replaced by "[hidden]". `partial=False` hides whole secrets only: for a name
+    (a model id) that may share a few letters with a key without being an echo of it."""
     out = str(text)[:_SCAN_LIMIT]
     with _lock:
         known = sorted(_secrets | {s for s in extra if s}, key=len, reverse=True)
     if known:
-        out = _hide_secrets(out, known)
+        size = MIN_PARTIAL if partial else 0
+        out = _hide_secrets(out, known, size)
         decoded = unquote(out)
-        if decoded != out and _hide_secrets(decoded, known) != decoded:
-            out = _hide_secrets(decoded, known)  # a secret encoded in a way remember() did not list
+        if decoded != out and _hide_secrets(decoded, known, size) != decoded:
+            out = _hide_secrets(decoded, known, size)  # a secret encoded in a way remember() did not list
     out = _URL_CREDENTIALS.sub(lambda m: m.group(1), out)
-    return _CREDENTIAL.sub(lambda m: m.group(1) + HIDDEN, out)
+    for pattern in _CREDENTIALS:
+        out = pattern.sub(lambda m: m.group(1) + (m.group(2) if m.group(2) == HIDDEN else HIDDEN), out)
+    return out
 
 
-def _hide_secrets(text: str, secrets: list[str]) -> str:
-    """Hide each run of non-space characters that holds a secret or `MIN_PARTIAL` characters of one."""
+def shown(text: object, limit: int = 300, *, partial: bool = True) -> str:
+    """A server's text as a sentence may quote it: secrets hidden, control and formatting characters (a
+    terminal escape, a right-to-left override, a line break) turned into spaces, at most `limit`
+    characters."""
+    clean = "".join(c if c.isprintable() else " " for c in scrub(text, partial=partial))
+    clean = " ".join(clean.split())
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
+def _hide_secrets(text: str, secrets: list[str], partial: int) -> str:
+    """Hide each run of non-space characters that holds a secret or `partial` characters of one (0: whole
+    secrets only)."""
     marked = [False] * len(text)
     for secret in secrets:
-        size = min(len(secret), MIN_PARTIAL)
+        size = min(len(secret), partial) if partial else len(secret)
         for start in range(len(secret) - size + 1):
             piece = secret[start : start + size]
             at = text.find(piece)

@@ -38,9 +38,7 @@ class StreamChoice:
 
 def quoted(value: Any, limit: int = 40) -> str:
     """A server's value as a sentence may show it: short, one line, secrets hidden."""
-    text = redact.scrub(repr(value) if not isinstance(value, str) else f"'{value}'")
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redact.shown(repr(value) if not isinstance(value, str) else f"'{value}'", limit)
 
 
 def wrong(host: str, endpoint: str, what: str) -> ServerAnswerError:
@@ -93,8 +91,13 @@ def version(answer: Any) -> str:
     """/version: {"version": str}; optional, so anything else is "" (no version shown)."""
     value = answer.get("version") if isinstance(answer, dict) else None
     if isinstance(value, str) and len(value) <= 64 and value.isprintable():
-        return value
+        return redact.shown(value, 64, partial=False)
     return ""
+
+
+def shown_name(model: ServedModel) -> str:
+    """A model id as the writer sees it (status bar, dialog): plain, one line, no secret in it."""
+    return redact.shown(model.id, MAX_NAME, partial=False)
 
 
 def completion_token_ids(answer: Any, host: str) -> list[int]:
@@ -226,18 +229,26 @@ def text_models(answer: Any, host: str) -> tuple[TextModel, ...]:
         if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME or not name.isprintable():
             continue
         owner = item.get("owned_by")
-        found.append(TextModel(name, _context_of(item), owner[:40] if isinstance(owner, str) else ""))
+        found.append(
+            TextModel(name, _context_of(item, name, host), owner[:40] if isinstance(owner, str) else "")
+        )
     return tuple(found)
 
 
-def _context_of(item: dict[str, Any]) -> int:
+def _context_of(item: dict[str, Any], name: str, host: str) -> int:
+    """The first context length the entry states; one stated as anything but a whole number is a wrong
+    shape (as for the DiffusionGemma tier), one not stated is 0."""
     meta = item.get("meta")
-    places = [item.get(k) for k in _CONTEXT_KEYS]
+    places = [(k, item.get(k)) for k in _CONTEXT_KEYS]
     if isinstance(meta, dict):
-        places += [meta.get("n_ctx"), meta.get("n_ctx_train")]
-    for value in places:
-        if type(value) is int and value > 0:
-            return value
+        places += [("meta.n_ctx", meta.get("n_ctx")), ("meta.n_ctx_train", meta.get("n_ctx_train"))]
+    for key, value in places:
+        if value is None:
+            continue
+        if not whole(value) or value < 0:
+            raise wrong(host, "/v1/models", f"{key} of '{name}' is {quoted(value)}, not a whole number")
+        if value > 0:
+            return int(value)
     return 0
 
 

@@ -43,7 +43,7 @@ from engine.api import (
     StepCallback,
     StepEvent,
 )
-from engine.remote import shapes, text_answers
+from engine.remote import redact, shapes, text_answers
 from engine.remote.client import ServerClient, translate
 from engine.remote.shapes import TextModel
 from engine.remote.text_features import Features, features_for
@@ -113,9 +113,14 @@ class TextEngine:
     # -- Engine protocol -------------------------------------------------------------------------------------
 
     @property
+    def shown_name(self) -> str:
+        """The model's id as sentences and the status bar show it (plain, no secret a server echoed)."""
+        return redact.shown(self.model.id, 256, partial=False)
+
+    @property
     def info(self) -> ModelInfo:
         return ModelInfo(
-            name=self.model.id,
+            name=self.model.id,  # the id to ask for again (the app shows it scrubbed)
             path=self.client.url,
             device="server",
             dtype="",
@@ -131,9 +136,9 @@ class TextEngine:
     def capabilities(self) -> Capabilities:
         return Capabilities(
             backend="remote",
-            where=f"Server: {self.client.host} · {self.model.id}",
+            where=f"Server: {self.client.host} · {self.shown_name}",
             canvas_control=False,
-            canvas_control_reason=TEXT_TIER_REASON.format(model=self.model.id),
+            canvas_control_reason=TEXT_TIER_REASON.format(model=self.shown_name),
             live_steps=False,
             seeds=False,
             max_candidates=MAX_CANDIDATES,

@@ -138,10 +138,29 @@ def test_what_the_server_names_is_plain_text_in_the_dialog_and_the_status_bar(qt
     assert "<a href" not in tip  # a tooltip quoting the server is escaped (Qt renders tooltips as rich text)
 
 
-def test_a_model_list_of_the_wrong_shape_goes_back_to_the_local_model(qtbot, window, stub):
-    stub.tamper[("GET", "/v1/models")] = bad_server.json_answer([{"id": sc.MODEL}])
+def _empty_probe(handler, body):
+    if isinstance(body, dict) and body.get("vllm_xargs", {}).get("diffusion_read_only"):
+        return bad_server.json_answer({"choices": []})(handler, body)
+    return False
+
+
+WRONG_SHAPES = {
+    "models_as_a_list": (("GET", "/v1/models"), bad_server.json_answer([{"id": sc.MODEL}]), "a list where"),
+    "unlimited_length": (
+        ("GET", "/v1/models"),
+        bad_server.json_answer({"data": [{"id": sc.MODEL, "max_model_len": "unlimited"}]}),
+        "'unlimited', not a whole number",
+    ),
+    "probe_without_choices": (("POST", "/v1/completions"), _empty_probe, "'choices' is empty"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_SHAPES))
+def test_an_answer_of_the_wrong_shape_goes_back_to_the_local_model(qtbot, window, stub, case):
+    where, answer, words = WRONG_SHAPES[case]
+    stub.tamper[where] = answer
     window.server_mode.connect_server(stub.url, sc.MODEL, TEST_KEY)
-    qtbot.waitUntil(lambda: "a list where an object belongs" in _everything_shown(window), timeout=20_000)
+    qtbot.waitUntil(lambda: words in _everything_shown(window), timeout=20_000)
     qtbot.waitUntil(lambda: window.server_mode.whereLabel.text() == "Local model", timeout=10_000)
     assert window.host.backend == "local"
     set_text(window, sc.BEFORE)
@@ -206,3 +225,16 @@ def test_a_flood_far_larger_than_asked_is_cut_and_the_document_kept(qtbot, windo
     stub.tamper[("POST", "/v1/completions")] = bad_server.streamed_only(flood)
     _draft_fails_with(qtbot, window, "stopped reading")
     assert not flood.finished
+
+
+def test_a_key_with_a_line_break_in_the_environment_is_refused_at_start(qtbot, tmp_path, monkeypatch, stub):
+    monkeypatch.setenv("LETTERPRESS_API_KEY", "sk-abc\ndef-secret")
+    settings = Settings(tmp_path / "config")
+    settings.update({"server.url": stub.url, "server.model": sc.MODEL})
+    w = build_window(qtbot, FakeEngine(steps=2), settings=settings)
+    try:
+        qtbot.waitUntil(lambda: "printable ASCII without spaces" in _everything_shown(w), timeout=10_000)
+        assert "secret" not in _everything_shown(w) and stub.seen == []
+        assert w.server_mode.whereLabel.text() == "Local model" and w.host.backend == "local"
+    finally:
+        w.host.shutdown()

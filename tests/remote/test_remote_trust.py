@@ -240,3 +240,86 @@ def test_an_address_that_cannot_be_used_is_a_sentence(url):
     with pytest.raises(ServerAddressError) as info:
         _engine(url, connect=False).connect()
     assert "Write it as http://" in info.value.message
+
+
+def test_what_a_server_says_is_quoted_as_plain_text(stub):
+    said = "bad \x1b[2J\x1b[31mred\x1b[0m \u202eenil\nnext line"
+    stub.tamper[("GET", "/v1/models")] = bad_server.json_answer({"error": {"message": said}}, 500)
+    with pytest.raises(ServerFailedError) as info:
+        _engine(stub.url)
+    message = info.value.message
+    assert "\x1b" not in message and "\u202e" not in message and "\n" not in message
+    assert "red" in message and "next line" in message
+
+
+def test_a_model_id_that_is_the_key_is_not_shown(stub):
+    stub.tamper[("GET", "/v1/models")] = bad_server.json_answer({"data": [{"id": ODD_KEY}]})
+    stub.tamper[("POST", "/v1/completions")] = bad_server.json_answer({"choices": [{"logprobs": None}]})
+    engine = RemoteEngine(ServerConfig(stub.url, None, ODD_KEY, Timeouts(connect=2.0, read=20.0)))
+    _opened.append(engine)
+    engine.connect()
+    assert ODD_KEY not in engine.capabilities.where and redact.HIDDEN in engine.capabilities.where
+
+
+def test_more_pieces_of_answer_than_tokens_asked_are_cut(stub):
+    engine = _engine(stub.url)
+
+    def trickle(handler, body):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        try:
+            for _ in range(500):  # one character a piece: each would reprint the whole text so far
+                data = bad_server.chunk("a")
+                handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+        except OSError:
+            handler.close_connection = True
+        return True
+
+    stub.tamper[("POST", "/v1/completions")] = bad_server.streamed_only(trickle)
+    events = []
+    with pytest.raises(ServerTooLargeError, match="more pieces of answer"):
+        engine.run(sc.draft(), on_step=events.append)
+    assert len(events) <= 32 + 8
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        ("Please use basic auth here", "Please use basic auth here"),  # words, not a credential
+        ("max 512 tokens; you asked 600 tokens", "max 512 tokens; you asked 600 tokens"),
+        ("Basic dXNlcjpwYXNzd29yZA== refused", "Basic [hidden] refused"),
+        ("GET /v1/models?api_key=xyz123&x=1", "GET /v1/models?api_key=[hidden]&x=1"),
+        ('{"token": "abc"}', '{"token": "[hidden]"}'),
+    ],
+)
+def test_credentials_of_anyone_are_hidden_and_ordinary_words_kept(said, shown):
+    assert redact.scrub(said) == shown
+
+
+def test_a_canvas_length_no_model_has_is_not_believed(stub):
+    def huge(handler, body):
+        xargs = body.get("vllm_xargs", {}) if isinstance(body, dict) else {}
+        if xargs.get("diffusion_seed_canvas") == [3]:  # the canvas-length question
+            message = "diffusion_seed_canvas must hold exactly 99999999999999 ids"
+            return bad_server.json_answer({"error": {"message": message}}, 400)(handler, body)
+        return False
+
+    stub.tamper[("POST", "/v1/completions")] = huge
+    assert _engine(stub.url).canvas_length == 256  # the reference canvas, not 10**14 tokens per request
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [({"tokens": "many"}, "'tokens' is a string, not a list"), ({"tokens": [1, -2]}, "the token -2")],
+)
+def test_a_tokenizer_answer_of_the_wrong_shape_is_a_sentence_and_the_server_stays(stub, answer, words):
+    engine = _engine(stub.url)
+    stub.tamper[("POST", "/tokenize")] = bad_server.json_answer(answer)
+    with pytest.raises(ServerAnswerError, match=words):
+        engine.run(sc.draft())
+    del stub.tamper[("POST", "/tokenize")]
+    assert engine.run(sc.draft()).text.strip()  # still connected: the next request works
