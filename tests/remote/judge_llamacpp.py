@@ -42,6 +42,27 @@ from tests.helpers.vllm_replay import TEST_KEY  # noqa: E402
 CORPUS = [ROOT / "engine/training/teacher_corpus/lc-s0", ROOT / "engine/training/teacher_corpus/hf-s0"]
 
 
+class ProcessTeacher:
+    """`score` through tests/remote/teacher_score.py in the llama.cpp virtualenv (a vectorised pass per
+    text), for a teacher GGUF on this machine."""
+
+    def __init__(self, gguf: Path, python: str) -> None:
+        self.gguf, self.python = gguf, python
+        self.model = gguf.stem
+
+    def score(self, pairs: list[tuple[str, str]]) -> list[tuple[float, int]]:
+        import subprocess
+
+        done = subprocess.run(
+            [self.python, str(Path(__file__).with_name("teacher_score.py")), str(self.gguf)],
+            input=json.dumps(pairs),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [(float(a), int(b)) for a, b in json.loads(done.stdout.splitlines()[-1])]
+
+
 class ServerTeacher:
     """`engine.training.teacher`'s `score` over a llama.cpp server started with --logits_all: the summed
     negative log-probability and the count of the continuation's tokens, given the context."""
@@ -108,7 +129,11 @@ def human_pairs() -> list[tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("writer")
-    parser.add_argument("teacher")
+    parser.add_argument(
+        "teacher", help="the teacher: a llama.cpp server URL, or a GGUF (see --teacher-python)"
+    )
+    parser.add_argument("--teacher-python", default="python3", help="a Python with llama_cpp, for a GGUF")
+    parser.add_argument("--held-out", type=int, default=10, help="held-out corpus passages for the reference")
     parser.add_argument("--drafts", type=int, default=len(OPENINGS))
     parser.add_argument("--sentences", type=int, default=len(CORRECT_SENTENCES))
     parser.add_argument("--out", type=Path)
@@ -122,9 +147,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     result = run_server(engine, args.drafts, args.sentences)
     engine.unload()
-    teacher = ServerTeacher(args.teacher)
+    if args.out:  # the server's answers first: the teacher can be run again on them
+        args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    teacher: Any = (
+        ProcessTeacher(Path(args.teacher), args.teacher_python)
+        if args.teacher.endswith(".gguf")
+        else ServerTeacher(args.teacher)
+    )
     human = judge.perplexity(teacher.score(human_pairs()))
-    corpus = judge.perplexity(teacher.score(judge.held_out_pairs(CORPUS, 40)))
+    pairs = [(a, " ".join(b.split()[:60])) for a, b in judge.held_out_pairs(CORPUS, args.held_out)]
+    corpus = judge.perplexity(teacher.score([(a, " " + b) for a, b in pairs]))
     fig = judge.figures(result, teacher, load_words(), human)
     fig["teacher"] = f"{teacher.model} (llama.cpp, a different model from the writer)"
     fig["teacher_ppl_human_text"] = human
