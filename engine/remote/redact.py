@@ -20,6 +20,7 @@ import threading
 from urllib.parse import quote, quote_plus, unquote
 
 HIDDEN = "[hidden]"
+MIN_SECRET = 4  # shorter secrets are not searched for in free text
 MIN_PARTIAL = 6  # a run of this many characters of a secret is a partial echo of it
 MAX_KEY_LENGTH = 4096
 _SCAN_LIMIT = 20_000  # characters of a server's text scanned (and so shown at most): the rest is dropped
@@ -45,8 +46,8 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"']*@")
 
 def remember(secret: str | None) -> None:
     """Hide `secret` (and its URL-encoded forms) in every text `scrub()` sees from now on."""
-    if not secret:
-        return
+    if not secret or len(secret) < MIN_SECRET:
+        return  # "pw" hunted in free text would blank every word holding it; URL patterns still strip it
     forms = {secret, quote(secret, safe=""), quote_plus(secret, safe=""), quote(secret, safe="").lower()}
     with _lock:
         _secrets.update(form for form in forms if form)
