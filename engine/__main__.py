@@ -436,7 +436,8 @@ def _connect_server(args: argparse.Namespace, emit: Any) -> Any:
         emit.status(f"connecting to {shown}")
     timeouts = Timeouts(read=float(args.server_timeout))
     key = os.environ.get("LETTERPRESS_API_KEY") or None
-    engine = RemoteEngine(ServerConfig(args.server, args.server_model, key, timeouts))
+    context = getattr(args, "server_context", None)
+    engine = RemoteEngine(ServerConfig(args.server, args.server_model, key, timeouts, context_length=context))
     engine.connect()
     return engine
 
@@ -707,8 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--server",
         metavar="URL",
         default=None,
-        help="send the request to a DiffusionGemma server (vLLM's OpenAI API, e.g. "
-        "http://gpu-box:8000) instead of a local model; API key from LETTERPRESS_API_KEY",
+        help="send the request to a model server instead of a local model: DiffusionGemma on vLLM, or any "
+        "model on an OpenAI-compatible server (Ollama http://127.0.0.1:11434/v1, LM Studio "
+        "http://127.0.0.1:1234/v1, llama.cpp http://127.0.0.1:8080/v1); API key from LETTERPRESS_API_KEY",
     )
     gen.add_argument(
         "--server-model",
@@ -722,6 +724,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_bounded_int(1, 3600),
         default=120,
         help="with --server: give up after S seconds without a byte from the server (default 120)",
+    )
+    gen.add_argument(
+        "--server-context",
+        metavar="N",
+        type=_bounded_int(256, 1_048_576),
+        default=None,
+        help="with --server: the tokens its model reads at once, for a server that does not say (Ollama, "
+        "LM Studio, llama.cpp's Python server); default: what the server says, else 2048",
     )
     gen.set_defaults(func=cmd_generate)
 

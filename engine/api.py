@@ -409,6 +409,9 @@ class Capabilities:
     max_candidates: int = 8
     context_length: int = 0  # tokens the model reads at once (0: unknown until loaded)
     server_version: str = ""
+    # "diffusion": DiffusionGemma (local or served); "text": an ordinary model on a server (the text tier,
+    # `engine.remote.text_backend`), which writes left to right: no canvas, strength, pins or live steps.
+    model_kind: Literal["diffusion", "text"] = "diffusion"
 
 
 LOCAL_CAPABILITIES = Capabilities()

@@ -10,6 +10,7 @@ server configured nothing here touches the network. Plain http:// to another mac
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -56,7 +57,11 @@ class ServerMode(QObject):
     def choose_server(self) -> None:
         url = self._setting("server.url")
         self.dialog = ServerDialog(
-            url, self._setting("server.model"), keychain.load_key(url) or "" if url else "", self.window
+            url,
+            self._setting("server.model"),
+            keychain.load_key(url) or "" if url else "",
+            self.window,
+            context_length=self._context(),
         )
         if self.dialog.exec() != QDialog.DialogCode.Accepted:
             return
@@ -64,10 +69,12 @@ class ServerMode(QObject):
         problem = keychain.save_key(choice.url, choice.key)
         if problem:
             self.window.show_message(problem)
+        self._set("server.context", choice.context_length)
         self.connect_server(choice.url, choice.model, choice.key or None)
 
     def connect_server(self, url: str, model: str = "", key: str | None = None) -> None:
-        """Send text to `url` from now on (its connection and probe run on the engine thread)."""
+        """Send text to `url` from now on (its connection and probe run on the engine thread): a
+        DiffusionGemma server or any other model (the probe tells them apart)."""
         from engine.remote import RemoteEngine, ServerConfig
 
         if key is None:
@@ -84,9 +91,9 @@ class ServerMode(QObject):
             self._warned.add(url)
             self.window.show_message(PLAIN_HTTP_WARNING, 0)
         privacy.allow_server(url)  # that host and port only
-        config = ServerConfig(
-            url, model or None, key, *((self.timeouts,) if self.timeouts is not None else ())
-        )
+        config = ServerConfig(url, model or None, key, context_length=self._context() or None)
+        if self.timeouts is not None:
+            config = dataclasses.replace(config, timeouts=self.timeouts)
         self._pending = url
         self.whereLabel.setText(f"Server: {host_label(url)} · connecting…")
         self.host.use_server(lambda: RemoteEngine(config), public_url)  # never user:password@ in view
@@ -154,13 +161,20 @@ class ServerMode(QObject):
         if editing is not None and hasattr(editing, "apply_capabilities"):
             editing.apply_capabilities(caps)
 
+    def _context(self) -> int:
+        """The writer's context length for a server that does not state it (0: none given)."""
+        try:
+            return int(self.settings["server.context"]) if self.settings is not None else 0
+        except Exception:  # noqa: BLE001 - a window without this setting (tests) has none
+            return 0
+
     def _setting(self, key: str) -> str:
         try:
             return str(self.settings[key]) if self.settings is not None else ""
         except Exception:  # noqa: BLE001 - a window without these settings (tests) has no server configured
             return ""
 
-    def _set(self, key: str, value: str) -> None:
+    def _set(self, key: str, value: str | int) -> None:
         if self.settings is not None and hasattr(self.settings, "set"):
             try:
                 self.settings.set(key, value)

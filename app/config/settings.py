@@ -154,9 +154,9 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         "",
         "Server URL",
-        help="A DiffusionGemma server (vLLM) to write with instead of the local model; empty: the local "
-        "model. Choose it with Model ▸ Use a server… (its API key is kept in the system keychain, "
-        "not here).",
+        help="A model server (Ollama, LM Studio, llama.cpp, vLLM) to write with instead of the local model; "
+        "empty: the local model. Choose it with Model ▸ Use a server… (its API key is kept in the system "
+        "keychain, not here).",
     ),
     Setting(
         "server.model",
@@ -164,6 +164,16 @@ SETTINGS: tuple[Setting, ...] = (
         "",
         "Server model",
         help="The model of the server to use (empty: the first it lists).",
+    ),
+    Setting(
+        "server.context",
+        int,
+        0,
+        "Server model's context length",
+        0,
+        1_048_576,
+        help="Tokens the server's model reads at once, for a server that does not say (Ollama, LM Studio); "
+        "0: what the server says, else 2,048.",
     ),
     # 0: the model's own steps (its generation_config's max_denoising_steps: the demo's 12, DiffusionGemma's
     # 48); Settings shows that number instead of a constant that one model does not run.

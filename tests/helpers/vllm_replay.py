@@ -281,16 +281,22 @@ class RecordingProxy:
                 handler.end_headers()
                 events = []
                 buffer = ""
+                gone = False  # the client closed its stream early (a cancel, a rewrite past its window)
                 for text in up.iter_text():
                     buffer += text
                     while "\n\n" in buffer:
                         event, buffer = buffer.split("\n\n", 1)
                         event += "\n\n"
-                        events.append(event)
+                        events.append(event)  # recorded whole even after the client left
                         data = event.encode()
-                        handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                        handler.wfile.flush()
-                handler.wfile.write(b"0\r\n\r\n")
+                        try:
+                            if not gone:
+                                handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                                handler.wfile.flush()
+                        except OSError:
+                            gone = True
+                if not gone:
+                    handler.wfile.write(b"0\r\n\r\n")
                 rec["response"] = {"status": up.status_code, "events": events}
             else:
                 payload = up.read()
