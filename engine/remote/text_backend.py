@@ -175,7 +175,10 @@ class TextEngine:
         def show(current: list[_Answer]) -> None:
             if on_step is None:
                 return
-            views = tuple(CandidateView((Span(t, 1.0),) if t else ()) for t in self._texts(the_plan, current))
+            views = tuple(
+                CandidateView((Span(t, 1.0),) if t else (), row=row)
+                for row, t in enumerate(self._texts(the_plan, current))
+            )
             on_step(StepEvent(request.request_id, len(self.sent), 0, 0, views, time.perf_counter() - start))
 
         answers, cancelled, notice = self._gather(the_plan, show, cancel, notice)
@@ -483,6 +486,6 @@ def _ranked(the_plan: TextPlan, texts: list[str], answers: list[_Answer]) -> tup
         if the_plan.words is not None:
             count = len(text.split())
             fits = the_plan.words.low <= count <= the_plan.words.high
-        scored.append((not fits, -mean if answer.logprobs else 0.0, order, text, mean))
+        scored.append((not fits, -mean if answer.logprobs else 0.0, order, text, mean))  # order: the row
     scored.sort()
-    return tuple(Candidate(t, (), math.exp(m) if m else 1.0) for *_, t, m in scored)
+    return tuple(Candidate(t, (), math.exp(m) if m else 1.0, row=row) for _, _, row, t, m in scored)
