@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from tests.helpers.gui import ghost_state, isolate_user_dirs, set_text
+from tests.helpers.gui import ghost_state, model_window, set_text
 
 pytestmark = pytest.mark.slow
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 VOCABULARY = ENGINE / "api.py"  # plain frozen data and typed errors: the one engine module the UI may run
+SETTINGS_TOML = "[denoise]\nsteps = 12\nalternatives = 3\n\n[draft]\nlength = 32\n"
 
 
 @pytest.fixture
@@ -29,22 +30,7 @@ def window(qtbot, tmp_path_factory, monkeypatch, tmp_path):
     from tests.helpers.checkpoints import tiny_checkpoint
 
     model = tiny_checkpoint(tmp_path_factory, name="model")
-    isolate_user_dirs(monkeypatch, tmp_path)
-    (tmp_path / "config" / "settings.toml").write_text(
-        "[denoise]\nsteps = 12\nalternatives = 3\n\n[draft]\nlength = 32\n", encoding="utf-8"
-    )
-    import app
-
-    win = app.create_window(["--model", str(model), "--device", "cpu"])
-    win.show()
-    qtbot.waitExposed(win)
-    win.editor.setFocus()
-    qtbot.waitUntil(lambda: win.model_state in ("ready", "error"), timeout=120_000)
-    assert win.model_state == "ready", win.modelLabel.toolTip()
-    yield win
-    win.editor.document().setModified(False)
-    win.close()
-    win.deleteLater()
+    yield from model_window(qtbot, monkeypatch, tmp_path, model, SETTINGS_TOML)
 
 
 def _engine_calls_on_this_thread() -> tuple[list[str], Any]:

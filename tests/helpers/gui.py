@@ -102,13 +102,22 @@ def demo_window(qtbot: Any, monkeypatch: Any, tmp_path: Path, settings_toml: str
     and Session), isolated user folders and `settings_toml`; closed without a save question afterwards."""
     import os
 
+    from engine.__main__ import default_model_dir
+
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    yield from model_window(qtbot, monkeypatch, tmp_path, default_model_dir(), settings_toml)
+
+
+def model_window(
+    qtbot: Any, monkeypatch: Any, tmp_path: Path, model: Path, settings_toml: str
+) -> Iterator[Any]:
+    """The real window from `app.create_window` with the checkpoint `model` on the CPU, isolated user folders
+    and `settings_toml`, waited for until the model is ready; closed without a save question afterwards."""
     isolate_user_dirs(monkeypatch, tmp_path)
     (tmp_path / "config" / "settings.toml").write_text(settings_toml, encoding="utf-8")
     import app
-    from engine.__main__ import default_model_dir
 
-    win = app.create_window(["--model", str(default_model_dir()), "--device", "cpu"])
+    win = app.create_window(["--model", str(model), "--device", "cpu"])
     win.show()
     qtbot.waitExposed(win)
     win.editor.setFocus()
