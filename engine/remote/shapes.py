@@ -216,8 +216,8 @@ _CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length", "loade
 
 def text_models(answer: Any, host: str) -> tuple[TextModel, ...]:
     """/v1/models of any OpenAI-compatible server: {"data": [{"id": str, ...}, ...]} (a few servers say
-    "models" and "name"); a model without a usable name is skipped, a context length that is not a positive
-    whole number is "not said"."""
+    "models" and "name"); a name that is not text is a wrong shape, an entry without a usable name is skipped,
+    a context length that is not a positive whole number is "not said"."""
     endpoint = "/v1/models"
     body = need_object(answer, host, endpoint)
     data = body.get("data", body.get("models", []))
@@ -226,6 +226,8 @@ def text_models(answer: Any, host: str) -> tuple[TextModel, ...]:
         if not isinstance(item, dict):
             continue
         name = item.get("id") or item.get("name") or item.get("model")
+        if name is not None and not isinstance(name, str):  # a name of the wrong kind is a wrong shape
+            raise wrong(host, endpoint, f"a model's id is {quoted(name)}, not a model name")
         if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME or not name.isprintable():
             continue
         owner = item.get("owned_by")
