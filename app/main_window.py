@@ -40,7 +40,7 @@ from app.config.commands import BY_ID, toolbar_layout
 from app.config.model_choice import folder_for
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
-from app.ui import actions, wheel_guard, window_place
+from app.ui import actions, window_place
 from app.ui import help as help_ui
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
 from app.ui.editor import Editor, FindBar
@@ -68,7 +68,6 @@ class MainWindow(QMainWindow):
         request_defaults: RequestDefaults | None = None,
     ) -> None:
         super().__init__()
-        wheel_guard.install()  # the wheel scrolls pages; it changes a value only in the field chosen
         self.setObjectName("mainWindow")
         self.setWindowTitle("Letterpress")
         self.resize(1000, 720)

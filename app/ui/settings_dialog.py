@@ -170,7 +170,6 @@ class SettingsDialog(QDialog):
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        wheel_guard.install()  # scrolling this page must not change the value under the pointer
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
         self.settings = settings
@@ -236,6 +235,7 @@ class SettingsDialog(QDialog):
         buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults).clicked.connect(self.restore_defaults)
         layout.addWidget(buttons)
         self.buttons = buttons
+        wheel_guard.guard(page)  # scrolling this page must not change the value under the pointer
         self.load(settings.values())
         self._show_problems(settings.problems)
         for key, widget in self.inputs.items():

@@ -2,10 +2,14 @@
 
 Qt's spin boxes, sliders and combo boxes take wheel events under the pointer, focused or not (and their
 default WheelFocus policy even focuses them): scrolling the Settings page changed the entropy bound from 0.100
-to 0.001 on the way down. One application-wide filter fixes every dialog at once, the ones to come included:
-such a widget on a page that scrolls is polished to take focus by click or Tab only, and a wheel event over it
-while it lacks focus is passed on to the page. Outside a scrolling page the wheel is meant for the widget
-(the toolbar's rewrite-strength dial turns under it), so those are left alone.
+to 0.001 on the way down. `guard(page)` fixes a scrolling page: each such widget on it takes focus by click or
+Tab only, and a wheel event over it while it lacks focus is passed on to the page. Outside a scrolling page
+the wheel is meant for the widget (the toolbar's rewrite-strength dial turns under it), so those are left
+alone.
+
+The filter sits on the guarded widgets only, never on the application: an application-wide Python filter
+sees every Qt event of the window, each needing the interpreter lock the engine thread is using, and that
+added about 25 ms to the UI's worst stall while a model loads and drafts (tests/e2e/test_gui_tiny.py).
 """
 
 from __future__ import annotations
@@ -15,14 +19,12 @@ from PySide6.QtWidgets import (
     QAbstractScrollArea,
     QAbstractSlider,
     QAbstractSpinBox,
-    QApplication,
     QComboBox,
     QScrollBar,
     QWidget,
 )
 
 GUARDED = (QAbstractSpinBox, QAbstractSlider, QComboBox)
-_WATCHED = (QEvent.Type.Polish, QEvent.Type.Wheel)
 
 
 def on_a_scrolling_page(widget: QWidget) -> bool:
@@ -36,33 +38,34 @@ def on_a_scrolling_page(widget: QWidget) -> bool:
 
 
 class WheelGuard(QObject):
-    """Application event filter: a wheel over an unfocused value widget scrolls its page instead."""
+    """Event filter of the guarded value widgets: a wheel over an unfocused one scrolls its page instead."""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt virtual
-        if event.type() not in _WATCHED:  # every event of the app passes here: leave the rest at once
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget) or watched.hasFocus():
             return False
-        if not isinstance(watched, GUARDED) or isinstance(watched, QScrollBar):
-            return False  # a scroll bar is what the wheel is for
-        assert isinstance(watched, QWidget)
-        if not on_a_scrolling_page(watched):
-            return False
-        if event.type() == QEvent.Type.Polish:
-            if watched.focusPolicy() == Qt.FocusPolicy.WheelFocus:
-                watched.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        elif event.type() == QEvent.Type.Wheel and not watched.hasFocus():
-            event.ignore()  # not accepted: Qt hands the wheel to the parent (the scroll area scrolls)
-            return True
-        return False
+        event.ignore()  # not accepted: Qt hands the wheel to the parent (the scroll area scrolls)
+        return True
 
 
-def install(app: QApplication | None = None) -> None:
-    """Put the guard on the application once (later calls do nothing)."""
-    target = app or QApplication.instance()
-    if not isinstance(target, QApplication) or target.property("letterpressWheelGuard"):
-        return
-    guard = WheelGuard(target)
-    target.installEventFilter(guard)
-    target.setProperty("letterpressWheelGuard", True)
+def guard(page: QWidget) -> int:
+    """Guard every spin box, slider and combo box that sits on a scrolling page inside `page` (call it once
+    the page is built); returns how many were guarded."""
+    keeper = page.findChild(WheelGuard, "letterpressWheelGuard")
+    if keeper is None:
+        keeper = WheelGuard(page)
+        keeper.setObjectName("letterpressWheelGuard")
+    count = 0
+    for widget in page.findChildren(QWidget):
+        if not isinstance(widget, GUARDED) or isinstance(widget, QScrollBar):
+            continue  # a scroll bar is what the wheel is for
+        if not on_a_scrolling_page(widget) or widget.property("letterpressWheelGuarded"):
+            continue
+        if widget.focusPolicy() == Qt.FocusPolicy.WheelFocus:
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        widget.installEventFilter(keeper)
+        widget.setProperty("letterpressWheelGuarded", True)
+        count += 1
+    return count
 
 
-__all__ = ["GUARDED", "WheelGuard", "install", "on_a_scrolling_page"]
+__all__ = ["GUARDED", "WheelGuard", "guard", "on_a_scrolling_page"]

@@ -27,7 +27,6 @@ def _wheel(widget: QWidget, notches: int) -> None:
 
 
 def test_an_unfocused_field_on_a_scrolling_page_keeps_its_value_and_a_focused_one_turns(qtbot):
-    wheel_guard.install()
     area = QScrollArea()
     page = QWidget()
     field = QDoubleSpinBox(page)
@@ -36,6 +35,7 @@ def test_an_unfocused_field_on_a_scrolling_page_keeps_its_value_and_a_focused_on
     field.setValue(0.1)
     QVBoxLayout(page).addWidget(field)
     area.setWidget(page)
+    assert wheel_guard.guard(area) == 1
     qtbot.addWidget(area)
     area.show()
     qtbot.waitExposed(area)
@@ -50,11 +50,11 @@ def test_an_unfocused_field_on_a_scrolling_page_keeps_its_value_and_a_focused_on
 
 def test_a_dial_outside_a_scrolling_page_still_turns_under_the_wheel(qtbot):
     """The toolbar's rewrite-strength dial is meant to be turned by the wheel without focus."""
-    wheel_guard.install()
     slider = QSlider(Qt.Orientation.Horizontal)
     slider.setRange(0, 10)
     slider.setValue(5)
     slider.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+    assert wheel_guard.guard(slider) == 0
     qtbot.addWidget(slider)
     slider.show()
     qtbot.waitExposed(slider)
