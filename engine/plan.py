@@ -37,6 +37,7 @@ from engine.api import (
     WarmStart,
 )
 from engine.denoise import Frozen
+from engine.lengths import LengthWindow, length_window
 from engine.prefix_cache import PrefixCache
 from engine.special_tokens import text_ids
 
@@ -289,9 +290,9 @@ def _warm(
     )
 
 
-def _length_window(model: ModelFacts, text: str, instruction: str) -> warm_canvas.LengthWindow:
+def _length_window(model: ModelFacts, text: str, instruction: str) -> LengthWindow:
     tokens = model.tokenizer(text, add_special_tokens=False)["input_ids"]
-    return warm_canvas.length_window(len(tokens), instruction)
+    return length_window(len(tokens), instruction)
 
 
 def _rows(

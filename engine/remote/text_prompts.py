@@ -7,14 +7,13 @@ the text only, since an instruction-tuned model otherwise opens with "Sure! Here
 with `/v1/completions` is a plain continuation of the text before the cursor (what a base or chat model
 continues best); on a chat-only server it is the local engine's "Continue this text." message.
 
-Rewrites keep the local engine's length window (`engine.canvas.length_window`, here in words since the
+Rewrites keep the local engine's length window (`engine.lengths.length_window`, here in words since the
 server's tokens are not countable): "shorter" aims at 0.6x the selection, "longer" at 1.6x, anything else at
 1x, and an answer is cut to the window's top (`engine.remote.text_answers`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +25,7 @@ from engine.api import (
     Request,
     RewriteRequest,
 )
+from engine.lengths import length_factor, length_window
 from engine.remote.text_tokens import EstimatingTokenizer, estimate
 
 SYSTEM = (
@@ -34,7 +34,6 @@ SYSTEM = (
 )
 INFILL_TOKENS = 48  # the gap asked for when the request does not say (about 35 words)
 TOKENS_PER_WORD = 2  # an over-count (English is ~1.3 tokens a word), so a cut, not max_tokens, ends a rewrite
-SHORTER, LONGER = 0.6, 1.6  # engine.canvas's factors (that module imports torch, this one may not)
 
 
 @dataclass(frozen=True)
@@ -73,30 +72,13 @@ class TextPlan:
         return f"{SYSTEM}\n\n{self.user}\n\n{answer}\n"
 
 
-def length_factor(instruction: str) -> float:
-    """How long the instruction wants the rewrite, as a share of the selection (as `engine.canvas`)."""
-    words = instruction.lower()
-    if any(k in words for k in ("shorter", "shorten", "more concise", "condense", "trim")):
-        return SHORTER
-    if any(k in words for k in ("longer", "lengthen", "expand", "more detail", "elaborate")):
-        return LONGER
-    return 1.0
-
-
 def word_window(selection: str, instruction: str) -> Words:
-    """The local engine's length window over words, its top never past twice the selection."""
+    """The local engine's length window (`engine.lengths.length_window`) over words, at least one word and
+    its top never past twice the selection."""
     n = max(1, len(selection.split()))
-    factor = length_factor(instruction)
-    target = max(1, round(factor * n))
-    low = max(1, math.floor(target * 0.75))
-    high = max(low + 1, math.ceil(target * 1.3) + 1)
-    if factor < 1:
-        high = min(high, max(1, n - 1))
-        low = min(low, high - 1) if high > 1 else 1
-    elif factor > 1:
-        low = max(low, n + 1)
-        high = max(high, low + 1)
-    return Words(low, min(high, max(2, 2 * n)), target)
+    window = length_window(n, instruction)
+    target = max(1, round(length_factor(instruction) * n))
+    return Words(max(1, window.low), min(window.high, max(2, 2 * n)), target)
 
 
 def plan(request: Request, context_length: int, candidates: int) -> TextPlan:

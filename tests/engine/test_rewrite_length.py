@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.api import REWRITE_PRESETS, DenoiseSettings, RewriteRequest, WarmStart
-from engine.canvas import length_window
+from engine.lengths import length_window
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "resources" / "models" / "letterpress-demo"
