@@ -70,6 +70,7 @@ RUNTIME_PATH += (
     "env",
     "attention",  # exact grouped-query attention for the 512-dim layers (installed by the session's load)
     "self_conditioning",  # the chunked self-conditioning hand-off
+    "lengths",  # the rewrite length window (torch-free; the text tier shares it)
 )  # a checkpoint's declared steps (torch-free); environment values, validated
 
 
