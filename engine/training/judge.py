@@ -39,39 +39,41 @@ def run_model(
     model_dir: Path, drafts: int = len(OPENINGS), sentences: int = len(CORRECT_SENTENCES)
 ) -> dict[str, Any]:
     """Drafts, grammar passes and full-strength rewrites of one model (no teacher needed yet)."""
-    from engine.api import REWRITE_PRESETS, DenoiseSettings, DraftRequest, RewriteRequest
     from engine.session import Session
 
     session = Session()
     session.load(model_dir, device="cpu")
-    out: dict[str, Any] = {"model": str(model_dir), "drafts": [], "grammar": [], "rewrites": []}
+    return run_engine(session, str(model_dir), drafts, sentences)
+
+
+def run_engine(
+    engine: Any, name: str, drafts: int, sentences: int, *, canvas_control: bool = True
+) -> dict[str, Any]:
+    """`run_model`'s record from any engine with `run(request)` (a Session, a server's engine). With
+    `canvas_control` each request carries its seed and the grammar pass its low strength; a text-tier server
+    takes neither, so its requests go with the defaults."""
+    from engine.api import REWRITE_PRESETS, DenoiseSettings, DraftRequest, RewriteRequest
+
+    def settings(i: int) -> dict[str, Any]:
+        return {"settings": DenoiseSettings(seed=i)} if canvas_control else {}
+
+    def rewrite(sentence: str, preset: str, strength: float, i: int) -> str:
+        extra = {"strength": strength, **settings(i)} if canvas_control else {}
+        request = RewriteRequest(selection=sentence, instruction=REWRITE_PRESETS[preset], **extra)
+        return str(engine.run(request).text)
+
+    out: dict[str, Any] = {"model": name, "drafts": [], "grammar": [], "rewrites": []}
     seconds = []
     for i, opening in enumerate(OPENINGS[:drafts]):
         t0 = time.perf_counter()
-        result = session.run(
-            DraftRequest(before=opening, max_new_tokens=DRAFT_TOKENS, settings=DenoiseSettings(seed=i))
-        )
+        result = engine.run(DraftRequest(before=opening, max_new_tokens=DRAFT_TOKENS, **settings(i)))
         seconds.append(time.perf_counter() - t0)
         out["drafts"].append({"opening": opening, "draft": result.text})
     for i, sentence in enumerate(CORRECT_SENTENCES[:sentences]):
-        fixed = session.run(
-            RewriteRequest(
-                selection=sentence,
-                instruction=REWRITE_PRESETS["grammar"],
-                strength=0.2,
-                settings=DenoiseSettings(seed=i),
-            )
-        ).text
+        fixed = rewrite(sentence, "grammar", 0.2, i)
         out["grammar"].append({"sentence": sentence, "fixed": fixed, "unchanged": fixed.strip() == sentence})
         preset = LENGTH_PRESETS[i % len(LENGTH_PRESETS)]
-        rewritten = session.run(
-            RewriteRequest(
-                selection=sentence,
-                instruction=REWRITE_PRESETS[preset],
-                strength=1.0,
-                settings=DenoiseSettings(seed=i),
-            )
-        ).text
+        rewritten = rewrite(sentence, preset, 1.0, i)
         ratio = len(rewritten.split()) / max(1, len(sentence.split()))
         out["rewrites"].append(
             {

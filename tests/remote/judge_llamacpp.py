@@ -19,7 +19,6 @@ import argparse
 import json
 import math
 import re
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,6 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine.api import REWRITE_PRESETS, DraftRequest, RewriteRequest  # noqa: E402
 from engine.remote import RemoteEngine, ServerConfig, text_features  # noqa: E402
 from engine.remote.client import Timeouts  # noqa: E402
 from engine.training import judge  # noqa: E402
@@ -88,32 +86,8 @@ class ServerTeacher:
 
 
 def run_server(engine: RemoteEngine, drafts: int, sentences: int) -> dict[str, Any]:
-    """`judge.run_model`'s record, from the server through Letterpress."""
-    out: dict[str, Any] = {"model": f"{sc.MODEL} on llama.cpp", "drafts": [], "grammar": [], "rewrites": []}
-    seconds = []
-    for opening in OPENINGS[:drafts]:
-        t0 = time.perf_counter()
-        result = engine.run(DraftRequest(before=opening, max_new_tokens=judge.DRAFT_TOKENS))
-        seconds.append(time.perf_counter() - t0)
-        out["drafts"].append({"opening": opening, "draft": result.text})
-    for i, sentence in enumerate(CORRECT_SENTENCES[:sentences]):
-        fixed = engine.run(RewriteRequest(selection=sentence, instruction=REWRITE_PRESETS["grammar"])).text
-        out["grammar"].append({"sentence": sentence, "fixed": fixed, "unchanged": fixed.strip() == sentence})
-        preset = judge.LENGTH_PRESETS[i % len(judge.LENGTH_PRESETS)]
-        rewritten = engine.run(RewriteRequest(selection=sentence, instruction=REWRITE_PRESETS[preset])).text
-        ratio = len(rewritten.split()) / max(1, len(sentence.split()))
-        out["rewrites"].append(
-            {
-                "preset": preset,
-                "selection": sentence,
-                "rewrite": rewritten,
-                "ratio": round(ratio, 2),
-                "ok": 0.5 <= ratio <= 2.0,
-            }
-        )
-    out["draft_seconds_mean"] = round(statistics.mean(seconds), 3)
-    out["draft_seconds_max"] = round(max(seconds), 3)
-    return out
+    """`judge.run_model`'s record, from the server through Letterpress (text tier: no seeds, no strength)."""
+    return judge.run_engine(engine, f"{sc.MODEL} on llama.cpp", drafts, sentences, canvas_control=False)
 
 
 def human_pairs() -> list[tuple[str, str]]:
