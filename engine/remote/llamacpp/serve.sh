@@ -6,6 +6,8 @@
 #   bash engine/remote/llamacpp/serve.sh stop [--port 8766]
 # Waits until /v1/models answers (a few seconds), then prints the base URL (with /v1).
 set -euo pipefail
+# shellcheck source=../serve_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../serve_common.sh"
 CACHE="${LETTERPRESS_CACHE:-$HOME/.cache/letterpress}"
 VENV="${LETTERPRESS_LLAMACPP_VENV:-$CACHE/llamacpp-venv}"
 ACTION="${1:-start}"; shift || true
@@ -24,16 +26,7 @@ while [ $# -gt 0 ]; do
 done
 STATE="${TMPDIR:-/tmp}/letterpress-llamacpp-$PORT"
 mkdir -p "$STATE"
-if [ "$ACTION" = "stop" ]; then
-  if [ -f "$STATE/pid" ]; then
-    PID="$(cat "$STATE/pid")"
-    kill -TERM -- "-$PID" 2>/dev/null || kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$PID" 2>/dev/null || break; sleep 0.5; done
-    kill -KILL -- "-$PID" 2>/dev/null || true
-    rm -f "$STATE/pid"
-  fi
-  exit 0
-fi
+if [ "$ACTION" = "stop" ]; then serve_stop "$STATE" 10; exit 0; fi
 ARGS=(--model "$MODEL" --model_alias "${ALIAS:-$(basename "$MODEL" .gguf)}" --host 127.0.0.1 --port "$PORT"
       --n_ctx "$CTX" --n_threads "$(nproc)" --logits_all "$LOGITS")
 [ -n "$KEY" ] && ARGS+=(--api_key "$KEY")
@@ -42,12 +35,6 @@ setsid timeout --signal=TERM --kill-after=10 "$LIFETIME" nice -n 10 \
 echo $! > "$STATE/pid"
 URL="http://127.0.0.1:$PORT/v1"
 AUTH=(); [ -n "$KEY" ] && AUTH=(-H "Authorization: Bearer $KEY")
-for _ in $(seq 1 240); do
-  if curl -sf "${AUTH[@]}" "$URL/models" > /dev/null 2>&1; then echo "$URL"; exit 0; fi
-  if ! kill -0 "$(cat "$STATE/pid")" 2>/dev/null; then
-    echo "the server exited during start-up; its log:" >&2; tail -40 "$STATE/server.log" >&2; exit 1
-  fi
-  sleep 0.5
-done
+if serve_wait "$STATE" "$URL/models" 240 0.5 "${AUTH[@]}"; then echo "$URL"; exit 0; elif [ $? -eq 1 ]; then exit 1; fi
 echo "no /v1/models after 120 s; see $STATE/server.log" >&2
 bash "$0" stop --port "$PORT"; exit 1

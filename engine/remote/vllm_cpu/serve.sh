@@ -5,6 +5,8 @@
 #   bash engine/remote/vllm_cpu/serve.sh stop [--port 8765]
 # Waits until /health answers (45-125 s on a 2-core machine), then prints the base URL.
 set -euo pipefail
+# shellcheck source=../serve_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../serve_common.sh"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
 VENV="${LETTERPRESS_VLLM_VENV:-/work/venvs/vllm}"
@@ -22,16 +24,7 @@ while [ $# -gt 0 ]; do
 done
 STATE="${TMPDIR:-/tmp}/letterpress-vllm-$PORT"
 mkdir -p "$STATE"
-if [ "$ACTION" = "stop" ]; then
-  if [ -f "$STATE/pid" ]; then
-    PID="$(cat "$STATE/pid")"
-    kill -TERM -- "-$PID" 2>/dev/null || kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 1 30); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
-    kill -KILL -- "-$PID" 2>/dev/null || true
-    rm -f "$STATE/pid"
-  fi
-  exit 0
-fi
+if [ "$ACTION" = "stop" ]; then serve_stop "$STATE" 30; exit 0; fi
 ARGS=(--model "$MODEL" --served-model-name "$NAME" --host 127.0.0.1 --port "$PORT"
       --language-model-only --enforce-eager --max-model-len 512
       --diffusion-config '{"canvas_length": 64}')
@@ -43,12 +36,6 @@ setsid timeout --signal=TERM --kill-after=20 "$LIFETIME" nice -n 15 \
   "$VENV/bin/python" -m vllm.entrypoints.openai.api_server "${ARGS[@]}" > "$STATE/server.log" 2>&1 &
 echo $! > "$STATE/pid"
 URL="http://127.0.0.1:$PORT"
-for _ in $(seq 1 300); do
-  if curl -sf "$URL/health" > /dev/null 2>&1; then echo "$URL"; exit 0; fi
-  if ! kill -0 "$(cat "$STATE/pid")" 2>/dev/null; then
-    echo "the server exited during start-up; its log:" >&2; tail -40 "$STATE/server.log" >&2; exit 1
-  fi
-  sleep 1
-done
+if serve_wait "$STATE" "$URL/health" 300 1; then echo "$URL"; exit 0; elif [ $? -eq 1 ]; then exit 1; fi
 echo "no /health after 300 s; see $STATE/server.log" >&2
 bash "$0" stop --port "$PORT"; exit 1
