@@ -162,7 +162,7 @@ def build_window(args: argparse.Namespace) -> MainWindow:
     app.setApplicationName("Letterpress")
     app.setOrganizationName("Letterpress")
     settings = _settings()
-    theme = args.theme or (settings["appearance.theme"] if settings is not None else "system")
+    theme = args.theme or (settings.typed.appearance.theme if settings is not None else "system")
     apply_theme(app, theme)  # type: ignore[arg-type]
 
     factory = fake_engine_factory(args.fake_engine) if args.fake_engine is not None else None
@@ -170,10 +170,10 @@ def build_window(args: argparse.Namespace) -> MainWindow:
     host.start()
     model_dir: str | None = args.model
     reason = ""
-    if model_dir is None and settings is not None and settings["model.folder"]:
+    if model_dir is None and settings is not None and settings.typed.model.folder:
         from app.config.model_choice import folder_for
 
-        model_dir = folder_for(settings["model.folder"])  # `builtin:demo`: this version's demo folder
+        model_dir = folder_for(settings.typed.model.folder)  # `builtin:demo`: this version's demo folder
     if model_dir is None and DEMO_MODEL.is_dir():
         model_dir = str(DEMO_MODEL)
     if model_dir is None and args.fake_engine is not None:
@@ -183,8 +183,10 @@ def build_window(args: argparse.Namespace) -> MainWindow:
             "No model: download DiffusionGemma and choose its folder with Model ▸ Load model folder…, "
             "or start with --model DIR."
         )
-    device = args.device or (settings["model.device"] if settings is not None else "auto")
-    quantization = args.quantization or (settings["model.quantization"] if settings is not None else "auto")
+    device = args.device or (settings.typed.model.device if settings is not None else "auto")
+    quantization = args.quantization or (
+        settings.typed.model.quantization if settings is not None else "auto"
+    )
     window = MainWindow(
         host,
         settings=settings,

@@ -188,10 +188,10 @@ def _follow_appearance(window: MainWindow, settings: Settings) -> None:
         from app.ui.editor import default_font
 
         font = default_font()
-        family = settings["appearance.font_family"]
+        family = settings.typed.appearance.font_family
         if family:
             font.setFamily(family)
-        font.setPointSize(max(4, settings["appearance.font_size"] + int(getattr(editor, "zoom", 0))))
+        font.setPointSize(max(4, settings.typed.appearance.font_size + int(getattr(editor, "zoom", 0))))
         editor.setFont(font)
 
     def changed(key: str, value: Any) -> None:

@@ -33,6 +33,7 @@ import tomlkit.items
 from PySide6.QtCore import QObject, Signal
 
 from app.config import commands
+from app.config.sections import SettingsValues, typed_values
 from app.platform.atomic import atomic_write_text
 from app.platform.folders import APP_NAME, config_dir, data_dir, log_dir, recovery_dir  # noqa: F401 - re-exported
 from app.platform.keep_beside import keep_beside, regular_size
@@ -285,6 +286,7 @@ class Settings(QObject):
         self.path = self.folder / FILE_NAME
         self.autosave = autosave
         self._values: dict[str, Any] = defaults()
+        self._typed: SettingsValues | None = None
         self.problems: list[str] = []
         # What the file holds that Letterpress does not know (unknown sections and keys): written back as it
         # was.
@@ -302,22 +304,30 @@ class Settings(QObject):
     def get(self, key: str) -> Any:
         return self[key]
 
+    @property
+    def typed(self) -> SettingsValues:
+        """Every setting as typed, read-only records by section (`settings.typed.denoise.steps`); rebuilt
+        after a change, so a reader holding an old one keeps what it read."""
+        if self._typed is None:
+            self._typed = typed_values(self._values)
+        return self._typed
+
     def values(self) -> dict[str, Any]:
         return {k: self[k] for k in self._values}
 
     def denoise_settings(self, *, candidates: int | None = None) -> DenoiseSettings:
         """The sampler settings for the next request (always valid: the values were checked on the way in)."""
+        d = self.typed.denoise
         return DenoiseSettings(
-            max_steps=self["denoise.steps"]
-            or DenoiseSettings().max_steps,  # the default follows the checkpoint
-            t_max=self["denoise.t_max"],
-            t_min=self["denoise.t_min"],
-            entropy_bound=self["denoise.entropy_bound"],
-            candidates=candidates if candidates is not None else self["denoise.alternatives"],
+            max_steps=d.steps or DenoiseSettings().max_steps,  # the default follows the checkpoint
+            t_max=d.t_max,
+            t_min=d.t_min,
+            entropy_bound=d.entropy_bound,
+            candidates=candidates if candidates is not None else d.alternatives,
         )
 
     def rewrite_presets(self) -> dict[str, str]:
-        return self["rewrite.presets"]
+        return dict(self.typed.rewrite.presets)
 
     # -- writing ---------------------------------------------------------------------------------------------
 
@@ -342,6 +352,7 @@ class Settings(QObject):
             raise ValueError(why)
         changed = [k for k in changes if merged[k] != self._values[k]]
         self._values = merged
+        self._typed = None
         if changed and self.autosave:
             self.save()
         for key in changed:
@@ -399,6 +410,7 @@ class Settings(QObject):
         """(Re)read the file; every bad value falls back to its default and is listed in `problems`."""
         self.problems = []
         self._values = defaults()
+        self._typed = None
         self._extra = {}
         size = regular_size(self.path)
         if size is None:
@@ -443,6 +455,7 @@ class Settings(QObject):
             self.problems.append(f"{self.path} is not valid TOML ({reason}); using default settings.{kept}")
             return
         self._values, self.problems, self._extra = parse_all(data)
+        self._typed = None
         # Unknown sections and keys stay in the file (`to_toml` keeps it); a value replaced by its default
         # would
         # not: the file as written is kept first.

@@ -49,6 +49,7 @@ from typing import Literal
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from app.config.settings import Settings
 from app.platform.atomic import atomic_write_bytes
 from app.platform.locks import FileLock, holder_info, is_locked
 from app.platform.privacy import note_document
@@ -491,10 +492,10 @@ class RecoveryManager(QObject):
     def set_interval(self, seconds: float) -> None:
         self._timer.setInterval(max(200, int(seconds * 1000)))
 
-    def connect_settings(self, settings: object) -> None:
+    def connect_settings(self, settings: Settings) -> None:
         """Follow `documents.autosave_seconds` live."""
-        self.set_interval(settings["documents.autosave_seconds"])  # type: ignore[index]
-        settings.changed.connect(  # type: ignore[attr-defined]
+        self.set_interval(settings.typed.documents.autosave_seconds)
+        settings.changed.connect(
             lambda key, value: self.set_interval(value) if key == "documents.autosave_seconds" else None
         )
 

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.config.model_choice import DEMO_MARKER, folder_for, is_demo_choice, stored_value
+from app.config.settings import Settings
 from app.ui.demo_notice import demo_wording
 from engine.api import EngineError, LoadProgress, ModelInfo
 
@@ -330,7 +331,7 @@ class ModelDialog(QDialog):
     def __init__(
         self,
         host: Any,
-        settings: Any | None = None,
+        settings: Settings | None = None,
         parent: QWidget | None = None,
         *,
         cache_dirs: list[Path] | None = None,
@@ -358,7 +359,7 @@ class ModelDialog(QDialog):
         host.loadFailed.connect(self._on_load_failed)
         info = getattr(host, "model_info", None)
         self._show_status(f"Loaded: {loaded_text(info)}." if info else "No model loaded.")
-        start = settings["model.folder"] if settings is not None else ""
+        start = settings.typed.model.folder if settings is not None else ""
         if start:
             self.folder.setText(demo_wording().name if is_demo_choice(start) else start)
             self.check()
@@ -421,8 +422,8 @@ class ModelDialog(QDialog):
         self.quantization.setObjectName("modelQuantization")
         self.quantization.addItems(["auto", "nf4", "nf4-mixed", "none"])
         if self.settings is not None:
-            self.device.setCurrentText(self.settings["model.device"])
-            self.quantization.setCurrentText(self.settings["model.quantization"])
+            self.device.setCurrentText(self.settings.typed.model.device)
+            self.quantization.setCurrentText(self.settings.typed.model.quantization)
         self.device.currentTextChanged.connect(lambda _: self.check())
         form.addRow("Device:", self.device)
         form.addRow("Quantization:", self.quantization)

@@ -312,7 +312,7 @@ class SettingsDialog(QDialog):
         from engine.declared import default_steps
         from engine.resources import demo_model_dir
 
-        folder = folder_for(self.settings["model.folder"]) if self.settings is not None else ""
+        folder = folder_for(self.settings.typed.model.folder) if self.settings is not None else ""
         return default_steps(folder or demo_model_dir())
 
     def _make_input(self, s: Setting) -> QWidget:
