@@ -91,7 +91,8 @@ def test_the_rule_has_one_implementation() -> None:
             seen_offline[rel] = found
     assert offenders == {}, (
         "a second implementation of the sampling rule: argmax/top-k/multinomial/draws over vocabulary logits "
-        f"and the rule's pieces belong in {HOME} (see CONTRIBUTING.md, 'Adding a sampling rule'): {offenders}"
+        f"and the rule's pieces belong in {HOME} (see CONTRIBUTING.md, 'How to add ... a sampling rule'): "
+        f"{offenders}"
     )
     stale = {rel: sorted(calls - seen_offline.get(rel, set())) for rel, (calls, _) in OFFLINE.items()}
     assert all(not v for v in stale.values()), f"OFFLINE allows calls a file no longer makes: {stale}"
