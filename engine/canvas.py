@@ -70,7 +70,7 @@ class BlockPlan:
 
     ids: torch.Tensor  # long: the given token at every position
     pinned: torch.Tensor  # bool: never resampled
-    kept: torch.Tensor  # bool: start as the given token, exempt from re-noising
+    kept: torch.Tensor  # bool: start as the given token, kept until accepted (`SamplingRule.step`'s `kept`)
     ban: tuple[torch.Tensor, torch.Tensor] | None  # (rows, cols) of free positions before the last pin
     stop_ids: torch.Tensor  # long [S]
     start_step: int  # the schedule runs cur_step = start_step .. 1
@@ -105,10 +105,6 @@ class BlockPlan:
         for rows, cols, ids in self.glue:  # no letters glued onto a pinned word
             processed[rows[:, None], cols[:, None], ids[None, :]] = torch.finfo(processed.dtype).min / 2
         return processed
-
-    def hold(self, new_canvas: torch.Tensor, canvas: torch.Tensor, accepted: torch.Tensor) -> torch.Tensor:
-        """Kept positions that were not accepted this step keep their token instead of fresh noise."""
-        return torch.where(self.kept & ~accepted, canvas, new_canvas)
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,18 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import Diffu
 
 from engine.api import DenoiseSettings
 from engine.kernels import kernels_for
-from engine.lean_step import sample_chunked
+from engine.kernels.vocab_tail import TailFeed
+from engine.lean_step import ChunkedFeed
 from engine.prefix_cache import PrefillStats, PrefixCache, prefill_prompt
-from engine.sampling import (  # re-exported: the loop's kernels, importable from here as before
+
+# The sampling rule and its host feed; the rule's pieces (accept_mask, renoise, the draws...) are re-exported,
+# importable from here as before (tests prove them by these names): the loop calls them only through the rule.
+from engine.sampling import (  # noqa: F401
+    AcceptedOnlyFeed,
+    SamplingRule,
     SelfConditioningHandoff,
     StableConfident,
+    StepFeed,
     accept_mask,
     exponential_draws,
     make_generators,
@@ -297,8 +304,8 @@ def _denoise(
 class _HostPath:
     """The CPU, where every tensor already is host memory: values are read freely (no synchronisation there),
     the stopping rule runs in plain Python (four fewer kernels per step), the step's tensors are handed over
-    as they are, and small canvases sample only their accepted slots (see
-    `engine.sampling.sample_accepted`)."""
+    as they are, and small canvases feed the sampling rule whole, sampling only their accepted slots (see
+    `engine.sampling.AcceptedOnlyFeed`)."""
 
     def __init__(self, selective: bool) -> None:
         self.selective = selective
@@ -358,7 +365,7 @@ class _Run:
     fast: Any
     handoff: SelfConditioningHandoff | ChunkedSelfConditioning | None
     embed_dtype: torch.dtype
-    temperatures: list[torch.Tensor]
+    rule: SamplingRule  # the one sampling rule (engine.sampling): temperatures, draws, acceptance, commit
     timer: ForwardTimer
     out: DenoiseOutput
     started: float
@@ -400,7 +407,7 @@ class _Run:
             from engine.fastpath import fastpath_for
 
             fast = fastpath_for(model, device)
-        temperatures = list(temperature_schedule(settings, device))  # 0-d tensors; list indexing is cheaper
+        rule = SamplingRule.for_settings(settings, gens, device)
         handoff = _handoff_for(model) if fast is None else None
         out = DenoiseOutput(
             sequences=prompt_ids,
@@ -424,7 +431,7 @@ class _Run:
             fast,
             handoff,
             embed_dtype,
-            temperatures,
+            rule,
             timer,
             out,
             started,
@@ -435,20 +442,6 @@ class _Run:
         if self.fast is not None:
             return self.fast.cache(self.batch, prompt_len + self.blocks_limit * self.canvas_length)
         return DynamicCache(config=self.model.config.get_text_config(decoder=True))
-
-    def draw(self, shape: tuple[int, int], generator: torch.Generator, where: torch.device) -> torch.Tensor:
-        """Exp(1) variates for the chunked sampler, timed as draws."""
-        drawn_at = time.perf_counter()
-        q = exponential_draws(shape, generator, where)
-        self.out.draw_seconds += time.perf_counter() - drawn_at
-        return q
-
-    def noise(self, held: Sequence[bool] = ()) -> torch.Tensor:
-        """A step's uniform renoising ids, timed as draws (none for `held` rows: see `noise_ids`)."""
-        drawn_at = time.perf_counter()
-        noise = noise_ids(self.vocab, (self.batch, self.canvas_length), self.gens, self.device, held)
-        self.out.draw_seconds += time.perf_counter() - drawn_at
-        return noise
 
 
 @dataclass
@@ -552,7 +545,7 @@ def _new_block(
     plan = warm.block(block, run.settings.max_steps, device) if warm is not None else None  # engine.canvas
     if plan is not None:
         fmask, fids = plan.merge_frozen(fmask, fids)
-    canvas = noise_ids(run.vocab, (batch, run.canvas_length), run.gens, device)
+    canvas = run.rule.noise(run.vocab, (batch, run.canvas_length), device)
     if fmask is not None and fids is not None:
         canvas = torch.where(fmask, fids, canvas)
     if plan is not None:
@@ -592,36 +585,40 @@ def _canvas_steps(
 def _step(
     run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positions, on_decoder_input: InputHook | None
 ) -> tuple[StepState, float, float]:
-    """One denoising step: the decoder forward, sampling, entropy-bound acceptance and renoising, the stopping
-    rule, the self-conditioning of the next step, and the host copy of what the caller sees."""
+    """One denoising step: the decoder forward, the sampling rule (sampling, entropy-bound acceptance,
+    renoising, the held rows), the stopping rule, the self-conditioning of the next step, and the host copy of
+    what the caller sees."""
     t0 = time.perf_counter()
     run.out.forwards += 1
     if on_decoder_input is not None:
         on_decoder_input(canvas.index, cur_step, canvas.canvas)
     processed: torch.Tensor | None = None
-    sc_next: torch.Tensor | None = None
+    feed: StepFeed
     if run.tail:  # the fused vocabulary tail (engine.kernels.vocab_tail): it also writes the bf16 hand-off
-        new_canvas, new_argmax, entropy, new_conf, accepted_mask, sc_next = _fused_step(
-            run, canvas, cur_step, cache, pos
-        )
+        feed = _fused_feed(run, canvas, cur_step, cache, pos)
     else:
         processed = _forward(run, canvas, cur_step, cache, pos)
         if canvas.plan is not None:
             processed = canvas.plan.suppress_stops(processed)  # in place: no end-of-text before the last pin
-        new_canvas, new_argmax, entropy, new_conf, accepted_mask = _sample(run, canvas, processed)
-    if canvas.plan is not None:
-        new_canvas = canvas.plan.hold(new_canvas, canvas.canvas, accepted_mask)
-    if canvas.any_finished:
-        # Finished rows are held. The reference also puts their previous logits back into `processed` and
-        # recomputes the entropy, but nothing reads those values again (the row's flag stays set, its canvas,
-        # argmax and confidence are held, rows never see each other): skipped, with its full-size copies.
-        keep = run.path.held_rows(canvas)
-        new_argmax = torch.where(keep, canvas.argmax, new_argmax)
-        new_canvas = torch.where(keep, canvas.canvas, new_canvas)
-        new_conf = torch.where(keep, canvas.conf, new_conf)
-    run.path.stop(canvas, new_argmax, entropy)
+        # small canvases on the CPU (at most _SELECTIVE_LIMIT cells): whole, sampling the accepted slots only;
+        # otherwise in row chunks (engine.lean_step): no full-vocabulary temporary
+        feed = AcceptedOnlyFeed(processed) if run.path.selective else ChunkedFeed(processed)
+    result = run.rule.step(
+        feed,
+        fmask=canvas.fmask,
+        fids=canvas.fids,
+        # the rows whose stopping rule fired: the previous step's host flags (no extra sync) say which draw
+        # nothing, the path's own tensor (host or device) which are held
+        held=canvas.flags if canvas.any_finished else (),
+        kept=canvas.plan.kept if canvas.plan is not None else None,
+        previous=(canvas.canvas, canvas.argmax, canvas.conf),
+        held_rows=run.path.held_rows(canvas) if canvas.any_finished else None,
+    )
+    run.out.draw_seconds = run.rule.draw_seconds
+    run.path.stop(canvas, result.argmax, result.entropy)
     if processed is None:  # the fused tail wrote the (pinned) bf16 hand-off itself
-        canvas.sc_logits = sc_next
+        assert isinstance(feed, TailFeed)
+        canvas.sc_logits, feed.sc = feed.sc, None
     else:
         if (
             canvas.fmask is not None
@@ -629,8 +626,8 @@ def _step(
             assert canvas.fids is not None
             processed = pin_in_place(processed, canvas.fmask, canvas.fids)
         canvas.sc_logits = processed.to(run.embed_dtype)
-    del processed, sc_next
-    canvas.canvas, canvas.argmax, canvas.conf = new_canvas, new_argmax, new_conf
+    del processed, feed
+    canvas.canvas, canvas.argmax, canvas.conf = result.canvas, result.argmax, result.confidence
     host_ids, host_conf = run.path.to_host(canvas)
     run.out.syncs += 1
     sampled_at = time.perf_counter()
@@ -656,7 +653,7 @@ def _forward(run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positi
         "past_key_values": cache,
         "decoder_position_ids": pos.decoder_position_ids,
     }
-    temperature = run.temperatures[cur_step - 1]
+    temperature = run.rule.temperature(cur_step)
     if run.handoff is not None:  # the body takes the logits from the hand-off; nothing of ours keeps them
         run.handoff.put(canvas.sc_logits)
         canvas.sc_logits = None
@@ -668,12 +665,10 @@ def _forward(run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positi
     return logits / temperature  # a compiled graph's output is its own
 
 
-def _fused_step(
-    run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positions
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """The forward and `_sample` with the kernels on: the body, the lm_head's raw logits, then one kernel for
-    the soft cap, temperature, entropy, argmax, confidence, sample and the bf16 hand-off
-    (engine.kernels.vocab_tail); (next canvas, argmax, entropy, confidence, accepted, hand-off)."""
+def _fused_feed(run: _Run, canvas: _Canvas, cur_step: int, cache: Any, pos: _Positions) -> TailFeed:
+    """The forward with the kernels on, as the sampling rule's feed: the body and the lm_head's raw logits
+    (the soft cap, temperature, measure, sample and bf16 hand-off are then one kernel,
+    `engine.kernels.vocab_tail.TailFeed`), or a compiled graph's soft-capped logits."""
     run.timer.start()
     forward_kwargs = {
         "decoder_input_ids": canvas.canvas,
@@ -691,93 +686,4 @@ def _fused_step(
     else:  # a compiled graph: its logits come soft-capped
         logits = run.fast.decoder(self_conditioning_logits=canvas.sc_logits, **forward_kwargs).logits
     run.timer.stop()
-    sampled, new_argmax, entropy, new_conf, sc = _fused_tail(
-        logits,
-        run.temperatures[cur_step - 1],
-        softcap,
-        canvas.plan,
-        run.gens,
-        canvas.fmask,
-        canvas.fids,
-        run.draw,
-        run.embed_dtype,
-    )
-    del logits
-    noise = run.noise()
-    accepted = accept_mask(entropy, run.settings.entropy_bound, canvas.fmask)
-    return (
-        renoise(sampled, accepted, noise, canvas.fmask, canvas.fids),
-        new_argmax,
-        entropy,
-        new_conf,
-        accepted,
-        sc,
-    )
-
-
-def _fused_tail(
-    logits: torch.Tensor,
-    temperature: torch.Tensor,
-    softcap: float | None,
-    plan: Any,
-    gens: Sequence[torch.Generator],
-    fmask: torch.Tensor | None,
-    fids: torch.Tensor | None,
-    draw: Any,
-    sc_dtype: Any,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(sampled, argmax, entropy, confidence, bf16 hand-off) from `engine.kernels.vocab_tail`: on CUDA with
-    the variates drawn in the kernel (one seed per row from its generator), elsewhere (the interpreter) with
-    the reference's own Exp(1) draws. A warm canvas's stop suppression edits the tempered logits, so there the
-    soft cap and the temperature are applied first, as today, and the kernel divides by 1."""
-    from engine.kernels.vocab_tail import row_seeds, tail_chunked, tail_philox
-
-    if plan is not None:
-        if softcap is not None:
-            logits = torch.tanh(logits.float() / softcap) * softcap
-            softcap = None
-        logits = plan.suppress_stops(logits.float().div_(temperature))
-        temperature = torch.ones((), device=logits.device)
-    if logits.device.type == "cuda":
-        seeds = row_seeds(gens, logits.shape[0], logits.device)
-        return tail_philox(logits, temperature, seeds, fmask, fids, sc_dtype=sc_dtype, softcap=softcap)
-    return tail_chunked(logits, temperature, gens, fmask, fids, draw, sc_dtype=sc_dtype, softcap=softcap)
-
-
-def _sample(
-    run: _Run, canvas: _Canvas, processed: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(next canvas, argmax, entropy, confidence, accepted) of one step's processed logits."""
-    fmask, fids = canvas.fmask, canvas.fids
-    bound = run.settings.entropy_bound
-    if (
-        run.path.selective
-    ):  # small canvases on the CPU: at most _SELECTIVE_LIMIT cells, sample accepted slots only
-        probs = torch.softmax(processed, dim=-1, dtype=torch.float32)
-        drawn_at = time.perf_counter()
-        # a held row (its stopping rule fired last step) draws nothing: the single run with its seed does not
-        held = canvas.flags if canvas.any_finished else ()
-        uniforms = uniform_draws(run.gens, (run.batch, run.canvas_length, run.vocab), held)
-        noise = noise_ids(run.vocab, (run.batch, run.canvas_length), run.gens, run.device, held)
-        run.out.draw_seconds += time.perf_counter() - drawn_at
-        new_argmax = torch.argmax(processed, dim=-1)
-        entropy = token_entropy(processed)
-        if fmask is not None and fids is not None:
-            new_argmax = torch.where(fmask, fids, new_argmax)
-        accepted = accept_mask(entropy, bound, fmask)
-        new_canvas = sample_accepted(probs, uniforms, accepted, noise)
-        if fmask is not None and fids is not None:
-            new_canvas = torch.where(fmask, fids, new_canvas)
-        # The probability of the shown (argmax) token, for display: the largest probability (softmax keeps the
-        # order), or at frozen slots the pinned token's.
-        if fmask is None:
-            new_conf = torch.amax(probs, dim=-1)
-        else:
-            new_conf = probs.gather(-1, new_argmax.unsqueeze(-1)).squeeze(-1)
-        return new_canvas, new_argmax, entropy, new_conf, accepted
-    # every row sampled, in row chunks (see engine.lean_step): no full-vocabulary temporary
-    held = canvas.flags if canvas.any_finished else ()  # host flags of the previous step: no extra sync
-    sampled, new_argmax, entropy, new_conf = sample_chunked(processed, run.gens, fmask, fids, run.draw, held)
-    noise = run.noise(held)
-    accepted = accept_mask(entropy, bound, fmask)
-    return renoise(sampled, accepted, noise, fmask, fids), new_argmax, entropy, new_conf, accepted
+    return TailFeed(logits, run.rule.temperature(cur_step), softcap, canvas.plan, run.embed_dtype)

@@ -10,9 +10,9 @@ candidates. Here:
   no frame of ours (or of `DiffusionGemmaForBlockDiffusion.forward`) keeps them alive once the decoder body
   has read them: they are gone before the lm_head and the soft cap allocate the new logits;
 * the temperature is applied in place on the forward's own fp32 logits (the same division, so the same bits);
-* argmax, entropy, softmax, confidence and the one-sample multinomial run over row chunks of at most
-  `CHUNK_CELLS` cells, drawing each chunk's Exp(1) variates from the row's own generator in the reference's
-  order;
+* the sampling rule's per-slot part (`engine.sampling.SamplingRule`: argmax, entropy, softmax, confidence
+  and the one-sample multinomial) runs over row chunks of at most `CHUNK_CELLS` cells (`ChunkedFeed`), each
+  chunk's Exp(1) variates drawn through the rule from the row's own generator in the reference's order;
 * the rows that already stopped are not rewritten with their previous logits (the reference does it only to
   feed values that are never used again: a finished row's canvas, argmax and confidence are held, its stopping
   flag stays set, and rows never see each other), so no extra full-size `where` and no second entropy pass;
@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from engine.sampling import token_entropy
+from engine.sampling import SamplingRule
 
 CHUNK_CELLS = (
     1 << 23
@@ -42,6 +42,65 @@ def chunk_rows(vocab: int) -> int:
     return max(1, CHUNK_CELLS // max(1, vocab))
 
 
+class ChunkedFeed:
+    """The memory-lean way to feed the sampling rule: `processed` [B, L, V] in row chunks (`chunk_rows`),
+    each chunk measured and sampled before the next, so no full-size temporary exists; the samples of every
+    slot are kept (accepted or not, as the reference draws them)."""
+
+    def __init__(self, processed: torch.Tensor) -> None:
+        self.processed = processed
+        batch, length, vocab = processed.shape
+        self.shape = (batch, length, vocab)
+        self.device = processed.device
+        self._sampled: torch.Tensor | None = None
+
+    def measure(
+        self,
+        rule: SamplingRule,
+        fmask: torch.Tensor | None,
+        fids: torch.Tensor | None,
+        held: Sequence[bool],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        self._sampled, argmax, entropy, conf = measure_chunked(self.processed, rule, fmask, fids, held)
+        return argmax, entropy, conf
+
+    def sample(self, accepted: torch.Tensor) -> torch.Tensor:
+        assert self._sampled is not None
+        sampled, self._sampled = self._sampled, None
+        return sampled
+
+
+def measure_chunked(
+    processed: torch.Tensor,
+    rule: SamplingRule,
+    fmask: torch.Tensor | None,
+    fids: torch.Tensor | None,
+    held: Sequence[bool] = (),
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(sampled, argmax, entropy, confidence) of `processed` [B, L, V], chunk by chunk in the rule's order
+    (`SamplingRule.chunks`); a held row's chunks draw nothing (its "sample" is its argmax, never used)."""
+    batch, length, vocab = processed.shape
+    device = processed.device
+    sampled = torch.empty((batch, length), dtype=torch.long, device=device)
+    argmax = torch.empty((batch, length), dtype=torch.long, device=device)
+    entropy = torch.empty((batch, length), dtype=processed.dtype, device=device)
+    conf = torch.empty((batch, length), dtype=torch.float32, device=device)
+    for c in rule.chunks(batch, length, chunk_rows(vocab), held):
+        b, r0, r1 = c.b, c.r0, c.r1
+        frozen = None if fmask is None else fmask[b, r0:r1]
+        known = None if fids is None or fmask is None else fids[b, r0:r1]
+        top, entropy[b, r0:r1], probs, conf[b, r0:r1] = rule.measure(processed[b, r0:r1], frozen, known)
+        argmax[b, r0:r1] = top
+        if c.held:
+            sampled[b, r0:r1] = top  # never used: the row is held
+            del probs
+            continue
+        q = rule.variates((r1 - r0, vocab), c.gen, device)
+        sampled[b, r0:r1] = rule.pick(probs, q)
+        del probs, q
+    return sampled, argmax, entropy, conf
+
+
 def sample_chunked(
     processed: torch.Tensor,
     gens: Sequence[torch.Generator],
@@ -50,47 +109,14 @@ def sample_chunked(
     draw: Any,
     held: Sequence[bool] = (),
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(sampled, argmax, entropy, confidence) of `processed` [B, L, V] without any full-size temporary.
-
-    A row marked `held` (its stopping rule fired; the loop keeps its canvas) draws no variates: its generator
-    stays where the single run with its seed leaves it, so its next canvas starts from the same noise.
+    """(sampled, argmax, entropy, confidence) of `processed` [B, L, V] without any full-size temporary: the
+    chunked feed's measurement (`measure_chunked`) under a rule with generators `gens` and the Exp(1) draw
+    `draw(shape, generator, device)` (`engine.sampling.exponential_draws`).
 
     Row b's Exp(1) variates come from `gens[b]` (or `gens[0]` for every row when there is one generator),
     chunk after chunk in row order: on the CPU that is, value for value, the single `exponential_` call the
-    reference makes; on a GPU the draws are as random but not the reference's exact stream.
-    `draw(shape, generator, device)` makes the variates (`engine.sampling.exponential_draws`). `argmax` has
-    the frozen ids at frozen slots, and the confidence is the probability of the shown token (the largest
-    probability, or the pinned token's).
+    reference makes; on a GPU the draws are as random but not the reference's exact stream. A row marked
+    `held` draws no variates. `argmax` has the frozen ids at frozen slots, and the confidence is the
+    probability of the shown token (the largest probability, or the pinned token's).
     """
-    batch, length, vocab = processed.shape
-    device = processed.device
-    step = chunk_rows(vocab)
-    sampled = torch.empty((batch, length), dtype=torch.long, device=device)
-    argmax = torch.empty((batch, length), dtype=torch.long, device=device)
-    entropy = torch.empty((batch, length), dtype=processed.dtype, device=device)
-    conf = torch.empty((batch, length), dtype=torch.float32, device=device)
-    for b in range(batch):
-        gen = gens[b] if len(gens) > 1 else gens[0]
-        for r0 in range(0, length, step):
-            r1 = min(length, r0 + step)
-            rows = processed[b, r0:r1]
-            top = torch.argmax(rows, dim=-1)
-            entropy[b, r0:r1] = token_entropy(rows)
-            probs = torch.softmax(rows, dim=-1, dtype=torch.float32)
-            if fmask is not None:
-                assert fids is not None
-                top = torch.where(fmask[b, r0:r1], fids[b, r0:r1], top)
-                conf[b, r0:r1] = probs.gather(-1, top.unsqueeze(-1)).squeeze(-1)
-            else:
-                conf[b, r0:r1] = torch.amax(probs, dim=-1)
-            argmax[b, r0:r1] = top
-            if b < len(held) and held[b] and len(gens) > 1:
-                sampled[b, r0:r1] = top  # never used: the row is held
-                del probs
-                continue
-            q = draw((r1 - r0, vocab), gen, device)
-            torch.div(probs, q, out=q)
-            del probs
-            sampled[b, r0:r1] = torch.argmax(q, dim=-1)
-            del q
-    return sampled, argmax, entropy, conf
+    return measure_chunked(processed, SamplingRule(gens, draw=draw), fmask, fids, held)

@@ -1,18 +1,39 @@
-"""The per-step sampling kernels of the denoising loop: temperature, entropy, draws, acceptance, renoising,
-the stopping rule and the self-conditioning hand-off.
+"""The sampling rule of a denoising step, in one place: `SamplingRule`.
 
-Each kernel reproduces the reference sampler (`DiffusionGemmaGenerationMixin.generate()`) bit for bit: the
-same random draws from the same generators in the same order, the same float ops. They hold no loop state (the
-stopping rule's short history aside) and import nothing of the engine's but its settings, so the loop
-(`engine.denoise`) and the memory-lean sampler (`engine.lean_step`) both build on them without importing each
+One step turns the decoder's tempered logits [B, L, V] into the next canvas. The rule, token for token the
+reference sampler's (`DiffusionGemmaGenerationMixin._denoising_step` and `EntropyBoundSampler`):
+
+1. per slot (`SamplingRule.measure`, `measure_slots`): the shown token (argmax of the logits, ties to the
+   lowest id; the pinned id at frozen slots), its entropy, the fp32 probabilities and the shown token's
+   probability (confidence);
+2. per slot (`SamplingRule.pick`, `one_sample`): one multinomial sample, argmax(p / q) with q ~ Exp(1) (ATen's
+   own one-sample path), the variates drawn from the row's generator in the reference's order
+   (`SamplingRule.chunks`, `variates`, `uniforms`; a held row draws nothing);
+3. per canvas (`SamplingRule.step`): entropy-bound acceptance (`accept_mask`), the renoising ids drawn after
+   the samples (`noise`), the commit (`renoise`; frozen slots get their known token back, a warm start's kept
+   slots keep theirs until accepted, held rows keep their whole canvas).
+
+The paths differ only in how they feed it (`StepFeed`): the whole logits on the host, sampling only the
+accepted slots (`AcceptedOnlyFeed`, here); row chunks (`engine.lean_step.ChunkedFeed`, the memory-lean step);
+the fused vocabulary kernel (`engine.kernels.vocab_tail.TailFeed`), which computes steps 1 and 2 on the
+device from the rule's own draws (or Philox seeds) and is proven against the rule by
+`tests/engine/test_kernels_tail.py` and `tests/engine/test_sampling_rule.py`. Nothing else in the engine
+takes an argmax of logits, draws a sampler variate, or decides what is accepted
+(`tests/engine/test_sampling_rule.py` fails if a second implementation appears).
+
+Each piece reproduces the reference bit for bit: the same random draws from the same generators in the same
+order, the same float ops. They import nothing of the engine's but its settings, so the loop
+(`engine.denoise`), the lean step (`engine.lean_step`) and the kernels build on them without importing each
 other.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 
@@ -121,8 +142,37 @@ def sample_accepted(
     vocab = probs.shape[-1]
     slots = accepted.view(-1).nonzero().squeeze(1)
     q = exponential_from_uniform(uniforms.index_select(0, slots))
-    picked = torch.argmax(probs.view(-1, vocab).index_select(0, slots).div_(q), dim=-1)
+    picked = one_sample(probs.view(-1, vocab).index_select(0, slots), q)
     return noise.view(-1).index_copy_(0, slots, picked).view_as(noise)
+
+
+def one_sample(probs: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """The one-sample multinomial of `probs` [..., V] given Exp(1) variates `q` of the same shape:
+    argmax(p / q), ATen's own one-sample path (`torch.multinomial(probs, 1)` draws q with `exponential_` and
+    does the same), ties to the lowest id. `q` is overwritten."""
+    torch.div(probs, q, out=q)
+    return torch.argmax(q, dim=-1)
+
+
+def measure_slots(
+    rows: torch.Tensor, fmask: torch.Tensor | None = None, fids: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(shown ids, entropy, fp32 probabilities, confidence) of tempered logits `rows` [..., V] (any rows: a
+    whole canvas or a chunk of one), `fmask`/`fids` shaped like the rows' leading dimensions.
+
+    The shown id is the argmax of the logits (ties to the lowest id), the pinned id at frozen slots; the
+    confidence is its probability (the largest probability, since softmax keeps the order, or the pinned
+    token's)."""
+    top = torch.argmax(rows, dim=-1)
+    entropy = token_entropy(rows)
+    probs = torch.softmax(rows, dim=-1, dtype=torch.float32)
+    if fmask is not None:
+        assert fids is not None
+        top = torch.where(fmask, fids, top)
+        conf = probs.gather(-1, top.unsqueeze(-1)).squeeze(-1)
+    else:
+        conf = torch.amax(probs, dim=-1)
+    return top, entropy, probs, conf
 
 
 def token_entropy(logits: torch.Tensor) -> torch.Tensor:
@@ -174,6 +224,218 @@ def renoise(
     noise, frozen slots get their known token back."""
     canvas = torch.where(accepted, sampled, noise)
     return canvas if fmask is None or fids is None else torch.where(fmask, fids, canvas)
+
+
+# -- the rule ------------------------------------------------------------------------------------------------
+
+Draw = Callable[[tuple[int, int], torch.Generator, torch.device], torch.Tensor]
+
+
+@dataclass(slots=True)
+class StepOut:
+    """One step's result: the next decoder input and what the caller sees."""
+
+    canvas: torch.Tensor  # long [B, L]: the next decoder input
+    argmax: torch.Tensor  # long [B, L]: the shown ids
+    entropy: torch.Tensor  # [B, L]
+    confidence: torch.Tensor  # float32 [B, L]: the shown ids' probabilities
+    accepted: torch.Tensor  # bool [B, L]: the slots whose sample was committed
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Rows `r0:r1` of canvas row `b`, whose variates come from `gen`; `held`: draw nothing for them."""
+
+    b: int
+    r0: int
+    r1: int
+    gen: torch.Generator
+    held: bool
+
+
+class StepFeed(Protocol):
+    """How a path hands one step's logits to the rule: `shape` (B, L, V) and `device`; `measure` gives the
+    shown ids, entropy and confidence of every slot, drawing the samples' variates through the rule as it
+    goes; `sample` then gives the sampled ids (needed at the `accepted` slots only)."""
+
+    shape: tuple[int, int, int]
+    device: torch.device
+
+    def measure(
+        self,
+        rule: SamplingRule,
+        fmask: torch.Tensor | None,
+        fids: torch.Tensor | None,
+        held: Sequence[bool],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
+
+    def sample(self, accepted: torch.Tensor) -> torch.Tensor: ...
+
+
+class SamplingRule:
+    """The one sampling rule of a denoising step (see the module docstring); every path calls `step`.
+
+    It owns the step's random numbers (the generators, one per row or one for all, the Exp(1) draw, the time
+    spent drawing), the temperature schedule and the entropy bound.
+    """
+
+    def __init__(
+        self,
+        gens: Sequence[torch.Generator],
+        *,
+        entropy_bound: float = DenoiseSettings().entropy_bound,
+        temperatures: Sequence[torch.Tensor] = (),
+        draw: Draw = exponential_draws,
+    ) -> None:
+        self.gens = list(gens)
+        self.entropy_bound = entropy_bound
+        self.temperatures = list(temperatures)
+        self._draw = draw
+        self.draw_seconds = 0.0  # host time drawing random numbers (the same draws generate() makes)
+
+    @classmethod
+    def for_settings(
+        cls, settings: DenoiseSettings, gens: Sequence[torch.Generator], device: torch.device
+    ) -> SamplingRule:
+        # 0-d tensors; list indexing is cheaper than tensor indexing per step
+        temperatures = list(temperature_schedule(settings, device))
+        return cls(gens, entropy_bound=settings.entropy_bound, temperatures=temperatures)
+
+    # -- what a feed calls ----------------------------------------------------------------------------------
+
+    def temperature(self, cur_step: int) -> torch.Tensor:
+        """The temperature of schedule step `cur_step` (N .. 1)."""
+        return self.temperatures[cur_step - 1]
+
+    measure = staticmethod(measure_slots)
+    pick = staticmethod(one_sample)
+
+    def chunks(self, batch: int, length: int, rows: int, held: Sequence[bool] = ()) -> Iterator[Chunk]:
+        """The order of a step's Exp(1) draws: canvas row b from generator b (every row from the one generator
+        when there is one), `rows` slots at a time in canvas order; on the CPU that is, value for value, the
+        single `exponential_` call of the reference. A `held` row (its stopping rule fired; the loop keeps its
+        canvas) draws nothing when rows have generators of their own, so its generator stays where the single
+        run with its seed leaves it."""
+        single = len(self.gens) == 1
+        for b in range(batch):
+            gen = self.gens[0] if single else self.gens[b]
+            skip = not single and b < len(held) and held[b]
+            for r0 in range(0, length, rows):
+                yield Chunk(b, r0, min(length, r0 + rows), gen, skip)
+
+    def variates(self, shape: tuple[int, int], gen: torch.Generator, device: torch.device) -> torch.Tensor:
+        """Exp(1) variates [rows, V] for one chunk, from its generator (`exponential_draws`), timed."""
+        drawn_at = time.perf_counter()
+        q = self._draw(shape, gen, device)
+        self.draw_seconds += time.perf_counter() - drawn_at
+        return q
+
+    def uniforms(self, shape: tuple[int, int, int], held: Sequence[bool] = ()) -> torch.Tensor:
+        """Every slot's uniforms at once ([B x L, V] float64, see `uniform_draws`), timed: the host feed turns
+        the accepted slots' into variates."""
+        drawn_at = time.perf_counter()
+        uniforms = uniform_draws(self.gens, shape, held)
+        self.draw_seconds += time.perf_counter() - drawn_at
+        return uniforms
+
+    def seeds(self, batch: int, device: torch.device, held: Sequence[bool] = ()) -> torch.Tensor:
+        """One Philox seed per canvas row for a kernel that draws its variates in registers, drawn on the
+        device from the row's generator (no host read); a held row draws none (its seed is 0)."""
+        if len(self.gens) == 1:
+            return torch.randint(
+                0, 2**31 - 1, (batch,), generator=self.gens[0], device=device, dtype=torch.int64
+            )
+        return torch.cat(
+            [
+                torch.zeros((1,), dtype=torch.int64, device=device)
+                if b < len(held) and held[b]
+                else torch.randint(0, 2**31 - 1, (1,), generator=g, device=device, dtype=torch.int64)
+                for b, g in enumerate(self.gens)
+            ]
+        )
+
+    def noise(
+        self, vocab: int, shape: tuple[int, int], device: torch.device, held: Sequence[bool] = ()
+    ) -> torch.Tensor:
+        """Uniform random ids (`noise_ids`), timed: a canvas's starting noise, and each step's renoising ids,
+        drawn after the step's variates."""
+        drawn_at = time.perf_counter()
+        ids = noise_ids(vocab, shape, self.gens, device, held)
+        self.draw_seconds += time.perf_counter() - drawn_at
+        return ids
+
+    # -- the step -------------------------------------------------------------------------------------------
+
+    def step(
+        self,
+        feed: StepFeed,
+        *,
+        fmask: torch.Tensor | None = None,
+        fids: torch.Tensor | None = None,
+        held: Sequence[bool] = (),
+        kept: torch.Tensor | None = None,
+        previous: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+        held_rows: torch.Tensor | None = None,
+    ) -> StepOut:
+        """One step from `feed`: measure (and draw the samples' variates), accept, sample, draw the renoising
+        ids, commit.
+
+        `fmask`/`fids`: frozen slots and their known ids (never accepted, renoised nor shown otherwise);
+        `held`: per row, in plain Python, the rows whose stopping rule already fired (they draw nothing);
+        `previous`: this step's (canvas, shown ids, confidence), which `kept` slots (a warm start's given
+        tokens, bool [B, L]) keep until a sample is accepted there and `held_rows` (bool [B, 1], on the
+        device: no host read) keep whole. The reference also puts a held row's previous logits back and
+        recomputes its entropy, but nothing reads those values again (the row's flag stays set, its canvas,
+        ids and confidence are held, rows never see each other): skipped, with its full-size copies.
+        """
+        argmax, entropy, conf = feed.measure(self, fmask, fids, held)
+        accepted = accept_mask(entropy, self.entropy_bound, fmask)
+        sampled = feed.sample(accepted)
+        batch, length, vocab = feed.shape
+        canvas = renoise(
+            sampled, accepted, self.noise(vocab, (batch, length), feed.device, held), fmask, fids
+        )
+        if kept is not None or held_rows is not None:
+            assert previous is not None
+            before, shown_before, conf_before = previous
+            if kept is not None:
+                canvas = torch.where(kept & ~accepted, before, canvas)
+            if held_rows is not None:
+                argmax = torch.where(held_rows, shown_before, argmax)
+                canvas = torch.where(held_rows, before, canvas)
+                conf = torch.where(held_rows, conf_before, conf)
+        return StepOut(canvas, argmax, entropy, conf, accepted)
+
+
+class AcceptedOnlyFeed:
+    """The whole logits at once, on the host, for small canvases: every slot's uniforms are drawn (the
+    generators advance exactly as the reference's), but only the accepted slots' become Exp(1) variates and
+    samples (`sample_accepted`): the logarithm, the division and the argmax run over a few rows."""
+
+    def __init__(self, processed: torch.Tensor) -> None:
+        self.processed = processed
+        batch, length, vocab = processed.shape
+        self.shape = (batch, length, vocab)
+        self.device = processed.device
+        self._probs: torch.Tensor | None = None
+        self._uniforms: torch.Tensor | None = None
+
+    def measure(
+        self,
+        rule: SamplingRule,
+        fmask: torch.Tensor | None,
+        fids: torch.Tensor | None,
+        held: Sequence[bool],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        self._uniforms = rule.uniforms(self.shape, held)
+        top, entropy, self._probs, conf = rule.measure(self.processed, fmask, fids)
+        return top, entropy, conf
+
+    def sample(self, accepted: torch.Tensor) -> torch.Tensor:
+        assert self._probs is not None and self._uniforms is not None
+        probs, uniforms, self._probs, self._uniforms = self._probs, self._uniforms, None, None
+        unset = torch.zeros(accepted.shape, dtype=torch.long, device=accepted.device)  # never committed
+        return sample_accepted(probs, uniforms, accepted, unset)
 
 
 class StableConfident:

@@ -19,16 +19,24 @@ Tolerance against the reference, measured by the tests: argmax, the sample and t
 within 2e-5 absolute + 1e-5 relative and confidence within 1e-6 absolute + 1e-5 relative (fp32, only the
 summation order differs); the self-conditioning logits bit-exact (the same division, then ties-to-even to
 bf16).
+
+The kernel is a feed of the sampling rule (`TailFeed`, see `engine.sampling`): what it computes per row is
+the rule's per-slot part, proven against the rule (`tests/engine/test_sampling_rule.py`); what is accepted,
+committed and held, and the order of every draw, is the rule's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from engine.kernels import configs
 from engine.kernels.common import check_device, source
+
+if TYPE_CHECKING:
+    from engine.sampling import SamplingRule
 
 Draw = Callable[[tuple[int, int], torch.Generator, torch.device], torch.Tensor]
 TailOut = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]
@@ -123,12 +131,15 @@ def tail_chunked(
     sc_dtype: torch.dtype | None,
     softcap: float | None = None,
     chunk_rows: int | None = None,
+    held: Sequence[bool] = (),
 ) -> TailOut:
     """(sampled, argmax, entropy, confidence, self-conditioning logits) of `logits` [B, L, V] / temperature,
-    with the Exp(1) variates of each row chunk drawn by `draw` from the row's generator in the reference's
-    order (the same chunks as `engine.lean_step.sample_chunked`): the reference's sample, for CPU runs and
-    tests."""
+    with the Exp(1) variates of each row chunk drawn by `draw` from the row's generator in the sampling rule's
+    order (`engine.sampling.SamplingRule.chunks`, the chunks of `engine.lean_step.ChunkedFeed`): the
+    reference's sample, for CPU runs and tests. A `held` row draws nothing (the kernel gets q = 1 there: its
+    sample is never used)."""
     from engine.lean_step import chunk_rows as default_chunk
+    from engine.sampling import SamplingRule
 
     check_device(logits)
     batch, length, vocab = logits.shape
@@ -136,34 +147,36 @@ def tail_chunked(
     temp = _temp_tensor(temperature, device)
     fid = _frozen_ids(fmask, fids, (batch, length), device)
     outs, sc = _outputs(batch, length, vocab, device, sc_dtype)
-    step = chunk_rows or default_chunk(vocab)
-    for b in range(batch):
-        gen = gens[b] if len(gens) > 1 else gens[0]
-        for r0 in range(0, length, step):
-            r1 = min(length, r0 + step)
-            q = draw((r1 - r0, vocab), gen, device)
-            _run(
-                logits[b, r0:r1],
-                temp,
-                fid[b, r0:r1],
-                tuple(o[b, r0:r1] for o in outs),
-                None if sc is None else sc[b, r0:r1],
-                q=q,
-                seeds=None,
-                rows_per_seed=1,
-                softcap=softcap,
-            )
+    rule = SamplingRule(gens, draw=draw)
+    for c in rule.chunks(batch, length, chunk_rows or default_chunk(vocab), held):
+        b, r0, r1 = c.b, c.r0, c.r1
+        if c.held:
+            q = torch.ones((r1 - r0, vocab), dtype=torch.float32, device=device)
+        else:
+            q = rule.variates((r1 - r0, vocab), c.gen, device)
+        _run(
+            logits[b, r0:r1],
+            temp,
+            fid[b, r0:r1],
+            tuple(o[b, r0:r1] for o in outs),
+            None if sc is None else sc[b, r0:r1],
+            q=q,
+            seeds=None,
+            rows_per_seed=1,
+            softcap=softcap,
+        )
     sampled, argmax, entropy, conf = outs
     return sampled, argmax, entropy, conf, sc
 
 
-def row_seeds(gens: Sequence[torch.Generator], batch: int, device: torch.device) -> torch.Tensor:
-    """One Philox seed per canvas row b, drawn on the device from row b's generator (no host read)."""
-    if len(gens) == 1:
-        return torch.randint(0, 2**31 - 1, (batch,), generator=gens[0], device=device, dtype=torch.int64)
-    return torch.cat(
-        [torch.randint(0, 2**31 - 1, (1,), generator=g, device=device, dtype=torch.int64) for g in gens]
-    )
+def row_seeds(
+    gens: Sequence[torch.Generator], batch: int, device: torch.device, held: Sequence[bool] = ()
+) -> torch.Tensor:
+    """One Philox seed per canvas row b, drawn on the device from row b's generator (no host read): the
+    sampling rule's `SamplingRule.seeds`."""
+    from engine.sampling import SamplingRule
+
+    return SamplingRule(gens).seeds(batch, device, held)
 
 
 def tail_philox(
@@ -214,3 +227,74 @@ def philox_uniforms(seeds: torch.Tensor, batch: int, length: int, vocab: int) ->
         BLOCK_V=_block_v(vocab, seeds.device),
     )
     return out
+
+
+class TailFeed:
+    """The fused kernel as the sampling rule's feed (`engine.sampling.StepFeed`): the lm_head's raw logits
+    (`softcap` given: the kernel applies the soft cap) or a compiled forward's soft-capped ones, divided by
+    the step's temperature in the kernel; the kernel measures and samples every slot in two passes and
+    writes the bf16 self-conditioning hand-off (`sc`). Its random numbers come from the rule: on CUDA one
+    Philox seed per row (`SamplingRule.seeds`), elsewhere (the interpreter) the rule's own Exp(1) draws in the
+    rule's order (`tail_chunked`). A warm canvas's stop suppression edits the tempered logits, so there the
+    soft cap and the temperature are applied first, as on the unfused path, and the kernel divides by 1."""
+
+    def __init__(
+        self,
+        logits: torch.Tensor,
+        temperature: torch.Tensor,
+        softcap: float | None,
+        plan: Any,
+        sc_dtype: torch.dtype | None,
+    ) -> None:
+        batch, length, vocab = logits.shape
+        self.shape = (batch, length, vocab)
+        self.device = logits.device
+        self._logits: torch.Tensor | None = logits
+        self._temperature = temperature
+        self._softcap = softcap
+        self._plan = plan
+        self._sc_dtype = sc_dtype
+        self._sampled: torch.Tensor | None = None
+        self.sc: torch.Tensor | None = None  # the bf16 self-conditioning hand-off, once measured
+
+    def measure(
+        self,
+        rule: SamplingRule,
+        fmask: torch.Tensor | None,
+        fids: torch.Tensor | None,
+        held: Sequence[bool],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        logits, self._logits = self._logits, None  # the kernel's input is not kept past the kernel
+        assert logits is not None
+        temperature, softcap = self._temperature, self._softcap
+        if self._plan is not None:
+            if softcap is not None:
+                logits = torch.tanh(logits.float() / softcap) * softcap
+                softcap = None
+            logits = self._plan.suppress_stops(logits.float().div_(temperature))
+            temperature = torch.ones((), device=logits.device)
+        if logits.device.type == "cuda":
+            seeds = rule.seeds(logits.shape[0], logits.device, held)
+            out = tail_philox(
+                logits, temperature, seeds, fmask, fids, sc_dtype=self._sc_dtype, softcap=softcap
+            )
+        else:
+            out = tail_chunked(
+                logits,
+                temperature,
+                rule.gens,
+                fmask,
+                fids,
+                rule.variates,
+                sc_dtype=self._sc_dtype,
+                softcap=softcap,
+                held=held,
+            )
+        del logits
+        self._sampled, argmax, entropy, conf, self.sc = out
+        return argmax, entropy, conf
+
+    def sample(self, accepted: torch.Tensor) -> torch.Tensor:
+        assert self._sampled is not None
+        sampled, self._sampled = self._sampled, None
+        return sampled

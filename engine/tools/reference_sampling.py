@@ -1,10 +1,10 @@
 """The reference sampler's plain kernels, kept to prove the loop's faster ones against (never run by a
 request).
 
-`generate()` draws one multinomial sample per slot from the full Exp(1) variates of every row; the loop draws
-only what it needs (`engine.sampling.sample_accepted` on the CPU, `engine.lean_step.sample_chunked`
-elsewhere). These are the straightforward versions, draw for draw what the reference does, that the
-benchmark's tests compare the loop's kernels with.
+`generate()` draws one multinomial sample per slot from the full Exp(1) variates of every row; the loop's one
+sampling rule (`engine.sampling.SamplingRule`) computes only what it needs, whichever way it is fed
+(`AcceptedOnlyFeed` on the CPU, `engine.lean_step.ChunkedFeed` elsewhere). These are the straightforward
+versions, draw for draw what the reference does, that the benchmark's tests compare the rule with.
 """
 
 from __future__ import annotations
