@@ -128,7 +128,7 @@ class DocumentController(QObject):
         )
         self.show_compare: Callable[[str, str, str], Resolution] = partial(dialogs.show_compare, window)
         self._loaded: str | None = None  # the editor's text right after the file was loaded or saved
-        self.disk = DiskGuard(self)  # changes made on disk by other programs (app.documents.disk_guard)
+        self.disk = DiskGuard(self, self)  # changes made on disk by other programs (app.documents.disk_guard)
         self.ask_unsaved: Callable[[str], Choice] = partial(dialogs.ask_unsaved, window)
         self.choose_open_path: Callable[[], str] = lambda: dialogs.choose_open_path(
             window, self.start_folder()

@@ -8,25 +8,51 @@ them. Built by `DocumentController`, which asks its questions (`ask_external_cha
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QPlainTextEdit
 
 from app.documents.external_change import DiskState, ExternalChangeWatcher, Resolution, compare, disk_state
 from app.documents.file_formats import DocumentError, read_text_file
-
-if TYPE_CHECKING:
-    from app.documents.controller import DocumentController
 
 # a file rewritten faster than the writer can answer: give up (cancel) after this many questions
 MAX_REASKS = 20
 
 
+class GuardedDocument(Protocol):
+    """What the guard reads of the document controller, and the questions it asks through it."""
+
+    @property
+    def path(self) -> Path | None: ...
+    @property
+    def editor(self) -> QPlainTextEdit: ...
+    @property
+    def display_name(self) -> str: ...
+    @property
+    def message(self) -> Any: ...  # Signal(str)
+    @property
+    def externalChange(self) -> Any: ...  # noqa: N802 - the controller's signal: Signal(str)
+    @property
+    def keep_copy(self) -> Callable[[str, str | None], Path] | None: ...
+    @property
+    def ask_external_change(self) -> Callable[[str, bool], Resolution]: ...
+    @property
+    def show_compare(self) -> Callable[[str, str, str], Resolution]: ...
+    @property
+    def show_error(self) -> Callable[[str, str], object]: ...
+
+    def text(self) -> str: ...
+    def is_modified(self) -> bool: ...
+    def reload(self) -> bool: ...
+
+
 class DiskGuard(QObject):
-    def __init__(self, docs: DocumentController) -> None:
-        super().__init__(docs)
+    def __init__(self, docs: GuardedDocument, parent: QObject | None = None) -> None:
+        super().__init__(parent)
         self.docs = docs
         self.disk: DiskState | None = None  # the file as last read or written (None: no file)
         self.resolving = False
