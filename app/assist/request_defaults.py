@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
-from engine.api import Request
+from app.config.commands import default_key
+from engine.api import REWRITE_PRESETS, DenoiseSettings, Request
 
 log = logging.getLogger(__name__)
 
@@ -81,3 +82,47 @@ def _read(name: str, read: Callable[[], str]) -> str | None:
 
 
 __all__ = ["BriefSource", "RequestDefaults"]
+
+
+class WriterSettings:
+    """What the writer's settings give the assistant's requests and hints: the denoising settings, the draft
+    length, the rewrite presets and the keys bound to the assistant's commands. Each falls back to the
+    built-in default when there are no settings or they cannot be read (logged)."""
+
+    def __init__(self, settings: Any | None) -> None:
+        self.settings = settings
+
+    def denoise(self) -> DenoiseSettings:
+        if self.settings is not None:
+            try:
+                return self.settings.denoise_settings()
+            except Exception:
+                log.exception("denoise settings unavailable; using defaults")
+        return DenoiseSettings()
+
+    def draft_length(self) -> int:
+        if self.settings is not None:
+            try:
+                return int(self.settings["draft.length"])
+            except Exception:
+                log.exception("draft length unavailable")
+        return 128
+
+    def presets(self) -> dict[str, str]:
+        if self.settings is not None:
+            try:
+                return dict(self.settings.rewrite_presets())
+            except Exception:
+                log.exception("rewrite presets unavailable")
+        return dict(REWRITE_PRESETS)
+
+    def key(self, name: str, default: str | None = None) -> str:
+        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it;
+        without settings, the command table's default (what is bound then)."""
+        fallback = default_key(name) if default is None else default
+        if self.settings is None:
+            return fallback
+        try:
+            return str(self.settings[f"keys.{name}"])
+        except Exception:  # noqa: BLE001 - a settings object without keys: the defaults are what is bound
+            return fallback

@@ -9,18 +9,17 @@ as attributes (`ask_unsaved`, `choose_open_path`, `choose_save_path`, `ask_repla
 
 What a save and an open guard against, and where it lives: exact bytes and per-line endings
 (`app.documents.line_endings`), links and file modes (`write_text_file`, `app.platform.atomic`), changes made
-on disk by other programs (`app.documents.external_change`), one file, one editor (`app.documents.one_editor`,
+on disk by other programs (`app.documents.external_change`; what the File menu does about them:
+`app.documents.disk_guard`), one file, one editor (`app.documents.one_editor`,
 `app.platform.locks`), temporary files of an interrupted save (`save_journal`, kept by
 `app.documents.recovery`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Callable
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Protocol
@@ -32,7 +31,8 @@ from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QPlainTextEdit
 from app.config.commands import MENU_BY_ID
 from app.documents import dialogs
 from app.documents.dialogs import FILE_FILTER, Choice, OpenChoice
-from app.documents.external_change import DiskState, ExternalChangeWatcher, Resolution, compare, disk_state
+from app.documents.disk_guard import DiskGuard
+from app.documents.external_change import Resolution
 from app.documents.file_formats import (
     MAX_BYTES,
     DocumentError,
@@ -48,7 +48,8 @@ from app.documents.file_formats import (
 )
 from app.documents.line_endings import normalise
 from app.documents.one_editor import EditorClaim, Elsewhere
-from app.documents.recent import RecentFiles
+from app.documents.recent import RecentFiles, RecentMenu, start_folder
+from app.documents.window_switch import raise_window
 from app.platform.locks import FileLock
 from app.platform.privacy import note_document
 from app.ui import actions
@@ -73,10 +74,6 @@ def editor_text(editor: QPlainTextEdit) -> str:
 
 # ------------------------------------------------------------------------------------------------------------
 # The File menu
-
-
-# a file rewritten faster than the writer can answer: give up (cancel) after this many questions
-MAX_REASKS = 20
 
 
 class DocumentController(QObject):
@@ -117,7 +114,9 @@ class DocumentController(QObject):
             recent_path = data_dir() / "recent.json"
         self.recent = RecentFiles(recent_path)
         # One file, one editor: the lock of the document this window edits (app.documents.one_editor).
-        self.claim = EditorClaim(lock_folder or recent_path.parent / "recovery" / "locks", self._raise_window)
+        self.claim = EditorClaim(
+            lock_folder or recent_path.parent / "recovery" / "locks", partial(raise_window, window)
+        )
         self.read_only = False
         self.save_journal: SaveJournal | None = None  # the recovery manager: notes temp files of each save
         self.keep_copy: Callable[[str, str | None], Path] | None = None  # recovery copy before a reload
@@ -128,15 +127,8 @@ class DocumentController(QObject):
             dialogs.ask_external_change, window
         )
         self.show_compare: Callable[[str, str, str], Resolution] = partial(dialogs.show_compare, window)
-        self._disk: DiskState | None = None
-        self._resolving = False
-        self._deleted_reported = False
-        # The disk version the writer was last told about without adopting it (cancelled, or not reloadable):
-        # the watcher fires for every new file in the folder and must not ask about it again each time.
-        self._answered: DiskState | None = None
         self._loaded: str | None = None  # the editor's text right after the file was loaded or saved
-        self.watcher = ExternalChangeWatcher(self)
-        self.watcher.noticed.connect(self._on_external_change)
+        self.disk = DiskGuard(self, self)  # changes made on disk by other programs (app.documents.disk_guard)
         self.ask_unsaved: Callable[[str], Choice] = partial(dialogs.ask_unsaved, window)
         self.choose_open_path: Callable[[], str] = lambda: dialogs.choose_open_path(
             window, self.start_folder()
@@ -214,26 +206,14 @@ class DocumentController(QObject):
             self.show_error("Cannot open document", exc.message)
             if not p.exists():
                 self.recent.remove(p.resolve())
-                self._rebuild_recent_menu()
+                self.recent_menu.rebuild()
             return False
         lock: FileLock | None = None
-        if not read_only:
-            claimed = self.claim.try_claim(p)
-            if isinstance(claimed, Elsewhere):
-                choice = self.ask_already_open(p.name, claimed.where)
-                if choice == "switch":
-                    if not EditorClaim.switch_to(claimed):
-                        self.show_error(
-                            "Cannot switch",
-                            f"The window that edits {p.name} did not answer. "
-                            "Open it read-only, or close it there first.",
-                        )
-                    return False
-                if choice != "read-only":
-                    return False
-                read_only = True
-            else:
-                lock = claimed
+        if not read_only:  # another window edits it: switch there, or open it read-only here
+            opened_as = self.claim.claim_to_open(p, self.ask_already_open, self.show_error)
+            if opened_as is None:
+                return False
+            lock, read_only = opened_as
         if not self.maybe_save():
             if lock is not None and lock is not self.claim.lock:
                 lock.release()
@@ -242,7 +222,7 @@ class DocumentController(QObject):
         self._set_text(doc.text, p, doc.encoding, doc.newline, doc.raw)
         self._set_read_only(read_only)
         self.recent.add(p)
-        self._rebuild_recent_menu()
+        self.recent_menu.rebuild()
         opened = f"Opened {p.name}" + (" read-only" if read_only else "")
         if lock is None and not read_only and self.claim.problem:
             opened += f" — not protected against a second window: {self.claim.problem}"
@@ -280,15 +260,8 @@ class DocumentController(QObject):
         self._set_text(text, p, encoding, newline, raw)
         self._set_read_only(read_only)
         self.editor.document().setModified(True)
-        if p is not None and saved_at is not None and self._disk is not None:
-            with contextlib.suppress(OSError):
-                if p.stat().st_mtime > saved_at:
-                    self._disk = DiskState(-1, -1, "")  # matches no file: saving asks (reload, keep, compare)
-                    when = datetime.fromtimestamp(saved_at).strftime("%Y-%m-%d %H:%M")
-                    self.message.emit(
-                        f"{p.name} was changed on disk after this copy was made ({when}); saving "
-                        "asks first, and Compare shows both versions."
-                    )
+        if p is not None and saved_at is not None:
+            self.disk.check_recovered(p, saved_at)
 
     def save(self) -> bool:
         if self.path is None:
@@ -359,7 +332,7 @@ class DocumentController(QObject):
     def _write(self, target: Path) -> bool:
         note_document(target)
         same = self.path is not None and (target == self.path or same_file(target, self.path))
-        if same and not self._disk_allows_save(target):
+        if same and not self.disk.allows_save(target):
             return False
         doc = TextFile(self._unedited_text(), self.encoding, self.newline, self.raw)
         journal = self.save_journal
@@ -376,15 +349,12 @@ class DocumentController(QObject):
                 journal.temps_done()
         self.raw = written.raw
         self._loaded = self.text()
-        self._disk = disk_state(target)
-        self._deleted_reported = False
-        self._answered = None
         if self.claim.holds(target):
             self.claim.refresh(target)  # a replaced file has a new inode: its lock follows it
-        self.watcher.watch(target)
+        self.disk.follow(target)
         self.editor.document().setModified(False)
         self.recent.add(target)
-        self._rebuild_recent_menu()
+        self.recent_menu.rebuild()
         self.saved.emit(str(target))
         self.message.emit(f"Saved {target.name}")
         return True
@@ -409,10 +379,7 @@ class DocumentController(QObject):
         self._loaded = self.text() if raw is not None and text == normalise(raw) else None
         self.path, self.encoding, self.newline, self.raw = path, encoding, newline, raw
         note_document(path)  # the log hides its name from now on
-        self._disk = disk_state(path) if path is not None else None
-        self._deleted_reported = False
-        self._answered = None
-        self.watcher.watch(path)
+        self.disk.follow(path)
         self._dirty = True
         self.pathChanged.emit(str(path) if path else "")
         self._update_title()
@@ -430,27 +397,8 @@ class DocumentController(QObject):
             self.show_error("Cannot reload document", exc.message)
             return False
         had_edits = self.is_modified()
-        if had_edits:
-            if self.keep_copy is None:
-                self.show_error(
-                    "Not reloaded",
-                    "There is no recovery folder to keep your unsaved version in, "
-                    "so nothing was reloaded. Use Save As to keep your version.",
-                )
-                return False
-            try:
-                copy = self.keep_copy(self.text(), str(self.path))
-            except OSError as exc:
-                self.show_error(
-                    "Not reloaded",
-                    f"Your unsaved version could not be kept as a recovery copy "
-                    f"({exc.strerror or exc}), so nothing was reloaded. Use Save As to keep it.",
-                )
-                return False
-            self.message.emit(
-                f"Your unsaved version of {self.display_name} was kept as a recovery copy "
-                f"({copy}); Letterpress offers it at the next start."
-            )
+        if had_edits and not self.disk.keep_unsaved():
+            return False
         read_only = self.read_only
         self._set_text(doc.text, self.path, doc.encoding, doc.newline, doc.raw)
         self._set_read_only(read_only)
@@ -460,129 +408,12 @@ class DocumentController(QObject):
 
     def check_disk(self) -> None:
         """Look at the file on disk now (what the watcher triggers)."""
-        self._on_external_change()
-
-    def _disk_allows_save(self, target: Path) -> bool:
-        verdict, now = compare(target, self._disk)
-        if verdict == "same":
-            return True
-        if verdict == "deleted":
-            self.message.emit(f"{target.name} had been deleted or moved on disk; saving recreated it.")
-            return True
-        if verdict == "unreadable":
-            text = (
-                f"{target.name} can no longer be read (its permissions changed, or something that is not "
-                "a "
-                "file took its place), so Letterpress cannot check whether another program changed it; "
-                "nothing was saved. Your text is still here: use Save As to save it elsewhere."
-            )
-            self.show_error("Document not saved", text)
-            self.message.emit(text)
-            return False
-        for _ in range(MAX_REASKS):
-            choice = self._resolve(saving=True)
-            if choice == "keep" and not self._changed_since(target, now):
-                break
-            if choice != "keep":
-                break
-            # The file changed again while the question (or the Compare view) was open: the answer was about
-            # another version, so it is asked again about this one.
-            _, now = compare(target, now)
-            self.message.emit(f"{target.name} changed on disk again while you were deciding; asking again.")
-        else:
-            choice = "cancel"
-        self.externalChange.emit({"keep": "kept", "reload": "reloaded"}.get(choice, "cancelled"))
-        if choice == "keep":
-            return True
-        if choice == "reload":
-            self.reload()
-        return False
-
-    @staticmethod
-    def _changed_since(target: Path, seen: DiskState | None) -> bool:
-        """Whether the file is no longer the version `seen` (content, not time), e.g. while a question
-        was open."""
-        return compare(target, seen)[0] != "same"
-
-    def _resolve(self, *, saving: bool) -> Resolution:
-        choice = self.ask_external_change(self.display_name, saving)
-        if choice == "compare":
-            try:
-                theirs = read_text_file(self.path).text if self.path else ""
-            except DocumentError as exc:
-                theirs = f"(the file on disk cannot be read: {exc.message})"
-            choice = self.show_compare(self.display_name, self.text(), theirs)
-        return choice if choice in ("reload", "keep") else "cancel"
-
-    def _on_external_change(self) -> None:
-        if self._resolving or self.path is None:
-            return
-        verdict, now = compare(self.path, self._disk, quick=True)
-        if verdict == "same":
-            if now is not None:
-                self._disk = now
-            return
-        self._resolving = True
-        try:
-            if verdict == "unreadable":
-                if self._answered is None or self._answered.digest != "unreadable":
-                    self._answered = now
-                    self.message.emit(
-                        f"{self.display_name} can no longer be read (permission denied, or it "
-                        "is no "
-                        "longer a file). Your text is still here; Save As saves it elsewhere."
-                    )
-                    self.externalChange.emit("unreadable")
-                return
-            if verdict == "deleted":
-                if not self._deleted_reported:
-                    self._deleted_reported = True
-                    self.editor.document().setModified(True)  # closing now asks; Save recreates the file
-                    self.message.emit(
-                        f"{self.display_name} was deleted or moved on disk. Your text is still "
-                        "here: Save recreates the file."
-                    )
-                    self.externalChange.emit("deleted")
-                return
-            self._deleted_reported = False
-            seen = self._answered
-            if now is not None and seen is not None and (seen.size, seen.digest) == (now.size, now.digest):
-                return  # already asked (or reported) about exactly this version; Save still asks again
-            if not self.is_modified():  # nothing of the writer's can be lost: follow the disk
-                if self.reload():
-                    self.message.emit(f"{self.display_name} was changed by another program and reloaded.")
-                    self.externalChange.emit("reloaded")
-                else:
-                    self._answered = now
-                return
-            choice = self._resolve(saving=False)
-            if choice == "reload":
-                if not self.reload():
-                    self._answered = now
-            elif choice == "cancel":
-                self._answered = now
-            elif choice == "keep":
-                self._disk = now  # the writer chose their version over this one: the next save replaces it
-                self.message.emit(
-                    f"Keeping your version of {self.display_name}; saving replaces the one on disk."
-                )
-                if self.path is not None and self._changed_since(self.path, now):
-                    # It changed again while the question was open: that newer version was never shown, so
-                    # the question comes again (and a save asks in any case, its hash differs from `now`).
-                    QTimer.singleShot(0, self._on_external_change)
-            self.externalChange.emit({"keep": "kept", "reload": "reloaded"}.get(choice, "cancelled"))
-        finally:
-            self._resolving = False
+        self.disk.on_change()
 
     def _set_read_only(self, read_only: bool) -> None:
         self.read_only = read_only
         self.editor.setReadOnly(read_only)
         self._update_title()
-
-    def _raise_window(self) -> None:
-        self.window.show()
-        self.window.raise_()
-        self.window.activateWindow()
 
     def _close_guard(self) -> bool:
         """The window's close guard: ask about unsaved work; once the window really closed, let the lock
@@ -602,17 +433,8 @@ class DocumentController(QObject):
         self.window.setWindowModified(self.is_modified())
 
     def start_folder(self) -> Path:
-        """Where Open and Save As start: the current file's folder, else the folder last opened from or saved
-        to (the newest recent file's: remembered across restarts), else the documents folder. Never the
-        working directory the app happened to be started in."""
-        if self.path is not None:
-            return self.path.parent
-        for recent in self.recent.load():
-            if recent.parent.is_dir():
-                return recent.parent
-        from app.platform.folders import documents_dir
-
-        return documents_dir()
+        """Where Open and Save As start (`app.documents.recent.start_folder`)."""
+        return start_folder(self.path, self.recent)
 
     def _install_actions(self, menu: QMenu | None) -> None:
         """File ▸ New, Open, Open Recent, Save, Save As and (when the window has none) Quit, each at the place
@@ -629,8 +451,7 @@ class DocumentController(QObject):
 
         self.action_new = make("actionNew", self.new)
         self.action_open = make("actionOpen", self.open)
-        self.recent_menu = QMenu(MENU_BY_ID["menuRecent"].title, self.window)
-        self.recent_menu.setObjectName("menuRecent")
+        self.recent_menu = RecentMenu(MENU_BY_ID["menuRecent"].title, self.window, self.recent, self.open)
         menu.addMenu(self.recent_menu)
         self.action_save = make("actionSave", self.save)
         self.action_save_as = make("actionSaveAs", self.save_as)
@@ -639,24 +460,7 @@ class DocumentController(QObject):
         else:
             self.action_quit = make("actionQuit", self.quit)
         actions.arrange(menu)
-        self._rebuild_recent_menu()
-
-    def _rebuild_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        items = self.recent.load()
-        for p in items:
-            action = self.recent_menu.addAction(p.name)
-            action.setToolTip(str(p))
-            action.setStatusTip(str(p))
-            action.triggered.connect(lambda *_, p=p: self.open(p))
-        if items:
-            self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear list", self._clear_recent)
-        self.recent_menu.setEnabled(bool(items))
-
-    def _clear_recent(self) -> None:
-        self.recent.clear()
-        self._rebuild_recent_menu()
+        self.recent_menu.rebuild()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
         """Ask about unsaved work before the window closes; cancelling keeps the window open."""

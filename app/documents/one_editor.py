@@ -150,6 +150,28 @@ class EditorClaim:
         where = "another Letterpress program" + (f" (process {pid} on {host})" if pid and host else "")
         return Elsewhere(where, info)
 
+    def claim_to_open(
+        self, path: Path, ask: Callable[[str, str], str], show_error: Callable[[str, str], object]
+    ) -> tuple[FileLock | None, bool] | None:
+        """The lock to open `path` with and whether it opens read-only; None when it is not opened here.
+        When another window edits it the writer is asked (`ask(name, where)`): switch to that window (None),
+        open it read-only here, or cancel (None)."""
+        claimed = self.try_claim(path)
+        if not isinstance(claimed, Elsewhere):
+            return claimed, False
+        choice = ask(path.name, claimed.where)
+        if choice == "switch":
+            if not EditorClaim.switch_to(claimed):
+                show_error(
+                    "Cannot switch",
+                    f"The window that edits {path.name} did not answer. "
+                    "Open it read-only, or close it there first.",
+                )
+            return None
+        if choice != "read-only":
+            return None
+        return None, True
+
     def adopt(self, lock: FileLock | None, path: Path | None) -> None:
         """Make `lock` (for `path`) the one this window holds; the previous one is let go."""
         if lock is not self.lock:

@@ -14,8 +14,16 @@ import uuid
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
+from PySide6.QtWidgets import QWidget
 
 log = logging.getLogger(__name__)
+
+
+def raise_window(window: QWidget) -> None:
+    """Bring `window` to the front (another window asked to open the document it edits)."""
+    window.show()
+    window.raise_()
+    window.activateWindow()
 
 
 class SwitchServer(QObject):

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import QMainWindow, QMenu, QPlainTextEdit, QToolBar, QToolButton, QWidget
 
-from app.config.commands import MENU_BY_ID, Command, command, layout, with_twins
+from app.config.commands import MENU_BY_ID, Command, command, layout, toolbar_layout, with_twins
 
 
 def default_sequences(entry: Command) -> list[QKeySequence]:
@@ -181,3 +181,53 @@ __all__ = [
     "tip_with_key",
     "window_menu",
 ]
+
+
+def build_toolbar(
+    window: QMainWindow,
+    toolbar_id: str,
+    by_id: dict[str, QAction],
+    presets: QMenu,
+    preset_actions: list[QAction],
+) -> QToolBar:
+    """The toolbar `toolbar_id` from the command table (`toolbar_layout`), with the window's actions `by_id`;
+    Rewrite is a button whose menu holds the presets, which follow it."""
+    tools = window.addToolBar("Assist")
+    tools.setObjectName(toolbar_id)
+    tools.setMovable(False)
+    section: int | None = None
+    for here, command_id in toolbar_layout(toolbar_id):
+        action = by_id.get(command_id)
+        if action is None:
+            continue
+        if section is not None and here != section:
+            tools.addSeparator()
+        section = here
+        if command_id != "actionRewrite":
+            tools.addAction(action)
+            continue
+        rewrite_button = QToolButton(window)
+        rewrite_button.setObjectName("rewriteButton")
+        rewrite_button.setDefaultAction(action)
+        rewrite_button.setMenu(presets)
+        rewrite_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        rewrite_button.setText("Rewrite")
+        tools.addWidget(rewrite_button)
+        for act in preset_actions:
+            tools.addAction(act)
+    return tools
+
+
+def follow_undo(editor: QPlainTextEdit, undo: QAction, redo: QAction) -> None:
+    """Undo/Redo enabled exactly when Ctrl+Z / Ctrl+Shift+Z would change `editor`'s document, from now on."""
+
+    def sync(*_args: object) -> None:
+        doc = editor.document()
+        on = doc.isUndoRedoEnabled() and not editor.isReadOnly()
+        undo.setEnabled(on and doc.isUndoAvailable())
+        redo.setEnabled(on and doc.isRedoAvailable())
+
+    doc = editor.document()
+    for signal in (doc.undoAvailable, doc.redoAvailable, doc.undoCommandAdded, doc.contentsChanged):
+        signal.connect(sync)
+    sync()

@@ -1,4 +1,5 @@
-"""The text editor widget: word wrap, a readable font and margins, find/replace, zoom, a word count signal.
+"""The text editor widget: word wrap, a readable font and margins, find/replace (`app.ui.find`), zoom, a word
+count signal.
 
 It knows nothing of the engine. Two small hooks serve the assistant without coupling: `priority_actions`
 (enabled actions whose shortcuts win over the editor's own key handling, e.g. Tab while a suggestion is
@@ -40,6 +41,7 @@ from PySide6.QtWidgets import (
 
 from app.config.commands import SAME_PRESS, press
 from app.ui import display_breaks as breaks
+from app.ui.find import TextSearch
 from app.ui.widgets import named
 
 _WORD = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
@@ -102,6 +104,7 @@ class Editor(QPlainTextEdit):
         self._count_timer = QTimer(self, singleShot=True, interval=250)
         self._count_timer.timeout.connect(self._recount)
         self.textChanged.connect(self._schedule_count)
+        self._search = TextSearch(self)
 
     # -- hooks -----------------------------------------------------------------------------------------------
 
@@ -409,20 +412,7 @@ class Editor(QPlainTextEdit):
             return
         super().wheelEvent(e)
 
-    # -- find / replace --------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _flags(
-        *, backward: bool = False, case_sensitive: bool = False, whole_word: bool = False
-    ) -> QTextDocument.FindFlag:
-        flags = QTextDocument.FindFlag(0)
-        if backward:
-            flags |= QTextDocument.FindFlag.FindBackward
-        if case_sensitive:
-            flags |= QTextDocument.FindFlag.FindCaseSensitively
-        if whole_word:
-            flags |= QTextDocument.FindFlag.FindWholeWords
-        return flags
+    # -- find / replace (app.ui.find: the search over this editor's document) -------------------------------
 
     def find_text(
         self,
@@ -434,60 +424,8 @@ class Editor(QPlainTextEdit):
         whole_word: bool = False,
     ) -> bool:
         """Select the next match after the cursor (wrapping around once); False when there is none."""
-        if not text:
-            return False
-        if breaks.has_breaks(self.document()):
-            return self._find_real(
-                text, backward=backward, case_sensitive=case_sensitive, wrap=wrap, whole_word=whole_word
-            )
-        flags = self._flags(backward=backward, case_sensitive=case_sensitive, whole_word=whole_word)
-        if self.find(text, flags):
-            return True
-        if not wrap:
-            return False
-        saved = self.textCursor()
-        cursor = QTextCursor(self.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start)
-        self.setTextCursor(cursor)
-        if self.find(text, flags):
-            return True
-        self.setTextCursor(saved)
-        return False
-
-    def _find_real(
-        self, text: str, *, backward: bool, case_sensitive: bool, wrap: bool, whole_word: bool
-    ) -> bool:
-        """`find_text` over the writer's text, for a document with display breaks (a phrase may span one)."""
-        doc, cursor = self.document(), self.textCursor()
-        opts = {"backward": backward, "case_sensitive": case_sensitive, "whole_word": whole_word}
-        start = cursor.selectionStart() if backward else cursor.selectionEnd()
-        found = breaks.find_real(doc, text, start, **opts)
-        if found is None and wrap:
-            found = breaks.find_real(doc, text, doc.characterCount() - 1 if backward else 0, **opts)
-        if found is None:
-            return False
-        cursor.setPosition(found[0])
-        cursor.setPosition(found[1], QTextCursor.MoveMode.KeepAnchor)
-        self.setTextCursor(cursor)
-        return True
-
-    def _is_match(self, cursor: QTextCursor, text: str, *, case_sensitive: bool, whole_word: bool) -> bool:
-        """Whether the selection of `cursor` is exactly a match the same search would find."""
-        if not cursor.hasSelection():
-            return False
-        if breaks.has_breaks(self.document()):
-            at = cursor.selectionStart()
-            hit = breaks.find_real(
-                self.document(), text, at, case_sensitive=case_sensitive, whole_word=whole_word
-            )
-            return hit == (at, cursor.selectionEnd())
-        found = self.document().find(
-            text, cursor.selectionStart(), self._flags(case_sensitive=case_sensitive, whole_word=whole_word)
-        )
-        return (
-            not found.isNull()
-            and found.selectionStart() == cursor.selectionStart()
-            and found.selectionEnd() == cursor.selectionEnd()
+        return self._search.find_text(
+            text, backward=backward, case_sensitive=case_sensitive, wrap=wrap, whole_word=whole_word
         )
 
     def replace_selection(
@@ -495,38 +433,17 @@ class Editor(QPlainTextEdit):
     ) -> bool:
         """Replace the selected match (if the selection is one) and find the next; one undo step per
         replace."""
-        cursor = self.textCursor()
-        if self._is_match(cursor, text, case_sensitive=case_sensitive, whole_word=whole_word):
-            breaks.insert_plain(cursor, replacement)
-        return self.find_text(text, case_sensitive=case_sensitive, whole_word=whole_word)
+        return self._search.replace_selection(
+            text, replacement, case_sensitive=case_sensitive, whole_word=whole_word
+        )
 
     def replace_all(
         self, text: str, replacement: str, *, case_sensitive: bool = False, whole_word: bool = False
     ) -> int:
         """Replace every match as one undo step; returns how many were replaced."""
-        if not text:
-            return 0
-        flags = self._flags(case_sensitive=case_sensitive, whole_word=whole_word)
-        doc = self.document()
-        count = 0
-        edit = QTextCursor(doc)
-        if breaks.has_breaks(doc):  # over the writer's text, last match first (earlier positions stay put)
-            spans = breaks.find_all_real(doc, text, case_sensitive=case_sensitive, whole_word=whole_word)
-            edit.beginEditBlock()
-            for s, e in reversed(spans):
-                edit.setPosition(s)
-                edit.setPosition(e, QTextCursor.MoveMode.KeepAnchor)
-                breaks.insert_plain(edit, replacement)
-            edit.endEditBlock()
-            return len(spans)
-        edit.beginEditBlock()
-        found = doc.find(text, 0, flags)
-        while not found.isNull():
-            found.insertText(replacement)
-            count += 1
-            found = doc.find(text, found.position(), flags)
-        edit.endEditBlock()
-        return count
+        return self._search.replace_all(
+            text, replacement, case_sensitive=case_sensitive, whole_word=whole_word
+        )
 
 
 def _is_plain_enter(e: QKeyEvent) -> bool:

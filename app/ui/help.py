@@ -118,6 +118,35 @@ def first_run(folder: Path) -> bool:
     return True
 
 
+class FirstRunHint(QLabel):
+    """The short hint above the page (objectName `firstRunHint`): shown on the first start and by Help ▸
+    Getting started; the first suggestion hides it."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("firstRunHint")
+        self.setWordWrap(True)
+        self.setContentsMargins(10, 6, 10, 6)
+        self.setToolTip("Shown on the first start only; Help ▸ Getting started shows it again.")
+        self.hide()
+
+    def show_text(self, text: str) -> None:
+        self.setText(text)
+        self._retain_room(False)
+        self.show()
+
+    def hide_keeping_room(self) -> None:
+        """Its room stays (blank) until the next start: the page jumped ~100 px up under the writer's eyes at
+        the first draft."""
+        self._retain_room(True)
+        self.hide()
+
+    def _retain_room(self, retain: bool) -> None:
+        policy = self.sizePolicy()
+        policy.setRetainSizeWhenHidden(retain)
+        self.setSizePolicy(policy)
+
+
 class ShortcutSheet(QDialog):
     """Every command and its keys; the filter keeps the rows that hold every word typed (command or key)."""
 

@@ -87,6 +87,20 @@ def menu_commands(bar: QMenuBar, skip: tuple[QAction, ...] = ()) -> list[Command
     return found
 
 
+def enabled_commands(bar: QMenuBar, skip: tuple[QAction, ...] = ()) -> dict[str, QAction]:
+    """Every menu command that can run now, by its menu path (the palette lists the others greyed)."""
+    return {c.label: c.action for c in menu_commands(bar, skip) if c.enabled}
+
+
+def open_palette(parent: QWidget, bar: QMenuBar, skip: tuple[QAction, ...] = ()) -> CommandPalette:
+    """Open the palette over every command of `bar` (closed, it deletes itself), its filter focused."""
+    dialog = CommandPalette(menu_commands(bar, skip), parent)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()
+    dialog.filter.setFocus()
+    return dialog
+
+
 def _clean(text: str) -> str:
     return text.replace("&&", "\0").replace("&", "").replace("\0", "&").rstrip("…").strip()
 

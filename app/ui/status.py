@@ -8,6 +8,8 @@ but shows the message in an `ElidedLabel`: cut at a word with "…", the full te
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QWidget
@@ -121,6 +123,45 @@ class MessageBar(QStatusBar):
 
     def currentMessage(self) -> str:  # noqa: N802
         return self._message
+
+
+class TiedMessages:
+    """The window's passing status messages. One describes the suggestion and the document as they were when
+    it was shown; it goes once either changes (undo, a re-run that finished, an accept or dismiss), so the bar
+    never keeps saying something no longer true. `edited` counts the document's edits (connect it before the
+    assistant's own slots, so a message the assistant gives about an edit is shown after the edit is
+    counted); `expire` is called whenever the suggestion changes."""
+
+    def __init__(self, bar: Callable[[], QStatusBar], describes: Callable[[], object]) -> None:
+        self._bar = bar  # the window's bar (made after the editor, whose edits count from the start)
+        self._describes = describes  # the suggestion as a message describes it
+        self._edits = 0
+        self._state: tuple[str, object] | None = None  # a tied message and what it describes
+
+    def show(self, text: str, ms: int = 8000, *, tied: bool = True) -> None:
+        """A status message for `ms` (0: until replaced). A passing one (`tied`, the default) also goes as
+        soon as the suggestion or the document it describes changes; lasting ones (a request running, the
+        model's state, a warning) are cleared by whoever shows them."""
+        self._bar().showMessage(text, ms)
+        self._state = (text, self._now()) if tied and ms > 0 else None
+
+    def _now(self) -> tuple[int, object]:
+        return (self._edits, self._describes())
+
+    def edited(self, *_args: object) -> None:
+        self._edits += 1
+        self.expire()
+
+    def expire(self) -> None:
+        if self._state is None:
+            return
+        text, described = self._state
+        if described == self._now():
+            return
+        self._state = None
+        bar = self._bar()
+        if bar.currentMessage() == text:  # not one shown since by another route
+            bar.clearMessage()
 
 
 def rate_text(stats: Stats) -> str:

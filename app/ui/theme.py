@@ -6,16 +6,20 @@ small stylesheet in `resources/styles/` only adjusts the editor's spacing and th
 
 from __future__ import annotations
 
-from typing import Literal
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Literal
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtGui import QAction, QActionGroup, QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication, QWidget
 
 from engine.resources import resources_dir
 
 Theme = Literal["system", "light", "dark"]
 STYLES = resources_dir() / "styles"
+log = logging.getLogger(__name__)
 
 
 def system_is_dark() -> bool:
@@ -82,3 +86,46 @@ def apply_theme(app: QApplication, theme: Theme = "system") -> bool:
             lambda _scheme: app.property("letterpressTheme") == "system" and apply_theme(app, "system")
         )
     return dark
+
+
+class ThemeActions:
+    """View ▸ Theme: one checkable action per theme (`actionTheme_system`, `_light`, `_dark`), the one in use
+    checked; choosing one applies it now and remembers it in the settings, when there are settings."""
+
+    def __init__(
+        self,
+        parent: QWidget,
+        register: Callable[[str, Callable[[], object]], QAction],
+        settings: Any,
+        after: Callable[[], None] = lambda: None,
+    ) -> None:
+        """`register(command_id, slot)` makes one of the window's actions; `after()` runs once a theme is
+        applied (the window repaints its suggestion in the new colours)."""
+        self.settings = settings
+        self._after = after
+        group = QActionGroup(parent)
+        self.actions: list[QAction] = []
+        current = settings["appearance.theme"] if settings is not None else "system"
+        for theme in ("system", "light", "dark"):
+            act = register(f"actionTheme_{theme}", partial(self.set_theme, theme))
+            act.setChecked(theme == current)
+            group.addAction(act)
+            self.actions.append(act)
+
+    def set_theme(self, theme: str) -> None:
+        """Switch the colour theme now (and remember it, when there are settings)."""
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            apply_theme(app, theme)  # type: ignore[arg-type]
+        if self.settings is not None:
+            try:
+                self.settings.set("appearance.theme", theme)
+            except (ValueError, KeyError):
+                log.exception("theme setting refused")
+        self.check(theme)
+        self._after()
+
+    def check(self, theme: object) -> None:
+        """Check the action of `theme` (the setting changed elsewhere, in Settings for instance)."""
+        for act in self.actions:
+            act.setChecked(act.objectName() == f"actionTheme_{theme}")
