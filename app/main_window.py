@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QAction, QCloseEvent
@@ -37,6 +36,7 @@ from app.assist.model_load import ModelLoad, ModelState
 from app.assist.request_defaults import RequestDefaults
 from app.config.commands import BY_ID
 from app.config.model_choice import folder_for
+from app.config.settings import Settings
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
 from app.ui import actions, window_place
@@ -58,7 +58,7 @@ class MainWindow(QMainWindow):
         self,
         host: EngineHost,
         *,
-        settings: Any | None = None,
+        settings: Settings | None = None,
         model_dir: str | Path | None = None,
         device: str = "auto",
         quantization: str = "auto",
@@ -379,9 +379,10 @@ class MainWindow(QMainWindow):
         if key == "appearance.theme":
             self.themes.check(value)
         if key in ("model.device", "model.quantization", "model.folder") and self.settings is not None:
-            self.model_load.device = self.settings["model.device"]
-            self.model_load.quantization = self.settings["model.quantization"]
-            folder = folder_for(self.settings["model.folder"])  # the demo's marker is this version's demo
+            model = self.settings.typed.model
+            self.model_load.device = model.device
+            self.model_load.quantization = model.quantization
+            folder = folder_for(model.folder)  # the demo's marker is this version's demo
             if folder:
                 self.load_model(folder)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -28,6 +28,7 @@ from app.assist.ghost import GhostContent, GhostPainter, Layout
 from app.assist.joins import units
 from app.assist.request_defaults import RequestDefaults, WriterSettings
 from app.assist.suggestion import Kind, Suggestion, next_word, plain
+from app.config.settings import Settings
 from app.platform.privacy import DocumentText
 from app.ui.display_breaks import selected_text
 from app.ui.editor import Editor
@@ -60,7 +61,7 @@ class Assistant(QObject):
         self,
         editor: Editor,
         host: EngineHost,
-        settings: Any | None = None,
+        settings: Settings | None = None,
         *,
         defaults: RequestDefaults | None = None,
     ) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtGui import QAction, QMouseEvent
@@ -66,7 +65,7 @@ class DiffusionEditing(QObject):
         self.pin_commands = PinCommands(assistant, show_message)  # re-roll and pins (app.assist.reroll)
         self.pins = self.pin_commands.pins
         self.memory = StrengthMemory(self.settings, self.assistant.presets())
-        self.diff_enabled = self._setting("rewrite.view", "below") == "diff"
+        self.diff_enabled = self.settings is not None and self.settings.typed.rewrite.view == "diff"
         self._diff: WordDiff | None = None
 
         a = self.assistant
@@ -135,7 +134,9 @@ class DiffusionEditing(QObject):
 
         self.panel = AlternativesPanel(w)
         w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel)
-        self.panel.setVisible(bool(self._setting("appearance.alternatives_panel", False)))  # as last time
+        self.panel.setVisible(
+            self.settings is not None and self.settings.typed.appearance.alternatives_panel
+        )  # as last time
         self.panel.chosen.connect(self._choose_alternative)
         self.panel.visibilityChanged.connect(self._on_panel_shown)
         toggle = self.panel.toggleViewAction()
@@ -270,9 +271,6 @@ class DiffusionEditing(QObject):
         elif key == "rewrite.presets":
             self.strength.presets_changed()
 
-    def _setting(self, key: str, default: Any) -> Any:
-        return self.pin_commands.setting(key, default)
-
     # -- clicks on ghost words -------------------------------------------------------------------------------
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt virtual
@@ -318,7 +316,7 @@ class DiffusionEditing(QObject):
             self._store("appearance.alternatives_panel", shown)
 
     def _store(self, key: str, value: object) -> None:
-        if self.settings is None or self._setting(key, value) == value:
+        if self.settings is None or self.settings[key] == value:
             return
         try:
             self.settings.set(key, value)

@@ -29,6 +29,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QProgressBar
 
 from app.config.model_choice import folder_for
+from app.config.settings import Settings
 from app.ui.demo_notice import DemoBanner, demo_wording, is_demo_model
 from app.ui.model_notice import ModelNotice, fallback_sentence
 from app.ui.status import ElidedLabel
@@ -60,7 +61,7 @@ class ModelLoad(QObject):
         host: Any,
         window: QMainWindow,
         *,
-        settings: Any,
+        settings: Settings | None,
         notice: ModelNotice,
         show_message: Callable[..., None],
         server_action: Callable[[], QAction | None],
@@ -219,8 +220,9 @@ class ModelLoad(QObject):
         saved = ""
         if self.settings is not None:
             with contextlib.suppress(KeyError):
-                saved = str(self.settings["server.url"]) if failed.startswith("http") else ""
-                saved = saved or folder_for(self.settings["model.folder"])
+                typed = self.settings.typed
+                saved = typed.server.url if failed.startswith("http") else ""
+                saved = saved or folder_for(typed.model.folder)
         self.fallback_from = failed
         self.notice.show_text(fallback_sentence(kind, failed, saved=failed == saved), message)
         self.load(demo)

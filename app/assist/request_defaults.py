@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from app.config.commands import default_key
+from app.config.settings import Settings
 from engine.api import REWRITE_PRESETS, DenoiseSettings, Request
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class WriterSettings:
     length, the rewrite presets and the keys bound to the assistant's commands. Each falls back to the
     built-in default when there are no settings or they cannot be read (logged)."""
 
-    def __init__(self, settings: Any | None) -> None:
+    def __init__(self, settings: Settings | None) -> None:
         self.settings = settings
 
     def denoise(self) -> DenoiseSettings:
@@ -103,7 +104,7 @@ class WriterSettings:
     def draft_length(self) -> int:
         if self.settings is not None:
             try:
-                return int(self.settings["draft.length"])
+                return self.settings.typed.draft.length
             except Exception:
                 log.exception("draft length unavailable")
         return 128
@@ -122,7 +123,4 @@ class WriterSettings:
         fallback = default_key(name) if default is None else default
         if self.settings is None:
             return fallback
-        try:
-            return str(self.settings[f"keys.{name}"])
-        except Exception:  # noqa: BLE001 - a settings object without keys: the defaults are what is bound
-            return fallback
+        return self.settings.typed.keys.get(name, fallback)

@@ -50,7 +50,9 @@ class PinCommands:
             return False
         if self.fresh(sug) is None:  # say the real reason first (not "every word is sure")
             return self._stale()
-        threshold = float(self.setting("rewrite.reroll_threshold", DEFAULT_THRESHOLD))
+        threshold = (
+            self.settings.typed.rewrite.reroll_threshold if self.settings is not None else DEFAULT_THRESHOLD
+        )
         spans = sug.spans
         pinned = pinning.confident(spans, threshold) | self._user_pins(sug)
         uncertain = [i for i in pinning.words(spans) if i not in pinned]
@@ -232,16 +234,9 @@ class PinCommands:
     def key(self, name: str, default: str | None = None) -> str:
         """The key the writer bound to `keys.<name>` ("" for none), so hints never name a key that does
         nothing."""
-        return str(self.setting(f"keys.{name}", default_key(name) if default is None else default))
+        fallback = default_key(name) if default is None else default
+        return self.settings.typed.keys.get(name, fallback) if self.settings is not None else fallback
 
     def _pinned_hint(self, word: str) -> str:
         key = self.key("reroll_around_pins", "")
         return f"Pinned “{word}”" + (f" ({key} re-rolls around pins)." if key else ".")
-
-    def setting(self, key: str, default: Any) -> Any:
-        if self.settings is None:
-            return default
-        try:
-            return self.settings[key]
-        except Exception:  # noqa: BLE001
-            return default

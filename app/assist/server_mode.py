@@ -48,17 +48,17 @@ class ServerMode(QObject):
         self.host.loaded.connect(self._on_loaded)
         self.host.loadFailed.connect(self._on_load_failed)
         self._show_where()
-        url = self._setting("server.url")
+        url, model = self._server()
         if url:
-            QTimer.singleShot(0, lambda: self.connect_server(url, self._setting("server.model")))
+            QTimer.singleShot(0, lambda: self.connect_server(url, model))
 
     # -- actions ---------------------------------------------------------------------------------------------
 
     def choose_server(self) -> None:
-        url = self._setting("server.url")
+        url, model = self._server()
         self.dialog = ServerDialog(
             url,
-            self._setting("server.model"),
+            model,
             keychain.load_key(url) or "" if url else "",
             self.window,
             context_length=self._context(),
@@ -112,7 +112,7 @@ class ServerMode(QObject):
         privacy.forbid_servers()
         self._set("server.url", "")
         w = self.window
-        saved = folder_for(self._setting("model.folder")) or None  # the demo's marker: this version's demo
+        saved = folder_for(self._model_folder()) or None  # the demo's marker: this version's demo
         folder = w.model_dir or saved
         if folder and str(folder).startswith(("http://", "https://")):
             folder = saved
@@ -128,7 +128,7 @@ class ServerMode(QObject):
             url = getattr(self, "_pending", "") or info.path
             self._set("server.url", url)
             self._set("server.model", info.name)
-            self.window.model_dir = folder_for(self._setting("model.folder")) or None  # never a URL
+            self.window.model_dir = folder_for(self._model_folder()) or None  # never a URL
             self.window.deviceLabel.setText(info.notice or "server")
             self.window.modelLabel.setText(f"Ready: {redact.shown(info.name, 256, partial=False)}")
             notice = getattr(self.window, "modelNotice", None)
@@ -164,15 +164,19 @@ class ServerMode(QObject):
     def _context(self) -> int:
         """The writer's context length for a server that does not state it (0: none given)."""
         try:
-            return int(self.settings["server.context"]) if self.settings is not None else 0
+            return self.settings.typed.server.context if self.settings is not None else 0
         except Exception:  # noqa: BLE001 - a window without this setting (tests) has none
             return 0
 
-    def _setting(self, key: str) -> str:
-        try:
-            return str(self.settings[key]) if self.settings is not None else ""
-        except Exception:  # noqa: BLE001 - a window without these settings (tests) has no server configured
-            return ""
+    def _server(self) -> tuple[str, str]:
+        """The saved server address and model ("" each without settings)."""
+        if self.settings is None:
+            return "", ""
+        server = self.settings.typed.server
+        return server.url, server.model
+
+    def _model_folder(self) -> str:
+        return self.settings.typed.model.folder if self.settings is not None else ""
 
     def _set(self, key: str, value: str | int) -> None:
         if self.settings is not None and hasattr(self.settings, "set"):

@@ -10,11 +10,10 @@ the dial's value as the preset's default, and "Reset <preset> to its default" br
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSlider, QWidget
 
+from app.config.settings import Settings
 from app.ui.status import ElidedLabel
 from app.ui.widgets import named
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS
@@ -36,7 +35,7 @@ def factory_default(key: str) -> float:
 class StrengthMemory:
     """Saved default strength per preset key, read from and written to the settings (or kept in memory)."""
 
-    def __init__(self, settings: Any | None, presets: dict[str, str]) -> None:
+    def __init__(self, settings: Settings | None, presets: dict[str, str]) -> None:
         self.settings = settings
         self.presets = presets
         self._local: dict[str, float] = {**PRESET_STRENGTHS, CUSTOM: MAX_STRENGTH}
@@ -76,7 +75,7 @@ class StrengthMemory:
         if self.settings is None:
             return self._local
         try:
-            return dict(self.settings["rewrite.strengths"])
+            return dict(self.settings.typed.rewrite.strengths)
         except Exception:  # noqa: BLE001
             return self._local
 

@@ -29,7 +29,7 @@ def apply(window: QWidget, settings: Settings) -> None:
         action = window.findChild(QAction, name)
         if action is None:
             continue
-        key = str(settings[setting])
+        key = settings.typed.keys[setting.removeprefix("keys.")]
         action.setShortcuts(sequences(key))
         tip = tip_with_key(command(name), key)
         if tip:

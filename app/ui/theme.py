@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
+from app.config.settings import Settings
 from engine.resources import resources_dir
 
 Theme = Literal["system", "light", "dark"]
@@ -96,7 +97,7 @@ class ThemeActions:
         self,
         parent: QWidget,
         register: Callable[[str, Callable[[], object]], QAction],
-        settings: Any,
+        settings: Settings | None,
         after: Callable[[], None] = lambda: None,
     ) -> None:
         """`register(command_id, slot)` makes one of the window's actions; `after()` runs once a theme is
@@ -105,7 +106,7 @@ class ThemeActions:
         self._after = after
         group = QActionGroup(parent)
         self.actions: list[QAction] = []
-        current = settings["appearance.theme"] if settings is not None else "system"
+        current = settings.typed.appearance.theme if settings is not None else "system"
         for theme in ("system", "light", "dark"):
             act = register(f"actionTheme_{theme}", partial(self.set_theme, theme))
             act.setChecked(theme == current)
