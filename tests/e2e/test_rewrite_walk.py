@@ -58,12 +58,12 @@ def test_the_documented_walk_of_a_rewrite_is_what_runs(qtbot, traced):
     assert all((ROOT / f).is_file() for f in walk + sorted(beside)), "ARCHITECTURE.md names a missing file"
     ran = tracer.files()
     assert [f for f in walk if f not in ran] == [], "listed on the walk but never entered"
-    assert [f for f in ran if f not in walk and f not in beside] == [], (
-        "runs during a Rewrite, listed nowhere"
-    )
+    unlisted = [f for f in ran if f not in walk and f not in beside]
+    assert unlisted == [], f"runs during a Rewrite, listed nowhere: {unlisted}"
     for thread in THREADS.values():
         order = [f for t, f in tracer.visits if t == thread and (f, thread) in rows]
-        assert order == [f for f, t in rows if t == thread], f"the {thread} files run in another order"
+        want = [f for f, t in rows if t == thread]
+        assert order == want, f"the {thread} files run in another order: {order}"
     rooms = room_sequence(walk)
     returns = len(rooms) - len(set(rooms))
     print(
