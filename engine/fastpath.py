@@ -7,7 +7,7 @@ path, so a decoder step has no per-layer host synchronisation.
 
 Status of the rest: written without a GPU to measure on, so it is behind a switch and OFF by default. Turn it
 on with `LETTERPRESS_FASTPATH=1` (the engine) or `python -m engine bench --fastpath` (the benchmark); measure
-it on a GPU (`pytest -m gpu tests/engine/test_bench.py`,
+it on a GPU (`pytest -m gpu tests/engine/tools/test_bench.py`,
 `python -m engine bench --real-shape --experts grouped`) before making it the default. What is checked on the
 CPU: the grouped experts forward gives the per-expert loop's result, and the batched stack dequantization is
 bit-identical to dequantizing expert by expert.

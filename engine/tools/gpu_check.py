@@ -272,7 +272,7 @@ def _real_shape_30(ctx: dict[str, Any]) -> dict[str, Any]:
     directly on the device and quantized there (engine.tools.realbench.build_model: no checkpoint on disk),
     one canvas forward timed at 8K and 32K tokens of context. Not built in the dry run: one real-shaped layer
     takes over 2 minutes on 2 busy CPU cores; its code path (`run_real_shape`) is tested on the CPU by
-    tests/engine/test_bench.py."""
+    tests/engine/tools/test_bench.py."""
     import torch
 
     from engine.tools import traffic
@@ -283,7 +283,7 @@ def _real_shape_30(ctx: dict[str, Any]) -> dict[str, Any]:
         "the traffic model's eager prediction of today's path for this card"
     )
     if ctx["device"] != "cuda":
-        line = "not built on the CPU (run_real_shape is tested by tests/engine/test_bench.py)"
+        line = "not built on the CPU (run_real_shape is tested by tests/engine/tools/test_bench.py)"
         return _gpu_only(rule, {}, line)
     layers, vocab, prefixes = REAL_LAYERS, REAL_VOCAB, [8192, 32768]
     report = run_real_shape(

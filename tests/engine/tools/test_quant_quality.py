@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-DEMO = Path(__file__).resolve().parents[2] / "resources" / "models" / "letterpress-demo"
+DEMO = Path(__file__).resolve().parents[3] / "resources" / "models" / "letterpress-demo"
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_busy_bench_reports_quiet_busy_and_the_ratio_and_leaves_no_hog(tiny_dir):

@@ -16,7 +16,7 @@ from engine.denoise import denoise, temperature_schedule
 from engine.tools.reference_sampling import draw_step, sample_one, sample_with
 from tests.helpers.engine_cli import run_engine
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 

@@ -99,7 +99,7 @@ def test_prepare_builds_a_folder_of_at_most_60_mib_with_the_project_the_wheels_a
     assert manifest["total_bytes"] <= gpu_carry.LIMIT_BYTES
     assert sorted(manifest["wheels"]) == sorted(f"{n}-{v}-py3-none-any.whl" for n, v in wanted.items())
     assert (carry / "project" / "engine" / "__main__.py").exists()
-    assert (carry / "project" / "tests" / "engine" / "test_gpu_carry.py").exists()
+    assert (carry / "project" / "tests" / "engine" / "tools" / "test_gpu_carry.py").exists()
     assert not (carry / "project" / "app").exists()  # the GPU run never needs the editor
     assert os.access(carry / "run.sh", os.X_OK)
     assert json.loads((carry / "manifest.json").read_text())["carried"] == wanted
