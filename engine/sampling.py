@@ -85,9 +85,9 @@ def exponential_draws(
     On the CPU, torch draws each Exp(1) variate serially: a 53-bit uniform u from the Mersenne Twister, then
     `-log1p(-u)` in double precision, rounded to float32. Here the same uniforms come from `uniform_` on a
     float64 tensor (the same generator calls, in the same order) and the logarithm is vectorised; the result
-    is bit-identical (checked on 60 million draws, and by `tests/engine/tools/test_bench.py` against `exponential_`
-    itself, so a torch change that broke it would fail a test, not change a writer's text). In chunks, so the
-    float64 temporary stays small. On a GPU the stock kernel is already fast and is used as is.
+    is bit-identical (checked on 60 million draws, and by `tests/engine/tools/test_bench.py` against
+    `exponential_` itself, so a torch change that broke it would fail a test, not change a writer's text). In
+    chunks, so the float64 temporary stays small. On a GPU the stock kernel is already fast and is used as is.
     """
     if device.type != "cpu":
         return torch.empty(shape, dtype=torch.float32, device=device).exponential_(1, generator=generator)
