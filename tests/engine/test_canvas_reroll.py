@@ -129,3 +129,65 @@ def test_an_infill_reroll_reports_its_candidates_text_and_pins(session, seed: in
         spans = rows[cand.row]
         assert "".join(s.text for s in spans) == cand.text
         assert [s.text for s in spans if s.pinned and s.text.strip()] == ["the"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_apps_reroll_requests_keep_every_pin_in_place_round_after_round(session, seed: int) -> None:
+    """Through `app.assist.pins` as the window uses it: a draft, a rewrite and an infill, pins at the start,
+    in the middle, at the end and here and there, re-rolled twice from what the engine showed. Each pinned
+    word comes back as the same tokens at the same positions, nothing glued to it that was not, and the text
+    starts as the shown one did."""
+    from app.assist.pins import PinSet, pin_ranges, reroll_request, words
+
+    tok, decode = session.tokenizer, session._text.text
+
+    def shown(request):
+        rows: dict[int, tuple[Span, ...]] = {}
+        result = session.run(request, on_step=lambda e: rows.update({c.row: c.spans for c in e.candidates}))
+        return [
+            (rows[c.row], list(c.token_ids))
+            for c in result.candidates
+            if "".join(s.text for s in rows[c.row]) == c.text
+        ]
+
+    def touching(spans, pins):
+        """Each pinned word, and whether a letter or digit touches it before and after."""
+        text, out = "".join(s.text for s in spans), []
+        for a, b in pin_ranges(spans, pins):
+            word = text[a:b].strip()
+            start = text.index(word, a)
+            end = start + len(word)
+            out.append(
+                (
+                    word,
+                    start > 0 and text[start - 1].isalnum() and word[0].isalnum(),
+                    end < len(text) and text[end].isalnum(),
+                )
+            )
+        return out
+
+    firsts = [
+        DraftRequest(before="In the morning", max_new_tokens=24, settings=_settings(seed)),
+        RewriteRequest(selection=TEXT.lstrip(), instruction="Fix the grammar.", settings=_settings(seed)),
+        InfillRequest(before="In the morning", after=" before night.", settings=_settings(seed)),
+    ]
+    for first in firsts:
+        spans, _ = shown(first)[0]
+        order = words(spans)
+        for pick in ({order[0]}, {order[len(order) // 2]}, {order[-1]}, set(order[1::3])):
+            request, current, pins = first, spans, pick
+            for _ in range(2):
+                text = "".join(s.text for s in current)
+                request = reroll_request(request, current, pins)
+                ids, flags = warm_canvas.canvas_ids(tok, request.canvas, decode)
+                assert ids == [i for s in current for i in s.ids], "the canvas is the shown tokens"
+                where = [p for p, flag in enumerate(flags) if flag]
+                alternatives = shown(request)
+                assert alternatives, request
+                for alt, alt_ids in alternatives:
+                    again = "".join(s.text for s in alt)
+                    assert [alt_ids[p] for p in where] == [ids[p] for p in where], (first.kind, text, again)
+                    assert touching(alt, PinSet().sync(0, alt)) == touching(current, pins), (text, again)
+                    assert _lead(again) == _lead(text), (first.kind, text, again)
+                current = alternatives[0][0]
+                pins = PinSet().sync(0, current)
