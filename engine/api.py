@@ -146,12 +146,23 @@ class WarmStart:
     temperature schedule starts (1.0: all noise, the full schedule). `pin_end` also pins the end of the text
     (its end-of-text and the padding after it), so the result ends exactly where `text` ends: a re-roll in
     place whose last word was kept must not grow past it.
+
+    `ids` are the token ids `text` was decoded from (a re-roll of a shown suggestion, from its spans'
+    `Span.ids`): the canvas lays out these tokens, so every pinned word keeps its token position and the
+    canvas its length (re-tokenizing the text can give other, fewer tokens than the model wrote: an infill's
+    " topasts" written as 4 tokens re-tokenizes as 3, and every later pin moved one position). They are used
+    only when they decode to exactly `text` and every pin falls on token edges; otherwise `text` is tokenized.
+    `keep_lead` makes the result start as `text` does: with a line break, with a space, or with neither (a
+    re-roll in place joins the document where the shown suggestion joined it; a noised first position let a
+    rewrite that began "The" come back as " The", and a draft that began " the" come back glued, "es,").
     """
 
     text: str
     pins: tuple[tuple[int, int], ...] = ()
     noise: float = 1.0
     pin_end: bool = False
+    ids: tuple[int, ...] = ()
+    keep_lead: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.noise <= 1.0:
@@ -262,6 +273,10 @@ class Span:
     text: str
     confidence: float
     pinned: bool = False  # the position was pinned: it came back exactly as given
+    # The token ids this piece was decoded from (each token goes with the span its first character is in), so
+    # a row's spans together hold its ids too: a re-roll lays out the very tokens that were shown instead of
+    # re-tokenizing their text (`WarmStart.ids`). Provenance, not content: not compared, not shown in repr.
+    ids: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -65,13 +65,12 @@ def row_spans(
     (a multi-block draft), `middle` an infill row's middle length, `limit` the tokens asked for, `pinned` the
     flags of positions the writer pinned (shown settled)."""
     if middle is not None:  # infill: only the middle slots are suggestion, the pinned ending is the writer's
-        if pinned is not None:
-            kept = [
-                (t, 1.0 if p else c, p)
-                for t, c, p in zip(ids[:middle], conf[:middle], pinned[:middle], strict=False)
-            ]
-            return text.spans([k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept])
-        return text.spans(*middle_of(text, ids, conf, middle))
+        cut, cut_conf = middle_of(text, ids, conf, middle)
+        if pinned is not None:  # cut where the finished candidate is cut, or the app finds another text
+            flags = pinned[: len(cut)]  # and drops the spans (and the pins) it would carry on from
+            cut_conf = [1.0 if i < len(flags) and flags[i] else c for i, c in enumerate(cut_conf)]
+            return text.spans(cut, cut_conf, flags)
+        return text.spans(cut, cut_conf)
     shown = text.visible_ids([*earlier, *ids][:limit])
     conf = ([1.0] * len(earlier) + conf)[: len(shown)]
     if pinned is not None:  # pinned words are the writer's (or kept) words: shown settled

@@ -33,9 +33,18 @@ without it a noised tail after a pinned last word let the model write on past it
 his…"). Pins are character ranges of the text; each maximal pinned run is tokenized on its own (checked to
 decode back to exactly its characters), so pinned tokens never straddle a pin's edge.
 
+A re-roll in place (the app's `reroll_request`) starts from the shown suggestion: with `WarmStart.ids` the
+canvas is the very tokens that were shown (`canvas_ids`; re-tokenizing the text can give other, fewer tokens
+than the model wrote, and every pin after such a word moved), so each pinned word keeps its token position
+and the canvas its length; with `WarmStart.keep_lead` the first position may only hold a token that starts
+the text as it started (after a line break, after a space, or glued), and no token that shows nothing (a
+special token, a stray byte) that would move the start one position on. Tokens that show nothing are banned
+at the glue positions too, and a pinned run that ends in punctuation the text follows with whitespace
+("field.") gets the same ban after it as one ending in a letter.
+
 Infill (`infill_plan`): the canvas text is the middle; its token count fixes the middle length (no length
 search), its pins are pinned inside the middle, and infill's pinned ending stays where `engine.infill` puts
-it.
+it; its pinned words get the glue and lead bans of a draft's canvas.
 
 Limits: every row of a batch (the K alternatives) shares the canvas text and pins but draws its own noised
 positions (seed, seed+1, ...). The warm canvas covers as many whole canvases as the text needs; blocks after
@@ -47,7 +56,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -55,7 +64,7 @@ import torch
 
 from engine.api import EngineError, WarmStart
 from engine.lengths import LengthWindow
-from engine.special_tokens import text_ids
+from engine.special_tokens import hidden_ids, text_ids
 
 
 class CanvasError(EngineError):
@@ -128,6 +137,9 @@ class WarmCanvas:
     glue_before: tuple[int, ...] = ()
     after_ids: tuple[int, ...] = ()
     before_ids: tuple[int, ...] = ()
+    # `WarmStart.keep_lead`: the ids banned at the first position (those that would start the text otherwise
+    # than it started: with whitespace where it had none, or the reverse)
+    lead_ids: tuple[int, ...] = ()
 
     @property
     def blocks(self) -> int:
@@ -167,7 +179,11 @@ class WarmCanvas:
                 rows, cols = before.nonzero(as_tuple=True)
                 ban = (rows.to(device), cols.to(device))
         glue = []
-        for where, banned in ((self.glue_after, self.after_ids), (self.glue_before, self.before_ids)):
+        for where, banned in (
+            (self.glue_after, self.after_ids),
+            (self.glue_before, self.before_ids),
+            ((0,), self.lead_ids),
+        ):
             local = [p - index * L for p in where if index * L <= p < (index + 1) * L]
             if not local or not banned:
                 continue
@@ -225,6 +241,60 @@ def segment_ids(
     return ids, flags
 
 
+def canvas_ids(
+    tokenizer: object, warm: WarmStart, decode: Callable[[list[int]], str]
+) -> tuple[list[int], list[bool]]:
+    """Token ids of a warm start with a pinned flag each: the shown tokens (`WarmStart.ids`) where they decode
+    to exactly the text and every pin falls on token edges, else the text tokenized (`segment_ids`)."""
+    shown = shown_ids(warm, decode)
+    return shown if shown is not None else segment_ids(tokenizer, warm.text, warm.pins, decode)
+
+
+def shown_ids(warm: WarmStart, decode: Callable[[list[int]], str]) -> tuple[list[int], list[bool]] | None:
+    """`warm.ids` with the pinned flag of each (a token is pinned when it lies inside a pin), or None when
+    they do not decode to `warm.text` or a pin's edge falls inside a token."""
+    ids = [int(i) for i in warm.ids]
+    if not ids or decode(ids) != warm.text:
+        return None
+    flags = [False] * len(ids)
+    for start, end in merge_ranges(warm.pins, len(warm.text)):
+        first, last = _token_at(ids, start, decode), _token_at(ids, end, decode)
+        shows = _token_at(
+            ids, start + 1, decode, after=True
+        )  # one past the token showing its first character
+        if first is None or last is None or shows is None:
+            return None
+        # Tokens that show nothing (a stray byte) may sit right before the pin: they stay free, unless they
+        # begin its first character (the byte-fallback pieces of one character go together).
+        chosen = next(
+            (k for k in range(shows - 1, first - 1, -1) if decode(ids[k:last]) == warm.text[start:end]),
+            None,
+        )
+        if chosen is None or chosen >= last:
+            return None
+        flags[chosen:last] = [True] * (last - chosen)
+    return ids, flags
+
+
+def _token_at(
+    ids: list[int], char: int, decode: Callable[[list[int]], str], *, after: bool = False
+) -> int | None:
+    """The first k whose prefix ids[:k] decodes to exactly `char` characters (None: `char` is inside a
+    token); with `after`, the first k whose prefix reaches `char` at all. Prefix lengths only grow, so a
+    bisection finds it in log(n) decodes."""
+    low, high = 0, len(ids)
+    while low < high:
+        mid = (low + high) // 2
+        if len(decode(ids[:mid])) < char:
+            low = mid + 1
+        else:
+            high = mid
+    reached = len(decode(ids[:low]))
+    if after:
+        return low if reached >= char else None
+    return low if reached == char else None
+
+
 def merge_ranges(pins: Sequence[tuple[int, int]], length: int) -> list[tuple[int, int]]:
     """Sorted, merged, validated character ranges (`start < end <= length`)."""
     out: list[tuple[int, int]] = []
@@ -251,7 +321,7 @@ def plan(
     pad_id: int,
     stop_ids: Sequence[int],
     seed: int,
-    decode: object,
+    decode: Callable[[list[int]], str],
     max_tokens: int | None = None,
     window: LengthWindow | None = None,
 ) -> WarmCanvas:
@@ -264,14 +334,8 @@ def plan(
     (a re-roll turned a pinned "water" into "watera"), and right before a pin that starts a word the tokens
     that end in a letter or digit ("andwater"); a pinned run is tokenized on its own, without the space that
     marks a word start, so only such a ban keeps the model from writing into it."""
-    ids, flags = segment_ids(tokenizer, warm.text, warm.pins, decode)
-    after, before = _glue_positions(warm.text, warm.pins, flags)
-    glue = _Glue(
-        glue_after=tuple(after),
-        glue_before=tuple(before),
-        after_ids=continuation_ids(tokenizer) if after else (),
-        before_ids=word_end_ids(tokenizer) if before else (),
-    )
+    ids, flags = canvas_ids(tokenizer, warm, decode)
+    glue = _edges(tokenizer, warm, flags, stop_ids)
     if max_tokens is not None and len(ids) + 1 > max_tokens:
         raise CanvasError(
             f"The text to start from takes {len(ids) + 1} tokens, more than the {max_tokens} this request "
@@ -302,25 +366,112 @@ def plan(
 
 
 class _Glue(TypedDict):
-    """The glue fields of a `WarmCanvas`, passed on as keywords."""
+    """The glue and lead fields of a `WarmCanvas`, passed on as keywords."""
 
     glue_after: tuple[int, ...]
     glue_before: tuple[int, ...]
     after_ids: tuple[int, ...]
     before_ids: tuple[int, ...]
+    lead_ids: tuple[int, ...]
+
+
+def _edges(tokenizer: object, warm: WarmStart, flags: list[bool], stop_ids: Sequence[int]) -> _Glue:
+    """What keeps pinned words whole (`_glue_positions`) and, with `keep_lead`, the text's start as it was.
+
+    A token that shows nothing (`unseen_ids`) is banned at those positions too: it would move the edge one
+    position on, where nothing is banned (the tiny model's "<start_of_turn>" right after a pinned " it", then
+    "k": " itk"; a "\r" the display drops after a pinned " field.", then "L": "field.L")."""
+    after, before = _glue_positions(warm.text, warm.pins, flags)
+    lead: tuple[int, ...] = ()
+    if warm.keep_lead and warm.text and flags and not flags[0]:
+        lead = lead_ids(tokenizer, _lead_kind(warm.text[0]), stop_ids)
+    unseen = unseen_ids(tokenizer, stop_ids) if after or before else ()
+    return _Glue(
+        glue_after=tuple(after),
+        glue_before=tuple(before),
+        after_ids=tuple(sorted({*continuation_ids(tokenizer), *unseen})) if after else (),
+        before_ids=tuple(sorted({*word_end_ids(tokenizer), *unseen})) if before else (),
+        lead_ids=lead,
+    )
+
+
+def _lead_kind(ch: str) -> str:
+    """How a text starting with `ch` joins what is before it: on a new line, after a space, or glued."""
+    if ch in "\n\r\u2028\u2029\u0085":
+        return "line"
+    if ch.isspace() or ch in "▁Ġ":  # SentencePiece's and byte-level BPE's space markers
+        return "space"
+    if ch == "Ċ":  # byte-level BPE's newline
+        return "line"
+    return "glued"
+
+
+def _piece_lead(piece: object) -> str:
+    """`_lead_kind` of a vocabulary piece's first character (a byte-fallback piece: of its byte); "unseen" for
+    a piece that shows nothing by itself (empty, a control byte, part of a multi-byte character)."""
+    if not isinstance(piece, str) or not piece:
+        return "unseen"
+    byte = _BYTE_PIECE.fullmatch(piece)
+    if byte:
+        value = int(byte.group(1), 16)
+        if value >= 0x80 or value == 0x7F or (value < 0x20 and value not in (0x09, 0x0A)):
+            return "unseen"  # the display drops control bytes but tab and line feed (a "\r" too)
+        return _lead_kind(chr(value))
+    return _lead_kind(piece[0])
+
+
+_UNSEEN: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
+
+
+def unseen_ids(tokenizer: Any, stop_ids: Sequence[int] = ()) -> tuple[int, ...]:
+    """Ids of the tokens that show nothing by themselves (special tokens, control bytes the display drops, a
+    part of a multi-byte character), stops aside (a text may end anywhere). Once per tokenizer and stops."""
+    stops = tuple(sorted({int(i) for i in stop_ids}))
+    key = (id(tokenizer), stops)
+    if key not in _UNSEEN:
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        hidden = hidden_ids(tokenizer)
+        _UNSEEN[key] = tuple(
+            i
+            for i, piece in enumerate(pieces)
+            if i not in stops and (i in hidden or _piece_lead(piece) == "unseen")
+        )
+    return _UNSEEN[key]
+
+
+_LEADS: dict[tuple[int, str, tuple[int, ...]], tuple[int, ...]] = {}
+
+
+def lead_ids(tokenizer: Any, kind: str, stop_ids: Sequence[int] = ()) -> tuple[int, ...]:
+    """Ids of the tokens that would start a text otherwise than `kind` (`_lead_kind`), and of those that show
+    nothing (special tokens, stops, stray bytes: the text would start at the next position, unchecked):
+    banned at the first position of a canvas that keeps its lead. Read from the vocabulary once per
+    tokenizer, kind and stops."""
+    key = (id(tokenizer), kind, tuple(sorted(int(i) for i in stop_ids)))
+    if key not in _LEADS:
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        unseen = hidden_ids(tokenizer, key[2])
+        _LEADS[key] = tuple(i for i, piece in enumerate(pieces) if i in unseen or _piece_lead(piece) != kind)
+    return _LEADS[key]
 
 
 def _glue_positions(
     text: str, pins: Sequence[tuple[int, int]], flags: list[bool]
 ) -> tuple[list[int], list[int]]:
     """Token positions right after each pinned run whose text ends a word, and right before each whose text
-    starts one: there a token with a letter or digit at that edge would run into the pinned word."""
+    starts one: there a token with a letter or digit at that edge would run into the pinned word. A run ends a
+    word where its last character is a letter or digit and the text goes on with none, and also where it ends
+    in punctuation the text follows with whitespace (or nothing): a re-roll glued "ow" onto a pinned
+    "theites." that the shown text followed with a space."""
     ends = [i + 1 for i, flag in enumerate(flags) if flag and (i + 1 == len(flags) or not flags[i + 1])]
     starts = [i - 1 for i, flag in enumerate(flags) if flag and (i == 0 or not flags[i - 1])]
     merged = merge_ranges(pins, len(text))
     after, before = [], []
     for (start, end), end_at, start_at in zip(merged, ends, starts, strict=False):
-        if text[end - 1].isalnum() and (end == len(text) or not text[end].isalnum()):
+        last, follows = text[end - 1], text[end] if end < len(text) else ""
+        if (last.isalnum() and not follows.isalnum()) or (
+            not last.isspace() and (not follows or follows.isspace())
+        ):
             after.append(end_at)
         if start_at >= 0 and text[start].isalnum() and (start == 0 or not text[start - 1].isalnum()):
             before.append(start_at)
@@ -459,7 +610,10 @@ def infill_plan(
     for r in range(rows):
         g = torch.Generator().manual_seed(seed + r + 0x5EED)
         noised[r, free[torch.randperm(free.numel(), generator=g)[:count]]] = True
-    return WarmCanvas(ids, pinned, noised, warm.noise, tuple(stop_ids), length, n)
+    # The middle's pinned words stay whole and its start joins `before` as it did, as in a draft's canvas
+    # (without the glue bans a re-rolled infill glued "es," onto a pinned " Atyhe").
+    glue = _edges(tokenizer, warm, list(middle_pins), stop_ids)
+    return WarmCanvas(ids, pinned, noised, warm.noise, tuple(stop_ids), length, n, **glue)
 
 
 def cold(warm: WarmStart | None) -> bool:

@@ -70,20 +70,24 @@ class TokenText:
         pinned span is exactly the pinned text (see `engine.canvas`).
         """
         decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
-        pieces: list[tuple[str, float, bool]] = []
+        pieces: list[tuple[str, float, bool, tuple[int, ...]]] = []
         pending_conf = 1.0
-        pending_pin = True
+        pending_ids: list[int] = []  # tokens whose text has not shown yet (a held-back byte, a control span)
         flags = pinned if pinned is not None else ()
         control = self.grammar.mask(ids, flags)
         for i, (token_id, conf) in enumerate(zip(ids, confidence, strict=False)):
+            pending_ids.append(int(token_id))
             if control[i]:
                 continue
             pending_conf = min(pending_conf, float(conf))
-            pending_pin = pending_pin and i < len(flags) and bool(flags[i])
             text = _CONTROL.sub("", decoder.decode(self.piece_bytes(int(token_id))))
             if text:
-                pieces.append((text, pending_conf, pending_pin))
-                pending_conf, pending_pin = 1.0, True
+                # Pinned as the token that shows it is: a pinned run decodes to exactly its characters on its
+                # own, so no character is part pinned; a free token before it that showed nothing (a stray
+                # byte, a control byte) made the pinned word's first piece free, and the word split in two.
+                pin = i < len(flags) and bool(flags[i])
+                pieces.append((text, pending_conf, pin, tuple(pending_ids)))
+                pending_conf, pending_ids = 1.0, []
         # No final flush: an incomplete multi-byte tail is held back until its last byte settles.
         return tuple(_words(pieces))
 
@@ -91,20 +95,23 @@ class TokenText:
         return "".join(s.text for s in self.spans(ids, [1.0] * len(ids)))
 
 
-def _words(pieces: list[tuple[str, float, bool]]) -> Iterable[Span]:
+def _words(pieces: list[tuple[str, float, bool, tuple[int, ...]]]) -> Iterable[Span]:
     """Merge token pieces into words (a word keeps its trailing whitespace), confidence = weakest piece; a
-    change between pinned and free pieces also ends a word."""
+    change between pinned and free pieces also ends a word. A piece's token ids go with the word its first
+    character is in."""
     word, conf, pin = "", 1.0, False
-    for text, c, p in pieces:
+    word_ids: tuple[int, ...] = ()
+    for text, c, p, piece_ids in pieces:
         for part in re.split(r"(?<=\s)(?=\S)", text):
             if not part:
                 continue
             if word and (p != pin or (word[-1].isspace() and not part[0].isspace())):
-                yield Span(word, conf, pin)
-                word, conf = "", 1.0
+                yield Span(word, conf, pin, word_ids)
+                word, conf, word_ids = "", 1.0, ()
             if not word:
                 pin = p
             word += part
             conf = min(conf, c)
+            word_ids, piece_ids = word_ids + piece_ids, ()  # the piece's ids go with its first part
     if word:
-        yield Span(word, conf, pin)
+        yield Span(word, conf, pin, word_ids)

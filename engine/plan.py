@@ -260,17 +260,15 @@ def _warm(
     if isinstance(request, RewriteRequest):
         start = request.warm_start()
         if request.max_new_tokens is None:  # the app's rewrites: the length follows the selection (canvas.py)
-            window = _length_window(
-                model,
-                start.text if request.canvas and start else request.selection,
-                "" if request.canvas else request.instruction,
+            window = (
+                _reroll_window(model, start)
+                if request.canvas and start
+                else _length_window(model, request.selection, request.instruction)
             )
             start = start or WarmStart(request.selection, noise=1.0)
     elif isinstance(request, DraftRequest):
         start = request.canvas
-        window = (
-            _length_window(model, start.text, "") if start is not None else None
-        )  # a re-roll keeps its length
+        window = _reroll_window(model, start) if start is not None else None  # a re-roll keeps its length
     else:
         start = None
     if window is None and warm_canvas.cold(start):
@@ -288,6 +286,13 @@ def _warm(
         decode=model.decode,
         window=window,
     )
+
+
+def _reroll_window(model: ModelFacts, start: WarmStart) -> LengthWindow:
+    """A re-roll keeps its canvas's length: that of the shown tokens when it carries them (`WarmStart.ids`),
+    else of its text tokenized."""
+    shown = warm_canvas.shown_ids(start, model.decode)
+    return length_window(len(shown[0])) if shown is not None else _length_window(model, start.text, "")
 
 
 def _length_window(model: ModelFacts, text: str, instruction: str) -> LengthWindow:
@@ -329,8 +334,8 @@ def _rows(
 
 
 def canvas_tokens(start: WarmStart, model: ModelFacts) -> tuple[list[int], list[bool]]:
-    """The token ids of a warm start's text and which of them are pinned."""
-    return warm_canvas.segment_ids(model.tokenizer, start.text, start.pins, model.decode)
+    """The token ids of a warm start (the shown ones when it carries them) and which of them are pinned."""
+    return warm_canvas.canvas_ids(model.tokenizer, start, model.decode)
 
 
 def _infill_warm(start: WarmStart, frozen: Frozen, model: ModelFacts, seed: int) -> warm_canvas.WarmCanvas:

@@ -6,6 +6,10 @@ suggestion's text as a warm canvas (`engine.api.WarmStart`) with the pinned word
 and every other position as noise, so pinned words come back exactly and the rest is denoised again, live, in
 place. Pins are held as span indices of the shown alternative and are reset whenever its text changes; after a
 re-roll the engine reports the pinned spans (`Span.pinned`), so pins survive the round trip.
+
+In place means as shown: the canvas is the shown suggestion's own tokens (`Span.ids` -> `WarmStart.ids`), so a
+pinned word comes back with as many tokens before it as it had, and it starts joining the document as the
+shown text did (`WarmStart.keep_lead`), so Tab accepts a re-roll without a space gained or lost at its start.
 """
 
 from __future__ import annotations
@@ -98,17 +102,21 @@ class PinSet:
 
 
 def reroll_request(request: Request, spans: Sequence[Span], pinned: Iterable[int]) -> Request:
-    """`request` again, starting from the shown text with `pinned` words pinned and the rest as noise."""
+    """`request` again, starting from the shown text with `pinned` words pinned and the rest as noise.
+
+    The canvas is the shown suggestion as it was: its own tokens (`Span.ids`, so each pinned word keeps the
+    token position it had and the canvas its length), its start joining the document as it did
+    (`keep_lead`: no space gained or lost before the first word), and when its last word is kept its end
+    pinned with the whitespace after it (it ends there, as it did: nothing glued on, no line break lost)."""
     kept = set(pinned)
     text = "".join(s.text for s in spans)
+    ranges = list(pin_ranges(spans, kept))
     order = words(spans)
-    if (
-        order and order[-1] in kept
-    ):  # the last word is kept: the text ends there, as it did (nothing glued on)
-        text = text.rstrip()
-        warm = WarmStart(text, pins=pin_ranges(spans, kept), noise=1.0, pin_end=True)
-    else:
-        warm = WarmStart(text, pins=pin_ranges(spans, kept), noise=1.0)
+    pin_end = bool(order and order[-1] in kept)
+    if pin_end and ranges and len(text.rstrip()) < len(text):  # the trailing whitespace stays as shown
+        ranges[-1] = (ranges[-1][0], len(text))
+    ids = tuple(i for s in spans for i in s.ids)
+    warm = WarmStart(text, pins=tuple(ranges), noise=1.0, pin_end=pin_end, ids=ids, keep_lead=True)
     if isinstance(request, (DraftRequest, RewriteRequest)):
         return replace(request, canvas=warm, request_id=new_request_id())
     if isinstance(request, InfillRequest):  # the shown middle fixes the length; the ending stays pinned

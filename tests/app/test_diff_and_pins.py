@@ -63,6 +63,28 @@ def test_reroll_request_pins_the_words_and_noises_the_rest():
     assert reroll_request(rewrite, spans, {1}).warm_start().pins == ((3, 9),)
 
 
+def test_a_reroll_starts_from_the_shown_tokens_and_keeps_the_start():
+    """Issue 34 case 7: the canvas is the shown suggestion as it was: its own token ids (re-tokenizing its
+    text moved every later pin), its start joined as it was (a rewrite that began "The" came back " The")."""
+    spans = (
+        Span(" Old ", 0.9, ids=(7, 8)),
+        Span("Marta ", 0.4, ids=(9,)),
+        Span("waited.", 0.95, ids=(10, 11)),
+    )
+    warm = reroll_request(DraftRequest(before="x"), spans, {1}).canvas
+    assert warm.ids == (7, 8, 9, 10, 11) and warm.keep_lead and warm.text == " Old Marta waited."
+    assert not reroll_request(DraftRequest(before="x"), (Span("a ", 0.9), Span("b", 0.2)), {0}).canvas.ids
+
+
+def test_a_kept_last_word_keeps_the_whitespace_after_it():
+    """The end is pinned with the whitespace the shown text ended with (it was cut off: a rewrite whose
+    selection ended its paragraph lost the line break on re-roll)."""
+    spans = (Span("Old ", 0.9), Span("Marta ", 0.4), Span("waited.\n", 0.95))
+    warm = reroll_request(RewriteRequest(selection="y", instruction="z"), spans, {2}).canvas
+    assert warm.text == "Old Marta waited.\n" and warm.pin_end
+    assert [warm.text[s:e] for s, e in warm.pins] == [" waited.\n"]
+
+
 def test_strength_memory_defaults_light_for_grammar_and_full_for_free_rewrites():
     memory = StrengthMemory(None, dict(REWRITE_PRESETS))
     assert memory.key_for(REWRITE_PRESETS["grammar"]) == "grammar" and memory.get("grammar") == 0.2
