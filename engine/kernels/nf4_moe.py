@@ -97,6 +97,22 @@ def align(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tuple[to
     return sorted_ids, block_expert
 
 
+SCALE_CHUNK = 32  # blocks whose scales a program decodes at once (32 x BLOCK_N fp32 in registers)
+
+
+def row_blocks(k: int, a_stride: int) -> bool:
+    """The vector path applies: every row holds whole blocks of 64 (K % 64 == 0, all of the model's
+    matrices), so a block's 32 code bytes are contiguous and 16-byte aligned, and the activation rows are
+    16-byte aligned too. Otherwise (odd test shapes) the kernel gathers per weight."""
+    return k % 64 == 0 and a_stride % 8 == 0
+
+
+def scale_chunk(k: int) -> int:
+    """Blocks per scale chunk for rows of `k` weights: the next power of two of k / 64, at most
+    `SCALE_CHUNK`."""
+    return min(SCALE_CHUNK, 1 << max(0, (k // 64 - 1).bit_length()))
+
+
 def _launch(
     a: torch.Tensor,
     sorted_ids: torch.Tensor,
@@ -121,6 +137,7 @@ def _launch(
     count = weight.count or 1
     lead = weight.count is not None
     qweight = weight.qweight
+    blocks = row_blocks(k, a.stride(0))
     grid = (block_expert.numel(), (n + bn - 1) // bn)
     configs.launch(
         src.nf4_gemm_kernel,
@@ -152,6 +169,8 @@ def _launch(
         HAS_ROUTE=route is not None,
         ROUND=round_bf16,
         DOT_BF16=round_bf16 and dot_in_bf16(a.device),
+        BLOCKS=blocks,
+        CHUNK=scale_chunk(k) if blocks else 1,
         **config.tiles(),
     )
 
