@@ -48,10 +48,11 @@ _NF4 = {
     "K": "i32",
     "num_experts": "i32",
 }
-# The model's expert shapes: gate_up reads rows of hidden 2816 = 44 blocks, down rows of 704 = 11 (the vector
-# path, `engine.kernels.nf4_moe.row_blocks`; CHUNK as `scale_chunk` picks it).
+# The model's shapes: gate_up reads rows of hidden 2816 = 44 blocks, down rows of 704 = 11, a dense linear
+# up to 8,192 (the vector path, `engine.kernels.nf4_moe.row_blocks`; CHUNK as `scale_chunk` picks it).
 _ROWS_2816 = {"BLOCKS": True, "CHUNK": 32}
 _ROWS_704 = {"BLOCKS": True, "CHUNK": 16}
+_ROWS_4096 = {"BLOCKS": True, "CHUNK": 16}
 _TAIL = {
     "x_ptr": "*bf16",
     "stride_x": "i32",
@@ -110,6 +111,13 @@ def variants() -> list[Variant]:
             "nf4_gemm_kernel",
             {**_NF4, "out_ptr": "*fp32"},
             dict(A_DIV=1, GATED=False, ACT=0, HAS_ROUTE=True, ROUND=True, DOT_BF16=True, **_ROWS_704),
+            configs.NF4_BF16,
+        ),
+        Variant(
+            "nf4 linear bf16",  # an NF4 dense linear (the "nf4" plan's attention): rows of 4,096 = 64 blocks
+            "nf4_gemm_kernel",
+            _NF4,
+            dict(A_DIV=1, GATED=False, ACT=0, HAS_ROUTE=False, ROUND=True, DOT_BF16=True, **_ROWS_4096),
             configs.NF4_BF16,
         ),
         Variant(

@@ -50,7 +50,13 @@ def loads() -> list[dict]:
 
 def test_every_nf4_variant_is_compiled_for_every_target(loads) -> None:
     labels = {row["label"] for row in loads}
-    assert labels == {"nf4 gate_up bf16", "nf4 down bf16", "nf4 gate_up fp32", "nf4 down fp32"}
+    assert labels == {
+        "nf4 gate_up bf16",
+        "nf4 down bf16",
+        "nf4 linear bf16",
+        "nf4 gate_up fp32",
+        "nf4 down fp32",
+    }
     assert {row["capability"] for row in loads} == set(TARGETS)
     for row in loads:
         assert row["built"], row
