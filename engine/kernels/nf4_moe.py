@@ -10,6 +10,13 @@ Route: NF4 in Triton, the project's own kernel, rather than vLLM's `fused_moe`/M
 * vLLM and sgl-kernel do not install beside this CPU torch (they pin their own CUDA torch), so CI could not
   prove them; a Triton kernel runs here under the interpreter.
 
+How a program reads its tile: where the rows hold whole blocks of 64 (K % 64 == 0, every matrix of the
+model; `row_blocks`) the K loop takes one block per step, each row's 32 code bytes as 16-byte vectors (the
+cache's rows are K-contiguous, so no repack), the nibbles unpacked and looked up in registers (the table is a
+select on the code's bits), and the scales of `scale_chunk` blocks decoded once ahead of the inner loop; the
+PTX holds that loop to one global read per 16 weight bytes (tests/engine/test_kernels_ptx.py). Other shapes
+gather per weight.
+
 Per expert stack one launch: `align` sorts the (token, k) assignments by expert on the device and pads each
 expert's group to the M tile (vLLM's `moe_align_block_size`, in torch ops that do not synchronise:
 scatter_add, cumsum, argsort, searchsorted; the grid is sized for the worst case and blocks past the end
