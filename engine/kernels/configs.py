@@ -2,8 +2,8 @@
 fits an H100 still launches on an RTX 4090.
 
 Why: a block's shared memory is set by the tiles and by how many K steps Triton's pipeliner stages ahead
-(`num_stages`); the NF4 GEMM's per-weight gathers are staged element by element, so three stages of a
-16 x 64 x 64 gated tile need 204,800 B, while an RTX 3090/4090/5090 (sm_86/89/120) lets one block opt
+(`num_stages`); the old NF4 GEMM's per-weight gathers were staged element by element, so three stages of a
+16 x 64 x 64 gated tile needed 204,800 B, while an RTX 3090/4090/5090 (sm_86/89/120) lets one block opt
 in to 101,376 B and an H100/H200 or B200 to 232,448 B. Triton raises `OutOfResources` at the first
 launch of a kernel that needs more.
 
@@ -86,15 +86,17 @@ GROUPED_MM = "grouped_mm"  # engine.kernels.grouped_gemm: the bf16 experts' grou
 
 CONFIGS: dict[str, tuple[Config, ...]] = {
     NF4_GATED_BF16: (
-        Config(8, 2, 110_000, 16, 64, 64),  # data-centre cards: one K step staged ahead
-        # consumer cards: no staging, latency hidden by occupancy; Triton 3.6 (the lent image's) spills 12 B
-        # at 4 warps where 3.9 spills 20-76 B at 8, so the warps follow the compiler
+        # every card: no staging (Triton's pipeliner would copy the codes in 8-byte cp.async pieces, two per
+        # 16 bytes; unstaged they are one 128-bit load), latency hidden by occupancy; 4 warps, so a thread's
+        # share of a block's codes is one 16-byte vector (64 rows x 32 B over 128 threads). Triton 3.6 (the
+        # lent image's) spilled the old gather kernel at 4 warps, so below 3.9 the warps stay at 8
         Config(4, 1, 16_384, 16, 64, 64, triton=((3, 9), (99, 0))),
         Config(8, 1, 16_384, 16, 64, 64, triton=((0, 0), (3, 9))),
     ),
     NF4_BF16: (Config(4, 1, 16_384, 16, 64, 64),),  # staged or at 8 warps it spills on 3.6 or 3.9
-    NF4_GATED_FP32: (Config(8, 1, 24_576, 16, 64, 64),),
-    NF4_FP32: (Config(4, 1, 16_384, 16, 64, 32),),
+    # fp32 (ieee FMA dots, an fp32 model: the CPU reference dtype) needs 8 warps not to spill
+    NF4_GATED_FP32: (Config(8, 1, 24_576, 16, 32, 64),),
+    NF4_FP32: (Config(8, 1, 24_576, 16, 64, 64),),
     INT8: (Config(8, 2, 32_768, 32, 64, 64),),
     VOCAB_TAIL: (Config(8, 1, 4_096),),
     PHILOX: (Config(4, 1, 4_096),),

@@ -10,6 +10,13 @@ Route: NF4 in Triton, the project's own kernel, rather than vLLM's `fused_moe`/M
 * vLLM and sgl-kernel do not install beside this CPU torch (they pin their own CUDA torch), so CI could not
   prove them; a Triton kernel runs here under the interpreter.
 
+How a program reads its tile: where the rows hold whole blocks of 64 (K % 64 == 0, every matrix of the
+model; `row_blocks`) the K loop takes one block per step, each row's 32 code bytes as 16-byte vectors (the
+cache's rows are K-contiguous, so no repack), the nibbles unpacked and looked up in registers (the table is a
+select on the code's bits), and the scales of `scale_chunk` blocks decoded once ahead of the inner loop; the
+PTX holds that loop to one global read per 16 weight bytes (tests/engine/test_kernels_ptx.py). Other shapes
+gather per weight.
+
 Per expert stack one launch: `align` sorts the (token, k) assignments by expert on the device and pads each
 expert's group to the M tile (vLLM's `moe_align_block_size`, in torch ops that do not synchronise:
 scatter_add, cumsum, argsort, searchsorted; the grid is sized for the worst case and blocks past the end
@@ -97,6 +104,24 @@ def align(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tuple[to
     return sorted_ids, block_expert
 
 
+SCALE_CHUNK = 32  # blocks whose scales gate_up decodes at once (2 x 32 x BLOCK_N fp32 in registers)
+
+
+def row_blocks(k: int, a_stride: int) -> bool:
+    """The vector path applies: every row holds whole blocks of 64 (K % 64 == 0, all of the model's
+    matrices), so a block's 32 code bytes are contiguous and 16-byte aligned, and the activation rows are
+    16-byte aligned too. Otherwise (odd test shapes) the kernel gathers per weight."""
+    return k % 64 == 0 and a_stride % 8 == 0
+
+
+def scale_chunk(k: int, gated: bool) -> int:
+    """Blocks per scale chunk for rows of `k` weights: the next power of two of k / 64, at most `SCALE_CHUNK`
+    for gate_up and half that for one matrix (compiled without spills on sm_80..120 at those: a dense
+    linear at 32 spills 24 B on sm_86/89/90, gate_up at 16 spills 8 B on sm_120)."""
+    cap = SCALE_CHUNK if gated else max(1, SCALE_CHUNK // 2)
+    return min(cap, 1 << max(0, (k // 64 - 1).bit_length()))
+
+
 def _launch(
     a: torch.Tensor,
     sorted_ids: torch.Tensor,
@@ -121,6 +146,7 @@ def _launch(
     count = weight.count or 1
     lead = weight.count is not None
     qweight = weight.qweight
+    blocks = row_blocks(k, a.stride(0))
     grid = (block_expert.numel(), (n + bn - 1) // bn)
     configs.launch(
         src.nf4_gemm_kernel,
@@ -152,6 +178,8 @@ def _launch(
         HAS_ROUTE=route is not None,
         ROUND=round_bf16,
         DOT_BF16=round_bf16 and dot_in_bf16(a.device),
+        BLOCKS=blocks,
+        CHUNK=scale_chunk(k, gated) if blocks else 1,
         **config.tiles(),
     )
 

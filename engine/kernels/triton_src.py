@@ -83,6 +83,65 @@ def nf4_tile(qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols, ks, K, col_ok,
 
 
 @triton.jit
+def nf4_value(nib):
+    """The NF4 table held in registers: a four-level select on the code's bits, no memory read."""
+    b0 = (nib & 1) != 0
+    b1 = (nib & 2) != 0
+    b2 = (nib & 4) != 0
+    low = tl.where(
+        b2,
+        tl.where(
+            b1,
+            tl.where(b0, 0.0, -0.09105003625154495),
+            tl.where(b0, -0.18477343022823334, -0.28444138169288635),
+        ),
+        tl.where(
+            b1,
+            tl.where(b0, -0.39491748809814453, -0.5250730514526367),
+            tl.where(b0, -0.6961928009986877, -1.0),
+        ),
+    )
+    high = tl.where(
+        b2,
+        tl.where(
+            b1, tl.where(b0, 1.0, 0.7229568362236023), tl.where(b0, 0.5626170039176941, 0.44070982933044434)
+        ),
+        tl.where(
+            b1,
+            tl.where(b0, 0.33791524171829224, 0.24611230194568634),
+            tl.where(b0, 0.16093020141124725, 0.07958029955625534),
+        ),
+    )
+    return tl.where((nib & 8) != 0, high, low)
+
+
+@triton.jit
+def nf4_scales(sbase, s2base, code2_ptr, off, cols, c0, KB, col_ok, CHUNK: tl.constexpr):
+    """The fp32 scales of blocks c0 .. c0 + CHUNK of rows `cols`, [BLOCK_N, CHUNK] (a row holds KB whole
+    blocks of 64): read once per chunk of the K loop, outside its inner loop."""
+    bi = c0 + tl.arange(0, CHUNK)
+    blk = cols[:, None] * KB + bi[None, :]
+    m = col_ok[:, None] & (bi < KB)[None, :]
+    qa = tl.load(sbase + blk, mask=m, other=0).to(tl.int32)
+    return tl.load(code2_ptr + qa) * tl.load(s2base + blk // 256, mask=m, other=0.0) + off
+
+
+@triton.jit
+def nf4_block_tile(qbase, row_bytes, cols, kblk, scale, col_ok, ROUND: tl.constexpr, BLOCK_N: tl.constexpr):
+    """W[cols, 64 kblk : 64 kblk + 64] transposed to a [64, BLOCK_N] tile. A row's 32 code bytes of a block
+    are contiguous and 16-byte aligned (rows of whole blocks), so they are read as 128-bit vectors and
+    unpacked in registers; `scale` ([BLOCK_N, 1]) is the block's."""
+    kq = kblk * 32 + tl.arange(0, 32)
+    offs = tl.max_contiguous(tl.multiple_of(cols[:, None] * row_bytes + kq[None, :], [32, 32]), [1, 32])
+    byte = tl.load(qbase + offs, mask=col_ok[:, None], other=0).to(tl.int32)
+    nib = tl.reshape(tl.join(byte >> 4, byte & 15), (BLOCK_N, 64))  # the first weight in the high nibble
+    w = nf4_value(nib) * scale
+    if ROUND:
+        w = round_bf16(w)
+    return tl.trans(w)
+
+
+@triton.jit
 def nf4_gemm_kernel(
     a_ptr,
     stride_am,
@@ -109,6 +168,8 @@ def nf4_gemm_kernel(
     HAS_ROUTE: tl.constexpr,
     ROUND: tl.constexpr,
     DOT_BF16: tl.constexpr,
+    BLOCKS: tl.constexpr,
+    CHUNK: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -135,22 +196,54 @@ def nf4_gemm_kernel(
     off = tl.load(offset_ptr + e64)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        k_ok = ks < K
-        a = tl.load(
-            a_ptr + arow[:, None] * stride_am + ks[None, :], mask=valid[:, None] & k_ok[None, :], other=0.0
-        )
-        a = a.to(tl.float32)
-        if ROUND:
-            a = round_bf16(a)
-        w = nf4_tile(qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols, ks, K, col_ok, k_ok, ROUND)
-        acc = mma(a, w, acc, DOT_BF16)
-        if GATED:
-            w_up = nf4_tile(
-                qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols + N, ks, K, col_ok, k_ok, ROUND
+    if BLOCKS:
+        # rows of whole blocks (K % 64 == 0, the model's shapes): one block of 64 weights per K step, its
+        # codes read as 128-bit vectors, its scales decoded once per CHUNK blocks ahead of the inner loop
+        kb_row = K // 64
+        row_bytes = kb_row * 32
+        am = tl.multiple_of(stride_am, 8)
+        qbase = qweight_ptr + tl.multiple_of(e64 * q_stride, 32)  # a stack entry: N * K / 2 bytes
+        for c0 in range(0, kb_row, CHUNK):
+            s_gate = nf4_scales(sbase, s2base, code2_ptr, off, cols, c0, kb_row, col_ok, CHUNK)
+            if GATED:
+                s_up = nf4_scales(sbase, s2base, code2_ptr, off, cols + N, c0, kb_row, col_ok, CHUNK)
+            for j in range(0, tl.minimum(kb_row - c0, CHUNK)):
+                kblk = c0 + j
+                ks = tl.max_contiguous(tl.multiple_of(kblk * 64 + tl.arange(0, 64), 64), 64)
+                a_offs = tl.max_contiguous(tl.multiple_of(arow[:, None] * am + ks[None, :], [8, 64]), [1, 64])
+                a = tl.load(a_ptr + a_offs, mask=valid[:, None], other=0.0)
+                a = a.to(tl.float32)
+                if ROUND:
+                    a = round_bf16(a)
+                pick = tl.full((BLOCK_N, 1), j, tl.int32)
+                w = nf4_block_tile(
+                    qbase, row_bytes, cols, kblk, tl.gather(s_gate, pick, 1), col_ok, ROUND, BLOCK_N
+                )
+                acc = mma(a, w, acc, DOT_BF16)
+                if GATED:
+                    w_up = nf4_block_tile(
+                        qbase, row_bytes, cols + N, kblk, tl.gather(s_up, pick, 1), col_ok, ROUND, BLOCK_N
+                    )
+                    acc_up = mma(a, w_up, acc_up, DOT_BF16)
+    else:
+        for k0 in range(0, K, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            k_ok = ks < K
+            a = tl.load(
+                a_ptr + arow[:, None] * stride_am + ks[None, :],
+                mask=valid[:, None] & k_ok[None, :],
+                other=0.0,
             )
-            acc_up = mma(a, w_up, acc_up, DOT_BF16)
+            a = a.to(tl.float32)
+            if ROUND:
+                a = round_bf16(a)
+            w = nf4_tile(qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols, ks, K, col_ok, k_ok, ROUND)
+            acc = mma(a, w, acc, DOT_BF16)
+            if GATED:
+                w_up = nf4_tile(
+                    qbase, sbase, s2base, code2_ptr, lut_ptr, off, cols + N, ks, K, col_ok, k_ok, ROUND
+                )
+                acc_up = mma(a, w_up, acc_up, DOT_BF16)
     if GATED:
         g = acc
         u = acc_up

@@ -40,11 +40,13 @@ class Plant:
 
 
 PLANTS = (
+    # the vector path (rows of whole blocks: the model's shapes, gate_up in the gpu_tiles cases, the exact
+    # fp32 case)
     Plant(
         "absmax2-group-0",
         "wrong group",
-        "tl.load(s2base + blk // 256, mask=m, other=0.0)",
-        "tl.load(s2base + blk * 0, mask=m, other=0.0)",
+        "return tl.load(code2_ptr + qa) * tl.load(s2base + blk // 256, mask=m, other=0.0)",
+        "return tl.load(code2_ptr + qa) * tl.load(s2base + blk * 0, mask=m, other=0.0)",
     ),
     Plant(
         "pid-n-ignored",
@@ -55,25 +57,40 @@ PLANTS = (
     Plant(
         "k-loop-last-tile-only",
         "K-loop tail",
-        "acc = mma(a, w, acc, DOT_BF16)\n        if GATED:",
-        "acc = mma(a, w, acc * 0.0, DOT_BF16)\n        if GATED:",
+        "acc = mma(a, w, acc, DOT_BF16)\n                if GATED:",
+        "acc = mma(a, w, acc * 0.0, DOT_BF16)\n                if GATED:",
     ),
     Plant(
-        "k-loop-drops-partial-tile",
+        "chunk-drops-last-block",
         "K-loop tail",
-        "for k0 in range(0, K, BLOCK_K):\n        ks = k0 + tl.arange(0, BLOCK_K)\n        k_ok = ks < K\n"
-        "        a = tl.load(\n            a_ptr + arow",
-        "for k0 in range(0, K - BLOCK_K + 1, BLOCK_K):\n        ks = k0 + tl.arange(0, BLOCK_K)\n"
-        "        k_ok = ks < K\n        a = tl.load(\n            a_ptr + arow",
+        "for j in range(0, tl.minimum(kb_row - c0, CHUNK)):",
+        "for j in range(0, tl.minimum(kb_row - c0, CHUNK) - 1):",
+    ),
+    Plant(
+        "scale-chunk-from-block-0",
+        "offset",
+        "s_gate = nf4_scales(sbase, s2base, code2_ptr, off, cols, c0, kb_row, col_ok, CHUNK)",
+        "s_gate = nf4_scales(sbase, s2base, code2_ptr, off, cols, 0, kb_row, col_ok, CHUNK)",
     ),
     Plant("expert-0-offset", "offset", "off = tl.load(offset_ptr + e64)", "off = tl.load(offset_ptr)"),
     Plant(
         "nibbles-swapped",
         "offset",
-        "nib = tl.where(flat % 2 == 0, byte >> 4, byte & 15)",
-        "nib = tl.where(flat % 2 == 1, byte >> 4, byte & 15)",
+        "tl.join(byte >> 4, byte & 15)",
+        "tl.join(byte & 15, byte >> 4)",
     ),
-    Plant("absmax-block-128", "absmax block", "blk = flat // 64", "blk = flat // 128"),
+    Plant(
+        "absmax-block-128",
+        "absmax block",
+        "blk = cols[:, None] * KB + bi[None, :]",
+        "blk = cols[:, None] * KB + bi[None, :] // 2",
+    ),
+    Plant(
+        "scale-of-the-chunk-s-first-block",
+        "absmax block",
+        "pick = tl.full((BLOCK_N, 1), j, tl.int32)",
+        "pick = tl.full((BLOCK_N, 1), 0, tl.int32)",
+    ),
     Plant(
         "gelu-without-cubic",
         "activation",
@@ -86,6 +103,21 @@ PLANTS = (
         "offset",
         "r = tl.load(route_ptr + safe, mask=valid, other=0.0)",
         "r = tl.load(route_ptr + safe * 0, mask=valid, other=0.0)",
+    ),
+    # the gather path (rows that end inside a block: down in the gpu_tiles cases, K = 160)
+    Plant(
+        "gather-k-loop-drops-partial-tile",
+        "K-loop tail",
+        "for k0 in range(0, K, BLOCK_K):\n            ks = k0 + tl.arange(0, BLOCK_K)\n"
+        "            k_ok = ks < K\n            a = tl.load(\n                a_ptr + arow",
+        "for k0 in range(0, K - BLOCK_K + 1, BLOCK_K):\n            ks = k0 + tl.arange(0, BLOCK_K)\n"
+        "            k_ok = ks < K\n            a = tl.load(\n                a_ptr + arow",
+    ),
+    Plant(
+        "gather-absmax-block-128",
+        "absmax block",
+        "blk = flat // 64",
+        "blk = flat // 128",
     ),
 )
 

@@ -39,7 +39,9 @@ Floor and prediction are kept apart (they used to be one figure, "1.08x the roof
   launch: Python and the dispatcher between kernels, the GPU waiting) and CUDA graphs (`LAUNCH_US_GRAPH`).
 * The fused NF4 experts' bytes come from the kernel's own tiling (`nf4_experts_kernel_bytes`, the tiles of
   `engine.kernels.configs`): every M block of 16 assignments re-reads (re-dequantizes) its expert's whole
-  stack, every N tile re-reads its block's activation rows, plus the `align` grouping's launches. The expected
+  stack, every N tile re-reads its block's real activation rows (a padded row is masked off and reads
+  nothing), plus the `align` grouping's launches. Its bytes are moved at `NF4_KERNEL_EFFICIENCY` of the
+  achievable bandwidth (the kernel's efficiency: assumed until a card times it). The expected
   number of M blocks per expert is taken over the routing (each expert's count ~ Binomial(T, top_k / E)).
   Re-reads are counted as DRAM traffic: an upper bound where the L2 serves concurrent blocks of one expert.
 Launch counts per op are counted from the code paths (`LAUNCHES`), approximately (within a few per layer).
@@ -70,6 +72,11 @@ RESIDUAL_BPE = 6
 
 PATHS = ("today", "kernels", "roofline")
 ACHIEVABLE = 0.90  # share of the card's bandwidth a streaming kernel reaches
+# Share of ACHIEVABLE the fused NF4 experts kernel reaches (assumed, not measured: no card has timed it yet;
+# its inner loop issues one 128-bit load per 16 bytes of codes, `tests/engine/test_kernels_ptx.py`, and 4-bit
+# dequantizing GEMMs at a few rows per block are reported at 80-90% of a copy's bandwidth). `bench --kernels`
+# on a card replaces it.
+NF4_KERNEL_EFFICIENCY = 0.85
 MMA_EFFICIENCY = 0.70  # share of the tensor peak a small-M GEMM reaches when it is compute-bound
 LAUNCH_US_EAGER = 6.0  # per kernel launch in eager PyTorch (CPU dispatch between kernels, GPU idle)
 LAUNCH_US_GRAPH = 1.5  # per kernel node replayed from a CUDA graph (launch latency and ramp)
@@ -106,6 +113,7 @@ class Op:
     bytes: dict[str, float]
     launches: dict[str, int] = field(default_factory=dict)  # kernels per call, per path
     rereads: dict[str, float] = field(default_factory=dict)  # bytes re-read (L2-served) per call, per path
+    efficiency: dict[str, float] = field(default_factory=dict)  # share of ACHIEVABLE its kernel reaches
 
     def ms(self, path: str, card: Card) -> float:
         """The op's floor-style time: its bytes at 100% of the bandwidth or its FLOPs at the peak."""
@@ -116,8 +124,9 @@ class Op:
     def predicted_ms(self, path: str, card: Card, launch_us: float) -> float:
         """The op's predicted time: bytes at the achievable bandwidth, FLOPs at the GEMM efficiency, plus its
         launches."""
-        memory = self.bytes[path] / (card.bandwidth_gbs * 1e9 * ACHIEVABLE)
-        memory += self.rereads.get(path, 0.0) / (card.l2_gbs * 1e9 * ACHIEVABLE)
+        share = ACHIEVABLE * self.efficiency.get(path, 1.0)
+        memory = self.bytes[path] / (card.bandwidth_gbs * 1e9 * share)
+        memory += self.rereads.get(path, 0.0) / (card.l2_gbs * 1e9 * share)
         compute = self.flops / (card.peak_tflops * 1e12 * MMA_EFFICIENCY)
         return self.count * (max(memory, compute) * 1e3 + self.launches.get(path, 0) * launch_us / 1e3)
 
@@ -170,13 +179,14 @@ def nf4_experts_kernel_bytes(
         tile = configs.CONFIGS[configs.NF4_GATED_BF16][-1]
         tiles = (tile.block_m, tile.block_n)
     block_m, block_n = tiles
-    blocks = expected_blocks(tokens, top_k, experts, block_m)
     assigned = tokens * top_k
+    blocks = expected_blocks(tokens, top_k, experts, block_m)
     gate_up_w = 2 * inter * hidden * NF4_BPW
     down_w = hidden * inter * NF4_BPW
     weights = blocks * (gate_up_w + down_w)
-    a_gate_up = blocks * math.ceil(inter / block_n) * block_m * hidden * 2.0  # bf16 rows, per N tile
-    a_down = blocks * math.ceil(hidden / block_n) * block_m * inter * 2.0
+    # each N tile re-reads its block's activation rows; a padded row (-1) is masked off and reads nothing
+    a_gate_up = math.ceil(inter / block_n) * assigned * hidden * 2.0  # bf16 rows
+    a_down = math.ceil(hidden / block_n) * assigned * inter * 2.0
     writes = assigned * inter * 2.0 + assigned * hidden * 4.0  # mid (bf16), down's rows (fp32)
     k_sum = assigned * hidden * 4.0 + tokens * hidden * 2.0
     acts = a_gate_up + a_down + writes + k_sum
@@ -275,6 +285,7 @@ def forward_ops(
                 "roofline": w["roofline"] + acts_roof,
             },
             rereads={"kernels": fused["rereads"]},
+            efficiency={"kernels": NF4_KERNEL_EFFICIENCY},
         )
     )
     del acts_kernel  # the tiling's own count replaces the per-assignment estimate
@@ -412,6 +423,7 @@ def report(context: int = 8192, alternatives: int = 1, scheme: str = "nf4-mixed"
         "assumptions": {
             "achievable_bandwidth": ACHIEVABLE,
             "mma_efficiency": MMA_EFFICIENCY,
+            "nf4_kernel_efficiency": NF4_KERNEL_EFFICIENCY,
             "launch_us_eager": LAUNCH_US_EAGER,
             "launch_us_graph": LAUNCH_US_GRAPH,
         },
@@ -440,7 +452,9 @@ def format_report(r: dict[str, Any]) -> str:
         ),
         (
             "floor: the roofline's bytes at 100% of the bandwidth, no launches. predicted: the bytes each "
-            f"path really moves at {a['achievable_bandwidth']:.0%} (re-reads at the L2's), GEMMs at "
+            f"path really moves at {a['achievable_bandwidth']:.0%} (re-reads at the L2's; the fused NF4 "
+            f"experts at {a['nf4_kernel_efficiency']:.0%} of that, the kernel's efficiency, assumed), "
+            "GEMMs at "
             f"{a['mma_efficiency']:.0%} of the peak, plus launches x {a['launch_us_eager']:g} us eager or "
             f"{a['launch_us_graph']:g} us in a CUDA graph ({r['launches']['today']} launches today, "
             f"{r['launches']['kernels']} with the kernels)"

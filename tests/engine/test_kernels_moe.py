@@ -181,3 +181,22 @@ def test_real_expert_shapes_with_fewer_experts() -> None:
     x = torch.randn(8, 2816, generator=torch.Generator().manual_seed(8)).to(torch.bfloat16).to(DEVICE)
     index, weights = routing(8, 3, 2, torch.bfloat16, only=[0, 2])  # expert 1 empty
     check(x, index, weights, gate_up, down)
+
+
+def test_scales_decoded_in_several_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vector path decodes a row's scales `SCALE_CHUNK` blocks at a time (32 for gate_up on the GPU: the
+    model's 44 blocks per row are two chunks; half that for one matrix); at 2, K = 192 (3 blocks) is a full
+    chunk and a partial one for gate_up and three chunks of one for the others, so a chunk read at the wrong
+    blocks shows, exactly in fp32 and through the gated and routed paths."""
+    from engine.kernels import nf4_moe
+
+    monkeypatch.setattr(nf4_moe, "SCALE_CHUNK", 2)
+    assert nf4_moe.scale_chunk(192, gated=True) == 2 and nf4_moe.scale_chunk(192, gated=False) == 1
+    weight = NF4Weight((160, 192), None, device="cpu", dtype=torch.float32)
+    weight.store(grouped(torch.randn(160, 192, generator=torch.Generator().manual_seed(15))))
+    weight = weight.to(DEVICE)
+    assert torch.equal(nf4_linear(torch.eye(192, device=DEVICE), weight), weight.dequantize().float().t())
+    gate_up, down = stacks(3, 192, 128, torch.float32, seed=16)
+    x = torch.randn(20, 192, generator=torch.Generator().manual_seed(17)).to(DEVICE)
+    index, weights = routing(20, 3, 2, torch.float32, seed=18)
+    check(x, index, weights, gate_up, down)

@@ -45,7 +45,8 @@ def test_a_4090_gets_configurations_that_fit_it_and_an_h100_the_staged_ones() ->
     gated_4090 = configs.select(configs.NF4_GATED_BF16, CONSUMER, 89)
     gated_h100 = configs.select(configs.NF4_GATED_BF16, HOPPER, 90)
     assert gated_4090 is not None and gated_h100 is not None
-    assert gated_4090.num_stages < gated_h100.num_stages  # the H100's extra shared memory buys staging
+    # the NF4 loop is unstaged everywhere: staged, Triton copies its codes in 8-byte pieces (test_kernels_ptx)
+    assert gated_4090.num_stages == gated_h100.num_stages == 1
     assert configs.why_not(CONSUMER, 89) is None and configs.why_not(HOPPER, 90) is None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -59,7 +60,8 @@ def test_reproduces_the_issues_4090_figures(alternatives: int, today: float, roo
 def test_fused_experts_bytes_match_the_kernels_own_grid(alternatives: int) -> None:
     """The model's bytes for the fused NF4 experts against a count from the kernel's launch: `align` on real
     routings (128 experts, top-8) gives the M blocks, the launch grid's N tiles give what each program reads
-    (its expert's BLOCK_N rows x K of weights, its BLOCK_M activation rows x K), summed over the programs."""
+    (its expert's BLOCK_N rows x K of weights, its block's real activation rows x K), summed over the
+    programs."""
     import torch
 
     from engine.kernels import configs
@@ -79,7 +81,7 @@ def test_fused_experts_bytes_match_the_kernels_own_grid(alternatives: int) -> No
             for n0 in range(0, n, tile.block_n):  # one program per (M block, N tile), as the grid launches
                 rows = min(tile.block_n, n - n0)
                 weights += blocks * halves * rows * k * NF4_BPW
-                acts += blocks * tile.block_m * k * 2.0
+                acts += tokens * top_k * k * 2.0  # every assignment's row once; padding (-1) is masked off
         counted.append((blocks, weights, acts))
     model = nf4_experts_kernel_bytes(tokens, top_k, experts, hidden, inter)
     blocks, weights, acts = (sum(c[i] for c in counted) / len(counted) for i in range(3))
@@ -110,6 +112,21 @@ def test_the_prediction_uses_an_achievable_bandwidth_not_the_peak() -> None:
     op = Op("m", 1, 0.0, {"today": 9e8, "kernels": 9e8, "roofline": 9e8}, launches={"kernels": 10})
     assert op.ms("kernels", card) == pytest.approx(0.9)
     assert op.predicted_ms("kernels", card, launch_us=2.0) == pytest.approx(0.9 / ACHIEVABLE + 0.02)
+
+
+def test_the_nf4_kernels_efficiency_slows_only_its_own_op() -> None:
+    from engine.tools.traffic import NF4_KERNEL_EFFICIENCY
+
+    card = Card("test", bandwidth_gbs=1000, peak_tflops=1e6, l2_gbs=3000)
+    plain = Op("m", 1, 0.0, dict.fromkeys(("today", "kernels", "roofline"), 9e8))
+    slow = replace(plain, efficiency={"kernels": 0.5})
+    assert slow.predicted_ms("kernels", card, 0.0) == pytest.approx(
+        2 * plain.predicted_ms("kernels", card, 0.0)
+    )
+    assert slow.ms("kernels", card) == plain.ms("kernels", card)  # the floor never sees it
+    experts = next(op for op in forward_ops(8192, 1) if op.name.startswith("experts"))
+    assert experts.efficiency == {"kernels": NF4_KERNEL_EFFICIENCY} and 0 < NF4_KERNEL_EFFICIENCY <= 1
+    assert report(8192, 1)["assumptions"]["nf4_kernel_efficiency"] == NF4_KERNEL_EFFICIENCY
 
 
 def test_longer_context_and_more_alternatives_cost_more() -> None:
