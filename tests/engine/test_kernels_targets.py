@@ -152,13 +152,14 @@ def test_every_kernel_compiles_for_every_target_within_its_shared_memory_and_wit
         assert " 0 B spilled" in line, line
 
 
-def test_the_configuration_follows_the_triton_that_compiles_it() -> None:
-    """The lent image's Triton 3.6 spills at the 4 warps 3.9 needs on a consumer card, and 3.9 at the 8 that
-    suit 3.6: each version gets its own (both compiled by their compile checks: CI's and the stand-in's)."""
+def test_every_triton_version_has_a_configuration_for_every_kernel_and_target() -> None:
+    """Configurations may differ by Triton version (`Config.triton`); the vector NF4 kernel needs none: the
+    lent image's Triton 3.6 and 3.9 both compile gate_up at 4 warps without a spill on sm_89/sm_90 (3.6 is
+    compiled by `.ci/gpu-standin`, which spilled 64-72 B at the 8 warps the old gather kernel took there)."""
     on_36 = configs.select(configs.NF4_GATED_BF16, CONSUMER, 89, triton=(3, 6))
     on_39 = configs.select(configs.NF4_GATED_BF16, CONSUMER, 89, triton=(3, 9))
     assert on_36 is not None and on_39 is not None
-    assert (on_36.num_warps, on_39.num_warps) == (8, 4)
+    assert (on_36.num_warps, on_39.num_warps) == (4, 4)
     for version in ((3, 6), (3, 9), (3, 10)):
         for target in configs.TARGETS.values():
             for key in configs.CONFIGS:
