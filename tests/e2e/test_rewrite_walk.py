@@ -6,6 +6,7 @@ on the walk, rooms, returns to a room) are printed for the closing notes."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ def traced(qtbot, monkeypatch, tmp_path):
     tracer.install()  # before the window: its engine thread must inherit the profile function
     try:
         for window in demo_window(qtbot, monkeypatch, tmp_path, "[denoise]\nsteps = 8\nalternatives = 2\n"):
+            threading.setprofile(None)  # type: ignore[arg-type]  # only the window's own threads inherit it
             yield window, tracer
     finally:
         tracer.uninstall()

@@ -25,8 +25,12 @@ class WalkTracer:
     visits: list[tuple[str, str]] = field(default_factory=list)
     _seen: set[tuple[str, str]] = field(default_factory=set)
     _on: bool = False
+    _gone: bool = False
 
     def _profile(self, frame: FrameType, event: str, arg: Any) -> None:
+        if self._gone:  # uninstalled: a thread that inherited the function drops it at its next call
+            sys.setprofile(None)
+            return
         if not self._on or event != "call":
             return
         name = frame.f_code.co_filename
@@ -50,6 +54,7 @@ class WalkTracer:
 
     def uninstall(self) -> None:
         self.stop()
+        self._gone = True
         threading.setprofile(None)  # type: ignore[arg-type]
 
     def files(self) -> list[str]:
