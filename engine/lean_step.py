@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from engine.sampling import SamplingRule
+from engine.sampling import ProcessedFeed, SamplingRule
 
 CHUNK_CELLS = (
     1 << 23
@@ -42,16 +42,13 @@ def chunk_rows(vocab: int) -> int:
     return max(1, CHUNK_CELLS // max(1, vocab))
 
 
-class ChunkedFeed:
+class ChunkedFeed(ProcessedFeed):
     """The memory-lean way to feed the sampling rule: `processed` [B, L, V] in row chunks (`chunk_rows`),
     each chunk measured and sampled before the next, so no full-size temporary exists; the samples of every
     slot are kept (accepted or not, as the reference draws them)."""
 
     def __init__(self, processed: torch.Tensor) -> None:
-        self.processed = processed
-        batch, length, vocab = processed.shape
-        self.shape = (batch, length, vocab)
-        self.device = processed.device
+        super().__init__(processed)
         self._sampled: torch.Tensor | None = None
 
     def measure(

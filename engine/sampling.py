@@ -407,16 +407,24 @@ class SamplingRule:
         return StepOut(canvas, argmax, entropy, conf, accepted)
 
 
-class AcceptedOnlyFeed:
-    """The whole logits at once, on the host, for small canvases: every slot's uniforms are drawn (the
-    generators advance exactly as the reference's), but only the accepted slots' become Exp(1) variates and
-    samples (`sample_accepted`): the logarithm, the division and the argmax run over a few rows."""
+class ProcessedFeed:
+    """What the host feeds share: the step's processed (soft-capped, tempered) logits [B, L, V], their shape
+    and device."""
 
     def __init__(self, processed: torch.Tensor) -> None:
         self.processed = processed
         batch, length, vocab = processed.shape
         self.shape = (batch, length, vocab)
         self.device = processed.device
+
+
+class AcceptedOnlyFeed(ProcessedFeed):
+    """The whole logits at once, on the host, for small canvases: every slot's uniforms are drawn (the
+    generators advance exactly as the reference's), but only the accepted slots' become Exp(1) variates and
+    samples (`sample_accepted`): the logarithm, the division and the argmax run over a few rows."""
+
+    def __init__(self, processed: torch.Tensor) -> None:
+        super().__init__(processed)
         self._probs: torch.Tensor | None = None
         self._uniforms: torch.Tensor | None = None
 
