@@ -8,6 +8,7 @@ one another: every declared key has a field of its type, every field a declared 
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -84,15 +85,9 @@ class SettingsValues:
     keys: Mapping[str, str]
 
 
-SECTION_TYPES: dict[str, type] = {  # section name -> its record (every section but `keys`)
-    "model": ModelSection,
-    "server": ServerSection,
-    "denoise": DenoiseSection,
-    "draft": DraftSection,
-    "rewrite": RewriteSection,
-    "appearance": AppearanceSection,
-    "documents": DocumentsSection,
-    "privacy": PrivacySection,
+# section name -> its record (every section but `keys`), read off `SettingsValues` so the two cannot differ
+SECTION_TYPES: dict[str, type] = {
+    name: hint for name, hint in typing.get_type_hints(SettingsValues).items() if name != "keys"
 }
 
 
