@@ -379,6 +379,20 @@ def predict(ops: Iterable[Op], card: Card, path: str) -> float:
     return sum(op.ms(path, card) for op in ops)
 
 
+def bounds(ops: list[Op], card: Card) -> dict[str, float]:
+    """What the kernels' prediction (CUDA graph) could fall to, in ms: `grouped`, every expert's stack read
+    once (tokens grouped by expert in one kernel, no re-read per M block or N tile); `grouped_at_full_
+    efficiency`, that kernel at the achievable bandwidth itself; `rates_only`, the roofline's own bytes and
+    FLOPs at the achievable rates with no launches: no kernel design goes under it while those rates hold."""
+    grouped = [replace(op, rereads={}) for op in ops]
+    full = [replace(op, rereads={}, efficiency={}) for op in ops]
+    return {
+        "grouped": predict_path(grouped, card, "kernels", graphs=True),
+        "grouped_at_full_efficiency": predict_path(full, card, "kernels", graphs=True),
+        "rates_only": sum(op.predicted_ms("roofline", card, 0.0) for op in ops),
+    }
+
+
 def report(context: int = 8192, alternatives: int = 1, scheme: str = "nf4-mixed") -> dict[str, Any]:
     """Per op and per card: the floor (roofline bytes at 100%, no launches) and the predictions (each path's
     bytes at the achievable bandwidth plus its launches, eager and with CUDA graphs), kept apart."""
@@ -416,6 +430,7 @@ def report(context: int = 8192, alternatives: int = 1, scheme: str = "nf4-mixed"
     gap = sorted(
         ops, key=lambda op: op.ms("roofline", ref) - op.predicted_ms("kernels", ref, LAUNCH_US_GRAPH)
     )
+    ref_floor = predict(ops, ref, "roofline")
     return {
         "context": context,
         "alternatives": alternatives,
@@ -430,6 +445,7 @@ def report(context: int = 8192, alternatives: int = 1, scheme: str = "nf4-mixed"
         "launches": {p: launches_per_forward(ops, p) for p in ("today", "kernels")},
         "ops": rows,
         "cards": cards,
+        "bounds_4090": {k: round(v / ref_floor, 2) for k, v in bounds(ops, ref).items()},
         "remaining_4090": [
             {
                 "op": op.name,
@@ -486,7 +502,14 @@ def format_report(r: dict[str, Any]) -> str:
             f"{c['today_graph_ms']:>11.1f} {c['kernels_eager_ms']:>10.1f} {c['kernels_graph_ms']:>10.1f} | "
             f"{c['kernels_graph_vs_floor']:>15.2f}x"
         )
+    b = r["bounds_4090"]
     lines.append("")
+    lines.append(
+        f"Bounds on the RTX 4090, x the floor: every expert stack read once (tokens grouped by expert) "
+        f"{b['grouped']:.2f}x; that kernel at {a['achievable_bandwidth']:.0%} of the bandwidth itself "
+        f"{b['grouped_at_full_efficiency']:.2f}x; the roofline's own bytes at the achievable rates, no "
+        f"launches {b['rates_only']:.2f}x"
+    )
     lines.append(
         "Largest gaps between prediction (kernels, CUDA graph) and floor (RTX 4090): "
         + "; ".join(f"{x['op']} +{x['extra_ms']:.2f} ms" for x in r["remaining_4090"])

@@ -14,6 +14,7 @@ from engine.tools.traffic import (
     LAUNCH_US_EAGER,
     LAUNCH_US_GRAPH,
     NF4_BPW,
+    NF4_KERNEL_EFFICIENCY,
     NF4_TODAY_BPW,
     Card,
     Op,
@@ -105,6 +106,24 @@ def test_floor_and_prediction_are_apart_and_launches_count(alternatives: int) ->
     assert r["launches"]["today"] > launches > 1000  # thousands of launches per forward without graphs
     experts = next(o for o in r["ops"] if o["op"].startswith("experts"))
     assert experts["kernels_reread_gb"] > 0  # the re-dequantization per M block is in the prediction
+
+
+@pytest.mark.parametrize("alternatives", [1, 3])
+def test_the_bounds_fall_in_order_between_the_prediction_and_the_floor(alternatives: int) -> None:
+    """Grouping tokens by expert removes exactly the experts' re-reads; running that kernel at full efficiency
+    removes its efficiency; the roofline's bytes at the achievable rates is under both and over the floor."""
+    r = report(8192, alternatives, "nf4-mixed")
+    b, card = r["bounds_4090"], r["cards"]["4090"]
+    assert 1.0 < b["rates_only"] < b["grouped_at_full_efficiency"] < b["grouped"]
+    assert b["grouped"] < card["kernels_graph_vs_floor"]
+    experts = next(o for o in r["ops"] if o["op"].startswith("experts"))
+    ref = CARDS["4090"]
+    removed = (card["kernels_graph_vs_floor"] - b["grouped"]) * card["floor_ms"]
+    assert removed == pytest.approx(  # the re-reads at the L2's bandwidth and the kernel's efficiency
+        experts["kernels_reread_gb"] / (ref.l2_gbs * ACHIEVABLE * NF4_KERNEL_EFFICIENCY) * 1e3,
+        rel=0.05,
+        abs=0.3,
+    )
 
 
 def test_the_prediction_uses_an_achievable_bandwidth_not_the_peak() -> None:
