@@ -30,10 +30,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.assist.assist_actions import GENERIC_REWRITE, AssistActions
-from app.assist.controller import Assistant
+from app.assist.controller import Assistant, RequestDefaults
 from app.assist.engine_host import EngineHost
 from app.assist.model_load import ModelLoad, ModelState
-from app.assist.request_defaults import RequestDefaults
 from app.config.commands import BY_ID
 from app.config.model_choice import folder_for
 from app.config.settings import Settings

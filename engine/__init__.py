@@ -2,7 +2,7 @@
 
 api -> plan (prompts, infill, canvas warm starts, budget: one plan per request) -> prefix_cache -> denoise
 (named stages; `sampling` the one sampling rule, `lean_step` its chunked feed, `fastpath` on a GPU) ->
-display -> candidates (spans, distinct alternatives) -> session (executes plans); `threads` is the CPU thread
+display (safe text, spans, distinct alternatives) -> session (executes plans); `threads` is the CPU thread
 policy, `fake` the torch-free scripted engine with the same interface, `__main__` the command line,
 `declared` what a checkpoint folder declares (its steps, read without torch), `env` the environment switches
 (a bad value is named, with the default used). Rooms

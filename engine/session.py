@@ -45,9 +45,8 @@ from engine.api import (
     WontFitError,
     is_host_out_of_memory,
 )
-from engine.candidates import finished_candidates, row_spans
 from engine.denoise import DenoiseOutput, StepState, denoise
-from engine.display import TokenText
+from engine.display import TokenText, finished_candidates, row_spans
 from engine.plan import ModelFacts, Plan, make_plan
 from engine.prefix_cache import PrefixCache
 from engine.prompts import brief_limit, chars_per_token
@@ -424,7 +423,7 @@ class Session:
     def _candidates(
         self, out: DenoiseOutput, middles: Sequence[int] | None, wanted: int, *, limit: int | None = None
     ) -> tuple[Candidate, ...]:
-        """The distinct rows, best first (see `engine.candidates.finished_candidates`)."""
+        """The distinct rows, best first (see `engine.display.finished_candidates`)."""
         assert self._text is not None
         generated = out.sequences[:, out.prompt_length :]
         rows = [(generated[r].tolist(), out.confidence[r].tolist()) for r in range(generated.shape[0])]

@@ -38,7 +38,7 @@ class AssistActions(QObject):
         self._show_message = show_message
         a = assistant
         self.actionDraft = register("actionDraft", a.draft)
-        self.actionRewrite = register("actionRewrite", lambda: a.rewrite(GENERIC_REWRITE))
+        self.actionRewrite = register("actionRewrite", partial(a.rewrite, GENERIC_REWRITE))
         self.actionInfill = register("actionInfill", a.infill)
         self.actionCustomInstruction = register("actionCustomInstruction", self.custom_instruction)
         self.actionAcceptSuggestion = register("actionAcceptSuggestion", a.accept_all)

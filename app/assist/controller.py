@@ -8,31 +8,45 @@ The suggestion's region is held by two live `QTextCursor`s, so it moves with edi
 that touches the region (typing at a draft's anchor, changing the selected text of a rewrite, undoing a
 partial accept) cancels and removes the suggestion; the writer's text is never overwritten.
 
-The suggestion itself (its region, alternatives and what changes them) is `assist.suggestion`'s; reading the
-text around it and writing an accept is `assist.accept`'s; what the settings give a request is
-`assist.request_defaults.WriterSettings`'.
+The suggestion itself (its region, alternatives and what changes them, the text around it and the accept) is
+`assist.suggestion`'s. What every request carries besides the editor's text is here too: the document brief,
+the document's identity and the rewrite strength remembered per instruction (`RequestDefaults`: the window
+makes one and gives it to the `Assistant`; the services that own a part, the brief in `app.documents.brief`
+and the strength dial in `app.assist.editing`, plug their source in through its typed methods), and what the
+writer's settings give a request (`WriterSettings`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, Protocol
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from app.assist.accept import Mute, TextAround, drawn_spans, write_accept
 from app.assist.engine_host import EngineHost
 from app.assist.ghost import GhostContent, GhostPainter, Layout
-from app.assist.joins import units
-from app.assist.request_defaults import RequestDefaults, WriterSettings
-from app.assist.suggestion import Kind, Suggestion, next_word, plain
+from app.assist.suggestion import (
+    Kind,
+    Mute,
+    Suggestion,
+    TextAround,
+    accept_chunk,
+    drawn_spans,
+    plain,
+    units,
+    write_accept,
+)
+from app.config.commands import default_key
 from app.config.settings import Settings
 from app.platform.privacy import DocumentText
 from app.ui.display_breaks import selected_text
 from app.ui.editor import Editor
 from engine.api import (
+    REWRITE_PRESETS,
+    DenoiseSettings,
     DraftRequest,
     EngineError,
     InfillRequest,
@@ -46,6 +60,108 @@ from engine.api import (
 log = logging.getLogger(__name__)
 
 GhostState = Literal["idle", "denoising", "ready", "error"]
+
+
+class BriefSource(Protocol):
+    """The document's brief and identity (app.documents.brief.BriefController)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def request_text(self) -> str: ...  # the part of the brief the loaded model reads
+
+    def document_id(self) -> str: ...
+
+
+class RequestDefaults:
+    """The brief, the document identity and the strength per instruction for the assistant's next requests."""
+
+    def __init__(
+        self, *, brief: BriefSource | None = None, strength_for: Callable[[str], float] | None = None
+    ) -> None:
+        self._brief = brief
+        self._strength_for = strength_for
+
+    def use_brief(self, source: BriefSource) -> None:
+        """Every later request carries `source`'s brief and document identity."""
+        self._brief = source
+
+    def use_strength(self, strength_for: Callable[[str], float]) -> None:
+        """Rewrites without an explicit strength ask `strength_for(instruction)` (the dial's memory)."""
+        self._strength_for = strength_for
+
+    def strength(self, instruction: str) -> float | None:
+        """The remembered strength for `instruction` (None: none remembered, or its source failed)."""
+        if self._strength_for is None:
+            return None
+        try:
+            return self._strength_for(instruction)
+        except Exception:  # a broken source must not break rewriting
+            log.exception("rewrite strength unavailable")
+            return None
+
+    def apply(self, request: Request) -> Request:
+        """`request` with the document brief and the document's identity (for the engine's prefix cache)."""
+        source = self._brief
+        if source is None:
+            return request
+        brief = _read("brief", lambda: source.request_text)
+        document = _read("document", source.document_id)
+        if brief is not None:
+            request = dataclasses.replace(request, brief=brief)
+        if document is not None:
+            request = dataclasses.replace(request, document=document)
+        return request
+
+
+def _read(name: str, read: Callable[[], str]) -> str | None:
+    try:
+        return str(read())
+    except Exception:  # a broken brief must not stop the assistant
+        log.exception("%s unavailable", name)
+        return None
+
+
+class WriterSettings:
+    """What the writer's settings give the assistant's requests and hints: the denoising settings, the draft
+    length, the rewrite presets and the keys bound to the assistant's commands. Each falls back to the
+    built-in default when there are no settings or they cannot be read (logged)."""
+
+    def __init__(self, settings: Settings | None) -> None:
+        self.settings = settings
+
+    def denoise(self) -> DenoiseSettings:
+        if self.settings is not None:
+            try:
+                return self.settings.denoise_settings()
+            except Exception:
+                log.exception("denoise settings unavailable; using defaults")
+        return DenoiseSettings()
+
+    def draft_length(self) -> int:
+        if self.settings is not None:
+            try:
+                return self.settings.typed.draft.length
+            except Exception:
+                log.exception("draft length unavailable")
+        return 128
+
+    def presets(self) -> dict[str, str]:
+        if self.settings is not None:
+            try:
+                return dict(self.settings.rewrite_presets())
+            except Exception:
+                log.exception("rewrite presets unavailable")
+        return dict(REWRITE_PRESETS)
+
+    def key(self, name: str, default: str | None = None) -> str:
+        """The key the writer bound to assistant command `name` (Settings ▸ Assistant keys), as hints name it;
+        without settings, the command table's default (what is bound then)."""
+        fallback = default_key(name) if default is None else default
+        if self.settings is None:
+            return fallback
+        return self.settings.typed.keys.get(name, fallback)
 
 
 class Assistant(QObject):
@@ -71,7 +187,7 @@ class Assistant(QObject):
         self.settings = settings
         self.writer = WriterSettings(settings)  # what the writer's settings give each request and hint
         self.ghost = GhostPainter(editor)
-        self.around = TextAround(editor)  # the document's text around the region (app.assist.accept)
+        self.around = TextAround(editor)  # the document's text around the region (app.assist.suggestion)
         self.stale_events = 0
         self._sug: Suggestion | None = None
         self._state: GhostState = "idle"
@@ -130,6 +246,7 @@ class Assistant(QObject):
                 "Write a few words first (or give an instruction) so there is something to continue."
             )
             return None
+        self._supersede()
         request = DraftRequest(
             before=before,
             instruction=instruction,
@@ -163,6 +280,7 @@ class Assistant(QObject):
             )
             return None
         s, e = cursor.selectionStart(), cursor.selectionEnd()
+        self._supersede()
         before, after = self.around.context(s, e)
         instruction = instruction or self.presets().get("grammar", "")
         if strength is None:
@@ -205,6 +323,7 @@ class Assistant(QObject):
         """Fill the selection (replacing it) or the gap at the cursor so it joins the text around it."""
         cursor = self.editor.textCursor()
         s, e = cursor.selectionStart(), cursor.selectionEnd()
+        self._supersede()
         before, after = self.around.context(s, e)
         request = InfillRequest(
             before=before, after=after, instruction=instruction, settings=self.writer.denoise()
@@ -245,6 +364,12 @@ class Assistant(QObject):
         return self._cycle(-1)
 
     # -- internals: requests ---------------------------------------------------------------------------------
+
+    def _supersede(self) -> None:
+        """A new ask replaces what runs and what is shown at once, before its request is built: the old
+        request stops computing meanwhile (its late events are dropped as stale) and its ghost goes."""
+        self.host.cancel()
+        self._drop(cancel=False, publish=False)
 
     def _start(self, request: Request, kind: Kind, s: int, e: int, layout: Layout, activity: str = "") -> int:
         if self._sug is not None:
@@ -355,9 +480,9 @@ class Assistant(QObject):
         """Accept all, the next word or the next visual line of the visible alternative, as one undo step.
 
         The region (the original of a rewrite or infill, or the draft's anchor) is replaced by the accepted
-        prefix joined to the writer's text (`app.assist.joins`); what is left stays as ghost text right after
-        it. So the document only ever holds the original, or the original's region replaced by a prefix of the
-        alternative: never both side by side.
+        prefix joined to the writer's text (`app.assist.suggestion.join`); what is left stays as ghost text
+        right after it. So the document only ever holds the original, or the original's region replaced by a
+        prefix of the alternative: never both side by side.
         """
         sug = self._sug
         if sug is None or not self.suggestion_visible:
@@ -365,19 +490,7 @@ class Assistant(QObject):
         if sug.running:  # accept what is visible now; stop refining it
             self.host.cancel()
             sug.running = False
-        text = sug.text
-        if part == "all":
-            chunk = text
-        elif part == "word":
-            chunk = next_word(text)
-        else:
-            chunk = text[: self.ghost.first_line_length(sug.spans)] or text
-        complete = chunk == text
-        if not complete and chunk.rstrip(" \t").strip():
-            # A visual line ends with the space where it wrapped (the real engine's words keep their trailing
-            # space): that space stays with the ghost, so it never doubles the writer's own space after the
-            # region.
-            chunk = chunk.rstrip(" \t")
+        chunk, complete = accept_chunk(sug.text, part, lambda: self.ghost.first_line_length(sug.spans))
         accepted, joined = write_accept(self.around, sug, chunk, complete=complete, muted=self._mute)
         if complete:
             self._drop(cancel=False)
@@ -450,4 +563,4 @@ def _brief(instruction: str) -> str:
     return " ".join(instruction.split()).rstrip(".…")
 
 
-__all__ = ["Assistant", "GhostState", "Stats"]
+__all__ = ["Assistant", "BriefSource", "GhostState", "RequestDefaults", "Stats", "WriterSettings"]

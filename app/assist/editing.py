@@ -20,9 +20,8 @@ from PySide6.QtGui import QAction, QMouseEvent
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 from app.assist.alternatives_panel import AlternativesPanel
-from app.assist.controller import Assistant
+from app.assist.controller import Assistant, RequestDefaults
 from app.assist.diff_view import WordDiff, diff_hook
-from app.assist.request_defaults import RequestDefaults
 from app.assist.reroll import PinCommands
 from app.assist.strength import StrengthMemory
 from app.assist.strength_controls import StrengthControls

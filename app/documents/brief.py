@@ -406,7 +406,7 @@ class BriefDialog(QDialog):
 
 
 class BriefUser(Protocol):
-    """Who carries the brief into requests (app.assist.request_defaults.RequestDefaults; documents and assist
+    """Who carries the brief into requests (app.assist.controller.RequestDefaults; documents and assist
     are siblings, so it is named by what it does)."""
 
     def use_brief(self, source: BriefController) -> None: ...

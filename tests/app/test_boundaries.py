@@ -54,7 +54,6 @@ RUNTIME_PATH = (
     "sampling",
     "fastpath",
     "display",
-    "candidates",
     "session",
     "threads",
     "fake",

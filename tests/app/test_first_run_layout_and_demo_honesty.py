@@ -139,7 +139,7 @@ def test_infill_on_the_blank_line_between_paragraphs_is_a_paragraph_of_its_own(q
     """Case 5: the accepted text used up the blank line and was glued to both paragraphs."""
     from PySide6.QtCore import Qt
 
-    from app.assist.joins import join
+    from app.assist.suggestion import join
 
     assert join("\n", " Some middle text.", "\n").text == "\nSome middle text.\n"
     assert join("\n", " Some middle text.", "\n", complete=False).text.startswith("\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.assist.joins import join, needs_space, units
+from app.assist.suggestion import join, needs_space, units
 
 
 def region(left_text: str, text: str, right_text: str, original: str = "", complete: bool = True) -> str:

@@ -35,7 +35,7 @@ def type_text(editor, text: str) -> None:
 
 def inserted_prefix(old: str, new: str, ghost: str, *, whole: bool = False) -> bool:
     """`new` is `old` with a non-empty prefix of `ghost` (all of it when `whole`) put in at one position; only
-    whitespace at the join may differ (app.assist.joins fixes doubled spaces and glued words on the
+    whitespace at the join may differ (app.assist.suggestion.join fixes doubled spaces and glued words on the
     suggestion's side)."""
     want = ghost.strip()
     for i in range(len(old) + 1):

@@ -216,7 +216,7 @@ def test_tiny_checkpoint_has_a_small_vision_tower(tiny_dir: Path) -> None:
 
 def test_alternatives_skip_empty_and_repeated_rows() -> None:
     from engine.api import Candidate
-    from engine.candidates import distinct_nonempty as _distinct_nonempty
+    from engine.display import distinct_nonempty as _distinct_nonempty
 
     rows = [
         Candidate("", (5,), 0.9),

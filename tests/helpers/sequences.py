@@ -13,7 +13,7 @@ import random
 
 from PySide6.QtCore import Qt
 
-from app.assist.joins import needs_space
+from app.assist.suggestion import needs_space
 from tests.helpers.gui import ghost_state, ghost_text, set_text
 
 DOCS = [
