@@ -11,12 +11,12 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QLabel
 
+from app.config.sections import Theme
 from app.config.settings import Settings, data_dir, recovery_dir
 from app.documents.brief import BriefController
 from app.documents.controller import DocumentController
@@ -65,7 +65,7 @@ def install_services(
     recovery.connect_document(documents)
     if settings is not None:
         recovery.connect_settings(settings)
-        privacy.follow_settings(settings)
+        settings.follow(lambda v: v.privacy.log_document_text, privacy.set_log_document_text)
         _follow_appearance(window, settings)
     app = QApplication.instance()
     if app is not None:
@@ -194,15 +194,12 @@ def _follow_appearance(window: MainWindow, settings: Settings) -> None:
         font.setPointSize(max(4, settings.typed.appearance.font_size + int(getattr(editor, "zoom", 0))))
         editor.setFont(font)
 
-    def changed(key: str, value: Any) -> None:
-        if key == "appearance.theme":
-            app = QApplication.instance()
-            if isinstance(app, QApplication):
-                from app.ui.theme import apply_theme
+    def apply_theme(theme: Theme) -> None:
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            from app.ui.theme import apply_theme as apply
 
-                apply_theme(app, value)
-        elif key in ("appearance.font_family", "appearance.font_size"):
-            apply_font()
+            apply(app, theme)
 
-    apply_font()
-    settings.changed.connect(changed)
+    settings.follow(lambda v: v.appearance.theme, apply_theme, now=False)
+    settings.follow(lambda v: (v.appearance.font_family, v.appearance.font_size), lambda _font: apply_font())

@@ -35,6 +35,7 @@ from app.assist.engine_host import EngineHost
 from app.assist.model_load import ModelLoad, ModelState
 from app.config.commands import BY_ID
 from app.config.model_choice import folder_for
+from app.config.sections import ModelSection
 from app.config.settings import Settings
 from app.documents.brief import BriefController
 from app.platform.folders import data_dir
@@ -136,8 +137,9 @@ class MainWindow(QMainWindow):
         self.model_load.stateChanged.connect(self._on_model_state)
         self.model_load.demoChanged.connect(self._on_demo_changed)
         self.model_load.listen()  # after the server mode's own slots, as before
-        if settings is not None and hasattr(settings, "changed"):
-            settings.changed.connect(self._on_setting_changed)
+        if settings is not None:
+            settings.follow(lambda v: v.appearance.theme, self.themes.check, now=False)
+            settings.follow(lambda v: v.model, self._on_model_setting, now=False)
             from app.ui import keys
 
             keys.follow(self, settings)  # the assistant's keys as the writer bound them in Settings
@@ -374,16 +376,13 @@ class MainWindow(QMainWindow):
     def _on_word_count(self, words: int) -> None:
         self.wordsLabel.setText(f"{words:,} word{'s' if words != 1 else ''}")
 
-    def _on_setting_changed(self, key: str, value: object) -> None:
-        if key == "appearance.theme":
-            self.themes.check(value)
-        if key in ("model.device", "model.quantization", "model.folder") and self.settings is not None:
-            model = self.settings.typed.model
-            self.model_load.device = model.device
-            self.model_load.quantization = model.quantization
-            folder = folder_for(model.folder)  # the demo's marker is this version's demo
-            if folder:
-                self.load_model(folder)
+    def _on_model_setting(self, model: ModelSection) -> None:
+        """Settings ▸ Model changed: the device and quantization for the next load, and the folder loaded."""
+        self.model_load.device = model.device
+        self.model_load.quantization = model.quantization
+        folder = folder_for(model.folder)  # the demo's marker is this version's demo
+        if folder:
+            self.load_model(folder)
 
     # -- lifetime --------------------------------------------------------------------------------------------
 

@@ -75,8 +75,11 @@ class DiffusionEditing(QObject):
         self._build_ui()
         self.editor.viewport().installEventFilter(self)
         a.changed.connect(self._on_changed)
-        if self.settings is not None and hasattr(self.settings, "changed"):
-            self.settings.changed.connect(self._on_setting_changed)
+        if self.settings is not None:
+            self.settings.follow(lambda v: v.rewrite.view, self._on_view_setting, now=False)
+            self.settings.follow(
+                lambda v: v.rewrite.presets, lambda _presets: self.strength.presets_changed(), now=False
+            )
         self._on_changed()
 
     # -- building --------------------------------------------------------------------------------------------
@@ -262,13 +265,10 @@ class DiffusionEditing(QObject):
         if self.assistant.suggestion_visible:
             menu.addActions([self.actionRerollUncertain, self.actionRerollAroundPins, self.actionClearPins])
 
-    def _on_setting_changed(self, key: str, value: object) -> None:
-        if key == "rewrite.view":
-            self.diff_enabled = value == "diff"
-            self.actionToggleDiffView.setChecked(self.diff_enabled)
-            self._repaint()
-        elif key == "rewrite.presets":
-            self.strength.presets_changed()
+    def _on_view_setting(self, view: str) -> None:
+        self.diff_enabled = view == "diff"
+        self.actionToggleDiffView.setChecked(self.diff_enabled)
+        self._repaint()
 
     # -- clicks on ghost words -------------------------------------------------------------------------------
 

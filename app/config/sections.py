@@ -12,7 +12,9 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
+
+Theme = Literal["system", "light", "dark"]  # a setting with choices is typed by them (the test holds both)
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class RewriteSection:
 
 @dataclass(frozen=True)
 class AppearanceSection:
-    theme: str
+    theme: Theme
     font_family: str
     font_size: int
     alternatives_panel: bool

@@ -22,10 +22,10 @@ import logging
 import math
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import tomlkit
 import tomlkit.exceptions
@@ -41,6 +41,7 @@ from app.platform.text_fit import shorten_words
 from engine.api import MAX_STRENGTH, MIN_STRENGTH, PRESET_STRENGTHS, REWRITE_PRESETS, DenoiseSettings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FILE_NAME = "settings.toml"
 MAX_FILE_BYTES = 4 * 1024**2  # a settings file is a few KB; anything larger is not one
@@ -314,6 +315,26 @@ class Settings(QObject):
 
     def values(self) -> dict[str, Any]:
         return {k: self[k] for k in self._values}
+
+    def follow(
+        self, read: Callable[[SettingsValues], T], apply: Callable[[T], object], *, now: bool = True
+    ) -> None:
+        """Call `apply(read(typed))` now (unless `now` is False) and whenever that value changes.
+
+        Why: a follower names its setting as a typed attribute (`lambda v: v.privacy.log_document_text`),
+        so mypy checks the name, where a `changed(key, value)` slot compared strings that nothing checked; and
+        a value read from several settings (a font's family and size) is applied once per change of it."""
+        last = [read(self.typed)]
+        if now:
+            apply(last[0])
+
+        def changed(_key: str, _value: object) -> None:
+            value = read(self.typed)
+            if value != last[0]:
+                last[0] = value
+                apply(value)
+
+        self.changed.connect(changed)
 
     def denoise_settings(self, *, candidates: int | None = None) -> DenoiseSettings:
         """The sampler settings for the next request (always valid: the values were checked on the way in)."""

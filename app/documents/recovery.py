@@ -494,10 +494,7 @@ class RecoveryManager(QObject):
 
     def connect_settings(self, settings: Settings) -> None:
         """Follow `documents.autosave_seconds` live."""
-        self.set_interval(settings.typed.documents.autosave_seconds)
-        settings.changed.connect(
-            lambda key, value: self.set_interval(value) if key == "documents.autosave_seconds" else None
-        )
+        settings.follow(lambda v: v.documents.autosave_seconds, self.set_interval)
 
     def connect_document(self, controller: object) -> None:
         """Remove the autosave when the controller saves or discards the document; journal its saves; copy the

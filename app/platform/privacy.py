@@ -252,11 +252,3 @@ def setup_logging(
         if _redactor not in other.filters:
             other.addFilter(_redactor)
     return path
-
-
-def follow_settings(settings: Any) -> None:
-    """Apply `privacy.log_document_text` now and whenever it changes."""
-    set_log_document_text(settings["privacy.log_document_text"])
-    settings.changed.connect(
-        lambda key, value: set_log_document_text(value) if key == "privacy.log_document_text" else None
-    )

@@ -39,13 +39,7 @@ def apply(window: QWidget, settings: Settings) -> None:
 
 def follow(window: QWidget, settings: Settings) -> None:
     """Apply the keys now and whenever a `keys.*` setting changes."""
-    apply(window, settings)
-
-    def changed(key: str, _value: object) -> None:
-        if key in ACTIONS:
-            apply(window, settings)
-
-    settings.changed.connect(changed)
+    settings.follow(lambda v: dict(v.keys), lambda _keys: apply(window, settings))
 
 
 __all__ = ["ACTIONS", "apply", "follow", "sequences"]

@@ -9,16 +9,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Literal
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
+from app.config.sections import Theme
 from app.config.settings import Settings
 from engine.resources import resources_dir
 
-Theme = Literal["system", "light", "dark"]
 STYLES = resources_dir() / "styles"
 log = logging.getLogger(__name__)
 

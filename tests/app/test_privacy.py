@@ -85,7 +85,7 @@ def test_a_requests_text_reaches_the_log_only_while_the_setting_is_on(qtbot, tmp
     path = privacy.setup_logging(tmp_path / "logs")
     try:
         window = build_window(qtbot, FakeEngine(), settings=settings)
-        privacy.follow_settings(settings)
+        settings.follow(lambda v: v.privacy.log_document_text, privacy.set_log_document_text)
         set_text(window, "Dear diary, the rain kept falling on my secret garden.", select=(12, 52))
         window.actionRewrite.trigger()
         settings.set("privacy.log_document_text", True)

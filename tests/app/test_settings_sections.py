@@ -36,6 +36,8 @@ def test_every_declared_setting_has_a_typed_field_of_its_type_and_no_field_is_un
         if kind is dict:
             assert typing.get_origin(hint) is Mapping, key
             assert typing.get_args(hint)[1] is declared[key].item_type, key
+        elif typing.get_origin(hint) is typing.Literal:  # typed by its choices: exactly the declared ones
+            assert kind is str and set(typing.get_args(hint)) == set(declared[key].choices), key
         else:
             assert hint is kind, key
 
