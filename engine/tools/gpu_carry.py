@@ -51,6 +51,10 @@ if compgen -G "$here/wheels/*.whl" >/dev/null; then
     "$here"/wheels/*.whl
 fi
 export PYTHONPATH="$here/project:$site${PYTHONPATH:+:$PYTHONPATH}" LETTERPRESS_CARRY="$here"
+# The demo judge's word list (Debian's wamerican; the lent image has none), when it was carried.
+if [[ -f "$here/american-english" && -z "${LETTERPRESS_WORDLIST:-}" ]]; then
+  export LETTERPRESS_WORDLIST="$here/american-english"
+fi
 cd "$here/project"
 exec "$py" -m "${module[@]}" "$@"
 """
@@ -176,6 +180,11 @@ def prepare(out: Path, *, wheels_from: Path | None = None) -> dict[str, Any]:
     for wheel in wheels:
         if wheel.name.startswith("bitsandbytes-"):
             saved += trim_bitsandbytes(wheel)
+    from engine.training.evaluate import wordlist
+
+    words = wordlist()
+    if words.is_file():  # ~1 MB: the GPU recipe's real-word share needs it and the image has none
+        shutil.copy2(words, out / "american-english")
     run_sh = out / "run.sh"
     run_sh.write_text(RUN_SH, encoding="utf-8")
     run_sh.chmod(0o755)
@@ -184,6 +193,7 @@ def prepare(out: Path, *, wheels_from: Path | None = None) -> dict[str, Any]:
         "wheels": {w.name: w.stat().st_size for w in sorted(wheels_dir.glob("*.whl"))},
         "bitsandbytes_trimmed_bytes": saved,
         "project_bytes": folder_bytes(out / "project"),
+        "word_list": (out / "american-english").is_file(),
         "limit_bytes": LIMIT_BYTES,
     }
     total = folder_bytes(out) + 2048  # and the manifest itself

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -33,7 +34,15 @@ class WordListMissingError(RuntimeError):
     pass
 
 
-def load_words(path: Path = WORDLIST) -> set[str]:
+def wordlist() -> Path:
+    """The word list in use: `LETTERPRESS_WORDLIST` (the copy a GPU carry folder brings: the lent image has
+    no wamerican), else Debian's."""
+    override = os.environ.get("LETTERPRESS_WORDLIST", "").strip()
+    return Path(override) if override else WORDLIST
+
+
+def load_words(path: Path | None = None) -> set[str]:
+    path = path if path is not None else wordlist()
     if not path.is_file():
         raise WordListMissingError(f"{path} is missing; install it with: apt-get install -y wamerican")
     return {line.strip().lower() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()}

@@ -194,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     report = judge.judge(models, corpus_dirs, None if args.dry_run else teacher, results=results)
     (out / "judge.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     figures["judge"] = {m: r["figures"] for m, r in report["models"].items()}
+    if report.get("note"):  # e.g. no word list on the machine: the figure it gives is left out, and why
+        figures["judge_note"] = report["note"]
+        _log(out, f"judge: {report['note']}")
     figures["seconds"] = round(time.time() - started)
     (out / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
     _log(out, f"done in {figures['seconds']} s: {json.dumps(figures['judge'])}")

@@ -81,7 +81,7 @@ def test_a_bitsandbytes_without_the_images_cuda_library_is_refused(tmp_path: Pat
 
 
 def test_prepare_builds_a_folder_of_at_most_60_mib_with_the_project_the_wheels_and_run_sh(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wanted = gpu_carry.to_carry()
     source = tmp_path / "cache"
@@ -94,8 +94,15 @@ def test_prepare_builds_a_folder_of_at_most_60_mib_with_the_project_the_wheels_a
                 "bitsandbytes/libbitsandbytes_cuda130.so": b"g",
             }
         _wheel(source / f"{name}-{version}-py3-none-any.whl", files)
+    words = tmp_path / "american-english"
+    words.write_text("boat\nsea\n", encoding="utf-8")
+    monkeypatch.setenv(
+        "LETTERPRESS_WORDLIST", str(words)
+    )  # the judge's word list travels (the image has none)
     manifest = gpu_carry.prepare(tmp_path / "carry", wheels_from=source)
     carry = tmp_path / "carry"
+    assert manifest["word_list"] and (carry / "american-english").read_text(encoding="utf-8") == "boat\nsea\n"
+    assert 'LETTERPRESS_WORDLIST="$here/american-english"' in (carry / "run.sh").read_text(encoding="utf-8")
     assert manifest["total_bytes"] <= gpu_carry.LIMIT_BYTES
     assert sorted(manifest["wheels"]) == sorted(f"{n}-{v}-py3-none-any.whl" for n, v in wanted.items())
     assert (carry / "project" / "engine" / "__main__.py").exists()
