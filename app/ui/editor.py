@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import shiboken6
 from PySide6.QtCore import QEvent, QMimeData, QPoint, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
+    QClipboard,
     QFont,
     QFontDatabase,
+    QGuiApplication,
     QInputMethodEvent,
     QKeyEvent,
     QKeySequence,
@@ -72,6 +75,41 @@ class _ReservingLayout(QPlainTextDocumentLayout):
         ):
             rect.setHeight(rect.height() + reserved[1])
         return rect
+
+
+_clipboard_watched = False
+
+
+def own_clipboard_text(mode: QClipboard.Mode = QClipboard.Mode.Clipboard) -> None:
+    """Replace text this process put on the clipboard as a QMimeData made in Python by the same text as Qt
+    makes it (`QClipboard.setText`).
+
+    Why: Qt's clipboard store deletes the data it holds when the process exits, after Python has finalized;
+    for data made in Python, PySide's wrapper then calls into the dead interpreter and the app died with
+    SIGSEGV on quit after a copy or cut from a document with display breaks (the only copy made in Python,
+    `Editor.createMimeDataFromSelection`). The writer's text stays on the clipboard; our object is deleted
+    now, while Python runs."""
+    clipboard = QGuiApplication.clipboard()
+    if clipboard is None or (mode == QClipboard.Mode.Selection and not clipboard.supportsSelection()):
+        return
+    data = clipboard.mimeData(mode)
+    if data is not None and shiboken6.isValid(data) and shiboken6.createdByPython(data):
+        clipboard.setText(data.text(), mode)
+
+
+def _watch_clipboard() -> None:
+    """Swap Python-made clipboard data for Qt's (see `own_clipboard_text`) whenever it changes; once per
+    process."""
+    global _clipboard_watched
+    clipboard = QGuiApplication.clipboard()
+    if _clipboard_watched or clipboard is None:
+        return
+    _clipboard_watched = True
+    # Deferred to the next turn of the event loop: never inside Qt's own emission, which still holds the data.
+    clipboard.dataChanged.connect(lambda: QTimer.singleShot(0, own_clipboard_text))
+    clipboard.selectionChanged.connect(
+        lambda: QTimer.singleShot(0, lambda: own_clipboard_text(QClipboard.Mode.Selection))
+    )
 
 
 class Editor(QPlainTextEdit):
@@ -229,6 +267,7 @@ class Editor(QPlainTextEdit):
             return super().createMimeDataFromSelection()
         data = QMimeData()
         data.setText(breaks.selected_text(self.textCursor()).replace("\u2029", "\n"))
+        _watch_clipboard()  # the clipboard gets a copy made in C++ of what this puts there
         return data
 
     def _insert_plain(self, text: str) -> None:
