@@ -2,7 +2,7 @@
 
 `SETTINGS` (in `app.config.settings`) stays the one declaration of each setting's type, default, bounds and
 help; these records are its typed view, so a misspelt `settings.typed.denoise.step` is a mypy error where
-`settings["denoise.step"]` was a KeyError at run time. `tests/app/test_settings_sections.py` holds the two to
+`settings["denoise.step"]` was a KeyError at run time. `tests/app/config/test_sections.py` holds the two to
 one another: every declared key has a field of its type, every field a declared key."""
 
 from __future__ import annotations

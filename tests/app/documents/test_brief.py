@@ -109,7 +109,7 @@ def test_the_brief_survives_a_real_restart_of_the_process(tmp_path) -> None:
         "print('BRIEF', repr(w.brief.text))\n"
         "w.editor.document().setModified(False); w.close()\n"
     )
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(Path(__file__).resolve().parents[3]))
     outs = []
     for mode in ("write", "read"):
         out = subprocess.run(

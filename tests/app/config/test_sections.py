@@ -15,7 +15,7 @@ import pytest
 from app.config import commands, sections
 from app.config.settings import SETTINGS, Settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _fields() -> dict[str, object]:

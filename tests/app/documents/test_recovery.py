@@ -169,7 +169,7 @@ def test_autosave_of_a_big_document_does_not_block_typing(doc_ui, qtbot):
 # ------------------------------------------------------------------------------------------------------------
 # The real thing: a running app is killed with SIGKILL and the next start recovers the text.
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHILD = r"""
 import sys
 from PySide6.QtCore import QTimer

@@ -14,7 +14,7 @@ import pytest
 from app.platform import privacy
 from app.platform.privacy import DocumentText
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _stop_file_log() -> None:
