@@ -17,7 +17,7 @@ import app
 from app.config.model_choice import DEMO_MARKER
 from app.ui.status import ELLIPSIS
 from engine.resources import demo_model_dir
-from tests.app.test_model_dialog import fake_checkpoint
+from tests.app.ui.test_model_dialog import fake_checkpoint
 from tests.helpers.gui import ghost_state
 
 pytestmark = pytest.mark.usefixtures("user_dirs")

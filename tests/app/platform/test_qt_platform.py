@@ -13,7 +13,7 @@ import pytest
 from app.platform import qt_platform
 from app.platform.qt_platform import EXIT_QT_PLATFORM, current_platform, missing_libraries, packages_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 LDD = """\
 \tlinux-vdso.so.1 (0x00007ffd)
