@@ -324,14 +324,15 @@ class Settings(QObject):
         Why: a follower names its setting as a typed attribute (`lambda v: v.privacy.log_document_text`),
         so mypy checks the name, where a `changed(key, value)` slot compared strings that nothing checked; and
         a value read from several settings (a font's family and size) is applied once per change of it."""
-        last = [read(self.typed)]
+        last = read(self.typed)
         if now:
-            apply(last[0])
+            apply(last)
 
         def changed(_key: str, _value: object) -> None:
+            nonlocal last
             value = read(self.typed)
-            if value != last[0]:
-                last[0] = value
+            if value != last:
+                last = value
                 apply(value)
 
         self.changed.connect(changed)

@@ -115,7 +115,7 @@ def figures(
 ) -> dict[str, Any]:
     """A model's figures; the real-word share is None without a word list (`words` None)."""
     drafts = [d["draft"] for d in result["drafts"]]
-    real, total = word_stats(drafts, words) if words is not None else (0, sum(len(d.split()) for d in drafts))
+    real, total = word_stats(drafts, words or set())  # without a list: the same word count, none real
     fig: dict[str, Any] = {
         "english_word_share": round(real / max(1, total), 4) if words is not None else None,
         "words": total,
@@ -158,12 +158,12 @@ def judge(
     sentences: int = len(CORRECT_SENTENCES),
 ) -> dict[str, Any]:
     """Figures for `models` (or for earlier `results`, re-scored without re-running the models)."""
+    words: set[str] | None = None
+    report_note = ""
     try:
-        words: set[str] | None = load_words()
+        words = load_words()
     except WordListMissingError as exc:  # the trained models and every other figure are still worth having
-        words, report_note = None, str(exc)
-    else:
-        report_note = ""
+        report_note = str(exc)
     results = results if results is not None else [run_model(m, drafts, sentences) for m in models]
     teacher = reference = None
     report: dict[str, Any] = {"models": {}, **({"note": report_note} if report_note else {})}
